@@ -1,0 +1,1 @@
+"""scores_sidecar."""
