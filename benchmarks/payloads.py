@@ -1,0 +1,61 @@
+"""Realistic span bodies for the benchmarks: agent and LLM spans as the SDKs send them."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import orjson
+
+_KINDS = ("agent", "llm_call", "tool_call", "retrieval", "internal", "client")
+
+
+def native_span(rng: random.Random, trace_id: str, index: int) -> dict[str, Any]:
+    """One native span with the attribute mix of an LLM call."""
+    second = index % 60
+    span: dict[str, Any] = {
+        "traceId": trace_id,
+        "spanId": f"{rng.getrandbits(64):016x}",
+        "parentSpanId": f"{rng.getrandbits(64):016x}",
+        "name": f"step-{index % 17}",
+        "kind": _KINDS[index % len(_KINDS)],
+        "startTime": f"2026-11-22T10:{index % 60:02d}:{second:02d}.123456789Z",
+        "endTime": f"2026-11-22T10:{index % 60:02d}:{second:02d}.987654321Z",
+        "status": "ok",
+        "attributes": {
+            "llm.model": "gpt-4o-mini",
+            "llm.provider": "openai",
+            "llm.tokens.prompt": rng.randint(10, 4000),
+            "llm.tokens.completion": rng.randint(10, 1000),
+            "llm.temperature": 0.2,
+            "llm.streaming": False,
+            "agent.name": "planner",
+            "tool.args": ["query", "limit"],
+        },
+    }
+    if index % 4 == 0:
+        span["events"] = [{"name": "retry", "attributes": {"attempt": 1, "reason": "timeout"}}]
+    return span
+
+
+def native_spans_body(count: int, seed: int = 1) -> bytes:
+    """A /v1/spans body with `count` spans over traces of 20 spans each."""
+    rng = random.Random(seed)
+    spans = [native_span(rng, f"{(seed << 64) + i // 20:032x}", i) for i in range(count)]
+    return orjson.dumps({"spans": spans})
+
+
+def otlp_body(count: int, seed: int = 1) -> bytes:
+    """An OTLP/JSON body carrying the same spans as `native_spans_body`, as an exporter would."""
+    import proto_json  # the canonical form is valid OTLP/JSON; exporters add a resource
+
+    request = proto_json.convert_spans(native_spans_body(count, seed)).request
+    resource = request["resourceSpans"][0]
+    resource["resource"] = {
+        "attributes": [{"key": "service.name", "value": {"stringValue": "agent-app"}}]
+    }
+    resource["scopeSpans"][0]["scope"] = {"name": "agent.sdk", "version": "0.6.0"}
+    for span in resource["scopeSpans"][0]["spans"]:
+        span["traceId"] = span["traceId"].upper()  # exporters may; the gateway lowercases
+        span["startTimeUnixNano"] = int(span["startTimeUnixNano"])  # numbers are allowed too
+    return orjson.dumps(request)
