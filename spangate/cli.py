@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from spangate import __version__
+from spangate import __version__, cli_identity
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -15,7 +15,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="spangate", description="Span ingest gateway and scores service."
     )
     parser.add_argument("--version", action="version", version=f"spangate {__version__}")
-    parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    cli_identity.register(commands)
     return parser
 
 

@@ -1,1 +1,56 @@
-"""Shared test helpers."""
+"""Shared fixtures: a real database per test (SQLite always, PostgreSQL when configured)."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from storage.database import Database
+from storage.schema import migrate
+
+POSTGRES_URL = os.environ.get("SPANGATE_TEST_POSTGRES_URL", "")
+BACKENDS = ["sqlite", "postgres"] if POSTGRES_URL else ["sqlite"]
+
+
+def _with_search_path(url: str, schema: str) -> str:
+    separator = "&" if "?" in url else "?"
+    return f"{url}{separator}options=-csearch_path%3D{schema}"
+
+
+@pytest.fixture
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A fresh, empty database URL: a SQLite file, or a PostgreSQL schema of its own."""
+    backend = getattr(request, "param", "sqlite")
+    if backend == "sqlite":
+        yield f"sqlite:///{tmp_path / 'spangate.db'}"
+        return
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
+        admin.execute(f'CREATE SCHEMA "{schema}"')
+    try:
+        yield _with_search_path(POSTGRES_URL, schema)
+    finally:
+        with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
+            admin.execute(f'DROP SCHEMA "{schema}" CASCADE')
+
+
+@pytest.fixture
+def database(database_url: str) -> Iterator[Database]:
+    """A migrated Database on `database_url`."""
+    db = Database(database_url)
+    migrate(db)
+    try:
+        yield db
+    finally:
+        db.close()
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Run every test that uses a database once per configured backend."""
+    if "database_url" in metafunc.fixturenames:
+        metafunc.parametrize("database_url", BACKENDS, indirect=True)

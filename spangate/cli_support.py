@@ -1,0 +1,64 @@
+"""What every CLI command shares: settings, the store, and one-line errors."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from spangate.settings import Settings, SettingsError
+from storage.database import Database
+from storage.errors import StoreError
+from storage.schema import migrate
+
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+
+class CommandError(Exception):
+    """A command cannot do what was asked; the message is printed as one line."""
+
+
+def fail(message: str, code: int = EXIT_FAILED) -> int:
+    """Print one error line on stderr; the exit code."""
+    print(f"spangate: error: {message}", file=sys.stderr)
+    return code
+
+
+def load_settings() -> Settings:
+    """Settings from this process's environment (the one place that reads it)."""
+    return Settings.from_env(os.environ)
+
+
+def with_database(action: Callable[[Database], int]) -> int:
+    """Run `action` against the migrated database; every failure becomes one line."""
+    try:
+        settings = load_settings()
+    except SettingsError as e:
+        return fail(str(e), EXIT_USAGE)
+    db = Database(settings.database_url)
+    try:
+        migrate(db)
+        return action(db)
+    except (StoreError, CommandError, ValueError) as e:
+        return fail(str(e))
+    finally:
+        db.close()
+
+
+def print_json(value: Any) -> None:
+    """JSON on stdout, one document."""
+    sys.stdout.write(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode() + "\n")
+
+
+def print_table(rows: list[tuple[str, ...]], header: tuple[str, ...]) -> None:
+    """Columns aligned for a terminal."""
+    table = [header, *rows]
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    for row in table:
+        print(
+            "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        )

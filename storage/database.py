@@ -1,0 +1,198 @@
+"""One small database layer over SQLite (sqlite3) and PostgreSQL (psycopg), sync.
+
+SQL is written once with `?` placeholders and portable types; PostgreSQL gets `%s`.
+Each thread keeps its own connection (the async apps call in through a thread pool,
+so connections are reused without sharing one across threads). Driver exceptions are
+wrapped here: StoreUnavailable when the database cannot be reached, StoreError else.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Protocol
+
+import psycopg
+
+from storage.errors import StoreError, StoreUnavailable
+
+Row = tuple[Any, ...]
+SQLITE_BUSY_TIMEOUT_MS = 10_000
+CONNECT_TIMEOUT_S = 3
+
+
+class Cursor(Protocol):
+    """What both drivers' cursors offer that this layer uses."""
+
+    rowcount: int
+
+    def execute(self, sql: Any, params: Sequence[Any] = ...) -> Any: ...
+    def executemany(self, sql: Any, params: Sequence[Sequence[Any]]) -> Any: ...
+    def fetchall(self) -> list[Any]: ...
+    def fetchone(self) -> Any: ...
+
+
+class Transaction:
+    """Statements run inside one transaction; `?` placeholders on both dialects."""
+
+    def __init__(self, cursor: Cursor, postgres: bool) -> None:
+        self._cursor = cursor
+        self._postgres = postgres
+
+    def _sql(self, sql: str) -> str:
+        return sql.replace("?", "%s") if self._postgres else sql
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """Run one statement; the number of rows it changed."""
+        self._cursor.execute(self._sql(sql), params)
+        return self._cursor.rowcount
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Run one statement for each row of parameters."""
+        if rows:
+            self._cursor.executemany(self._sql(sql), rows)
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        """All rows of a query."""
+        self._cursor.execute(self._sql(sql), params)
+        return [tuple(row) for row in self._cursor.fetchall()]
+
+    def query_one(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
+        """The first row of a query, or None."""
+        self._cursor.execute(self._sql(sql), params)
+        row = self._cursor.fetchone()
+        return None if row is None else tuple(row)
+
+
+def _one_line(error: BaseException) -> str:
+    """A driver's message on one line (psycopg's span several)."""
+    return " ".join(str(error).split())
+
+
+def _sqlite_path(url: str) -> Path:
+    return Path(url.removeprefix("sqlite:///"))
+
+
+class Database:
+    """A database named by URL: `sqlite:///path/file.db` or `postgresql://...`."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.postgres = url.startswith(("postgresql://", "postgres://"))
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._connections: list[Any] = []
+
+    @property
+    def display_url(self) -> str:
+        """The URL without a password, for logs and messages."""
+        return re.sub(r"://([^:/@]+):[^@]*@", r"://\1:***@", self.url)
+
+    def _connect(self) -> Any:
+        if self.postgres:
+            return psycopg.connect(self.url, connect_timeout=CONNECT_TIMEOUT_S, autocommit=False)
+        path = _sqlite_path(self.url)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        connection = sqlite3.connect(
+            path,
+            timeout=SQLITE_BUSY_TIMEOUT_MS / 1000,
+            isolation_level=None,
+            check_same_thread=False,
+        )
+        connection.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+        connection.execute("PRAGMA journal_mode = WAL")
+        connection.execute("PRAGMA synchronous = NORMAL")
+        connection.execute("PRAGMA foreign_keys = ON")
+        return connection
+
+    def _connection(self) -> Any:
+        connection = getattr(self._local, "connection", None)
+        if connection is None:
+            connection = self._connect()
+            self._local.connection = connection
+            with self._lock:
+                self._connections.append(connection)
+        return connection
+
+    def _discard(self) -> None:
+        connection = getattr(self._local, "connection", None)
+        self._local.connection = None
+        if connection is not None:
+            with self._lock:
+                if connection in self._connections:
+                    self._connections.remove(connection)
+            try:
+                connection.close()
+            except Exception:  # closing a broken connection may fail too; it is gone anyway
+                pass
+
+    @contextmanager
+    def transaction(self, immediate: bool = False) -> Iterator[Transaction]:
+        """A transaction committed on success and rolled back on any error.
+
+        `immediate` takes SQLite's write lock at the start (read-then-write sequences
+        that must not interleave with another process); PostgreSQL ignores it.
+        """
+        try:
+            connection = self._connection()
+        except (sqlite3.Error, psycopg.Error, OSError) as e:
+            raise StoreUnavailable(
+                f"database {self.display_url} is unreachable: {_one_line(e)}"
+            ) from e
+        try:
+            if self.postgres:
+                with connection.cursor() as cursor:
+                    yield Transaction(cursor, postgres=True)
+                connection.commit()
+            else:
+                cursor = connection.cursor()
+                cursor.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
+                try:
+                    yield Transaction(cursor, postgres=False)
+                    cursor.execute("COMMIT")
+                except BaseException:
+                    try:
+                        cursor.execute("ROLLBACK")
+                    except sqlite3.Error:  # SQLite may have rolled back already
+                        pass
+                    raise
+                finally:
+                    cursor.close()
+        except (psycopg.OperationalError, sqlite3.OperationalError) as e:
+            self._rollback_quietly(connection)
+            if self.postgres and connection.closed:
+                self._discard()
+            raise StoreUnavailable(f"database {self.display_url} failed: {_one_line(e)}") from e
+        except (psycopg.Error, sqlite3.Error) as e:
+            self._rollback_quietly(connection)
+            raise StoreError(f"database error: {_one_line(e)}") from e
+        except BaseException:
+            self._rollback_quietly(connection)
+            raise
+
+    def _rollback_quietly(self, connection: Any) -> None:
+        if self.postgres and not connection.closed:
+            try:
+                connection.rollback()
+            except psycopg.Error:
+                self._discard()
+
+    def close(self) -> None:
+        """Close every connection this object opened, in every thread."""
+        with self._lock:
+            connections, self._connections = self._connections, []
+        for connection in connections:
+            try:
+                connection.close()
+            except Exception:  # shutting down: a failing close must not hide the real exit
+                pass
+        self._local = threading.local()
+
+    def ping(self) -> None:
+        """A trivial round trip; StoreUnavailable when the database does not answer."""
+        with self.transaction() as tx:
+            tx.query_one("SELECT 1")

@@ -1,0 +1,68 @@
+"""The schema, as numbered migrations applied once each, safe when processes race.
+
+Every process calls `migrate` at start-up. SQLite serialises it with BEGIN IMMEDIATE
+(the others wait on the busy timeout); PostgreSQL with a transaction-scoped advisory
+lock. Both dialects run the same DDL: TEXT ids and ISO 8601 UTC times, BIGINT numbers.
+"""
+
+from __future__ import annotations
+
+from storage.clock import utc_now_iso
+from storage.database import Database, Transaction
+
+_ADVISORY_LOCK_ID = 0x5350414E  # "SPAN"
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (  # 1: identity
+        """CREATE TABLE organizations (
+            id TEXT PRIMARY KEY,
+            name TEXT NOT NULL UNIQUE,
+            created_at TEXT NOT NULL)""",
+        """CREATE TABLE users (
+            id TEXT PRIMARY KEY,
+            email TEXT NOT NULL UNIQUE,
+            org_id TEXT NOT NULL REFERENCES organizations(id),
+            role TEXT NOT NULL CHECK (role IN ('owner', 'admin', 'member', 'viewer')),
+            created_at TEXT NOT NULL)""",
+        """CREATE TABLE projects (
+            id TEXT PRIMARY KEY,
+            name TEXT NOT NULL UNIQUE,
+            org_id TEXT NOT NULL REFERENCES organizations(id),
+            created_at TEXT NOT NULL)""",
+        """CREATE TABLE api_keys (
+            id TEXT PRIMARY KEY,
+            key_hash TEXT NOT NULL UNIQUE,
+            prefix TEXT NOT NULL,
+            project_id TEXT NOT NULL REFERENCES projects(id),
+            user_id TEXT NOT NULL REFERENCES users(id),
+            created_at TEXT NOT NULL,
+            revoked_at TEXT)""",
+        "CREATE INDEX api_keys_project ON api_keys (project_id)",
+    ),
+)
+
+
+def _lock(tx: Transaction, postgres: bool) -> None:
+    if postgres:
+        tx.query_one("SELECT pg_advisory_xact_lock(?)", (_ADVISORY_LOCK_ID,))
+    tx.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, "
+        "applied_at TEXT NOT NULL)"
+    )
+
+
+def migrate(db: Database) -> int:
+    """Apply the migrations this database lacks; the schema version it is at after."""
+    with db.transaction(immediate=True) as tx:
+        _lock(tx, db.postgres)
+        applied = {row[0] for row in tx.query("SELECT version FROM schema_migrations")}
+        for version, statements in enumerate(MIGRATIONS, start=1):
+            if version in applied:
+                continue
+            for statement in statements:
+                tx.execute(statement)
+            tx.execute(
+                "INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)",
+                (version, utc_now_iso()),
+            )
+    return len(MIGRATIONS)

@@ -1,0 +1,67 @@
+"""Settings from the environment."""
+
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+
+import pytest
+
+from spangate.settings import Settings, SettingsError
+
+
+def test_defaults_are_the_documented_ones() -> None:
+    """An empty environment gives the design's defaults, SQLite under the data dir."""
+    settings = Settings.from_env({})
+    assert (settings.ingest_port, settings.api_port, settings.app_port) == (4318, 4319, 4320)
+    assert settings.database_url == "sqlite:///.spangate/spangate.db"
+    assert settings.redis_url is None
+    assert settings.max_body_bytes == 10_485_760
+    assert (settings.max_spans_per_request, settings.max_attributes_per_request) == (10_000, 24_000)
+    assert (settings.enqueue_timeout_ms, settings.dedup_window_seconds) == (2000, 1200)
+    assert settings.redis_memory_high_ratio == 0.9
+
+
+def test_values_are_read_and_typed() -> None:
+    """Every kind of value is parsed: paths, URLs, numbers, CIDR lists, origin lists."""
+    settings = Settings.from_env(
+        {
+            "SPANGATE_DATA_DIR": "/var/lib/sg",
+            "SPANGATE_REDIS_URL": "redis://127.0.0.1:6379/0",
+            "SPANGATE_TRUSTED_PROXIES": "10.0.0.0/8, ::1",
+            "SPANGATE_CORS_ALLOWED_ORIGINS": "https://app.example.com/,*",
+            "SPANGATE_RATE_LIMIT_IP_RPS": "0",
+            "SPANGATE_LOG_LEVEL": "DEBUG",
+        }
+    )
+    assert settings.data_dir == Path("/var/lib/sg")
+    assert settings.database_url == "sqlite:////var/lib/sg/spangate.db"
+    assert settings.trusted_proxies == (
+        ipaddress.ip_network("10.0.0.0/8"),
+        ipaddress.ip_network("::1"),
+    )
+    assert settings.cors_allowed_origins == ("https://app.example.com", "*")
+    assert settings.rate_limit_ip_rps == 0 and settings.log_level == "debug"
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("INGEST_PORT", "http"),
+        ("INGEST_PORT", "70000"),
+        ("MAX_BODY_BYTES", "0"),
+        ("MAX_BODY_BYTES", "1.5"),
+        ("REDIS_MEMORY_HIGH_RATIO", "1.5"),
+        ("RATE_LIMIT_PROJECT_RPS", "-1"),
+        ("RATE_LIMIT_PROJECT_RPS", "inf"),
+        ("TRUSTED_PROXIES", "10.0.0.0/33"),
+        ("LOG_LEVEL", "loud"),
+        ("REDIS_URL", "localhost:6379"),
+        ("DATABASE_URL", "mysql://x"),
+        ("ENQUEUE_TIMEOUT_MS", "soon"),
+    ],
+)
+def test_bad_value_names_the_variable(name: str, value: str) -> None:
+    """A bad value raises SettingsError whose message names the variable."""
+    with pytest.raises(SettingsError, match=f"^SPANGATE_{name}="):
+        Settings.from_env({f"SPANGATE_{name}": value})

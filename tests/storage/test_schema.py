@@ -1,0 +1,40 @@
+"""Schema creation: idempotent, and safe when several processes start at once."""
+
+from __future__ import annotations
+
+import multiprocessing
+
+from storage.database import Database
+from storage.schema import MIGRATIONS, migrate
+
+
+def _migrate_and_use(url: str) -> str:
+    from storage.identity import IdentityStore
+
+    db = Database(url)
+    try:
+        migrate(db)
+        return str(len(IdentityStore(db).list_projects()))
+    except Exception as e:  # reported to the parent, which fails the test with it
+        return f"{type(e).__name__}: {e}"
+    finally:
+        db.close()
+
+
+def test_migrate_twice_is_a_no_op(database: Database) -> None:
+    """Running the migrations again changes nothing and records each version once."""
+    assert migrate(database) == len(MIGRATIONS)
+    with database.transaction() as tx:
+        versions = [row[0] for row in tx.query("SELECT version FROM schema_migrations")]
+    assert versions == list(range(1, len(MIGRATIONS) + 1))
+
+
+def test_concurrent_start_up(database_url: str) -> None:
+    """Eight processes migrating one fresh database at once all succeed."""
+    with multiprocessing.get_context("spawn").Pool(8) as pool:
+        results = pool.map(_migrate_and_use, [database_url] * 8)
+    assert results == ["0"] * 8
+    db = Database(database_url)
+    with db.transaction() as tx:
+        assert tx.query_one("SELECT COUNT(*) FROM schema_migrations") == (len(MIGRATIONS),)
+    db.close()
