@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -73,8 +74,49 @@ def _one_line(error: BaseException) -> str:
     return " ".join(str(error).split())
 
 
+def _enable_wal(connection: sqlite3.Connection) -> None:
+    """Switch to WAL (persistent in the file), waiting out other processes doing the same.
+
+    Changing the journal mode can answer SQLITE_BUSY without calling the busy handler,
+    so processes starting together on a fresh file retry here for the busy timeout.
+    """
+    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            connection.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
+
+
 def _sqlite_path(url: str) -> Path:
     return Path(url.removeprefix("sqlite:///"))
+
+
+class _Slot:
+    """One thread's connection and the lock held while it is in use.
+
+    close() takes the lock before closing, so a connection is never closed under a
+    thread still using it (with SQLite that would be a use-after-free in C).
+    """
+
+    __slots__ = ("closed", "connection", "lock")
+
+    def __init__(self, connection: Any) -> None:
+        self.connection = connection
+        self.lock = threading.Lock()
+        self.closed = False
+
+    def close(self) -> None:
+        with self.lock:
+            if not self.closed:
+                self.closed = True
+                try:
+                    self.connection.close()
+                except Exception:  # a broken connection may fail to close; it is gone anyway
+                    pass
 
 
 class Database:
@@ -85,7 +127,7 @@ class Database:
         self.postgres = url.startswith(("postgresql://", "postgres://"))
         self._local = threading.local()
         self._lock = threading.Lock()
-        self._connections: list[Any] = []
+        self._slots: list[_Slot] = []
 
     @property
     def display_url(self) -> str:
@@ -104,31 +146,37 @@ class Database:
             check_same_thread=False,
         )
         connection.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
-        connection.execute("PRAGMA journal_mode = WAL")
+        _enable_wal(connection)
         connection.execute("PRAGMA synchronous = NORMAL")
         connection.execute("PRAGMA foreign_keys = ON")
         return connection
 
-    def _connection(self) -> Any:
-        connection = getattr(self._local, "connection", None)
-        if connection is None:
-            connection = self._connect()
-            self._local.connection = connection
-            with self._lock:
-                self._connections.append(connection)
-        return connection
+    def _acquire(self) -> _Slot:
+        """This thread's slot, locked; a new connection when there is none (or it closed)."""
+        slot: _Slot | None = getattr(self._local, "slot", None)
+        if slot is not None:
+            slot.lock.acquire()
+            if not slot.closed:
+                return slot
+            slot.lock.release()
+        slot = _Slot(self._connect())
+        slot.lock.acquire()
+        self._local.slot = slot
+        with self._lock:
+            self._slots.append(slot)
+        return slot
 
-    def _discard(self) -> None:
-        connection = getattr(self._local, "connection", None)
-        self._local.connection = None
-        if connection is not None:
-            with self._lock:
-                if connection in self._connections:
-                    self._connections.remove(connection)
-            try:
-                connection.close()
-            except Exception:  # closing a broken connection may fail too; it is gone anyway
-                pass
+    def _discard(self, slot: _Slot) -> None:
+        """Drop a broken connection (called with its lock held)."""
+        slot.closed = True
+        self._local.slot = None
+        with self._lock:
+            if slot in self._slots:
+                self._slots.remove(slot)
+        try:
+            slot.connection.close()
+        except Exception:  # closing a broken connection may fail too; it is gone anyway
+            pass
 
     @contextmanager
     def transaction(self, immediate: bool = False) -> Iterator[Transaction]:
@@ -138,11 +186,18 @@ class Database:
         that must not interleave with another process); PostgreSQL ignores it.
         """
         try:
-            connection = self._connection()
+            slot = self._acquire()
         except (sqlite3.Error, psycopg.Error, OSError) as e:
             raise StoreUnavailable(
                 f"database {self.display_url} is unreachable: {_one_line(e)}"
             ) from e
+        try:
+            yield from self._run(slot, immediate)
+        finally:
+            slot.lock.release()
+
+    def _run(self, slot: _Slot, immediate: bool) -> Iterator[Transaction]:
+        connection = slot.connection
         try:
             if self.postgres:
                 with connection.cursor() as cursor:
@@ -163,34 +218,30 @@ class Database:
                 finally:
                     cursor.close()
         except (psycopg.OperationalError, sqlite3.OperationalError) as e:
-            self._rollback_quietly(connection)
+            self._rollback_quietly(slot)
             if self.postgres and connection.closed:
-                self._discard()
+                self._discard(slot)
             raise StoreUnavailable(f"database {self.display_url} failed: {_one_line(e)}") from e
         except (psycopg.Error, sqlite3.Error) as e:
-            self._rollback_quietly(connection)
+            self._rollback_quietly(slot)
             raise StoreError(f"database error: {_one_line(e)}") from e
         except BaseException:
-            self._rollback_quietly(connection)
+            self._rollback_quietly(slot)
             raise
 
-    def _rollback_quietly(self, connection: Any) -> None:
-        if self.postgres and not connection.closed:
+    def _rollback_quietly(self, slot: _Slot) -> None:
+        if self.postgres and not slot.connection.closed:
             try:
-                connection.rollback()
+                slot.connection.rollback()
             except psycopg.Error:
-                self._discard()
+                self._discard(slot)
 
     def close(self) -> None:
-        """Close every connection this object opened, in every thread."""
+        """Close every connection, in every thread, each once its current use ends."""
         with self._lock:
-            connections, self._connections = self._connections, []
-        for connection in connections:
-            try:
-                connection.close()
-            except Exception:  # shutting down: a failing close must not hide the real exit
-                pass
-        self._local = threading.local()
+            slots, self._slots = self._slots, []
+        for slot in slots:
+            slot.close()
 
     def ping(self) -> None:
         """A trivial round trip; StoreUnavailable when the database does not answer."""

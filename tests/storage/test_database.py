@@ -1,0 +1,70 @@
+"""The database layer: dialects, error wrapping, and closing under concurrent use."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from storage.database import Database
+from storage.errors import StoreError, StoreUnavailable
+
+
+def test_close_while_other_threads_use_connections(tmp_path: Path) -> None:
+    """close() never closes a connection mid-transaction (SQLite would crash in C)."""
+    db = Database(f"sqlite:///{tmp_path / 'x.db'}")
+    with db.transaction() as tx:
+        tx.execute("CREATE TABLE t (n BIGINT)")
+        tx.executemany("INSERT INTO t (n) VALUES (?)", [(i,) for i in range(1000)])
+    stop = threading.Event()
+    failures: list[BaseException] = []
+
+    def busy() -> None:
+        while not stop.is_set():
+            try:
+                with db.transaction() as tx:  # readers: WAL never makes them wait
+                    assert tx.query("SELECT SUM(n) FROM t") == [(499500,)]
+            except BaseException as e:  # collected: any error here fails the test
+                failures.append(e)
+
+    threads = [threading.Thread(target=busy) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for _ in range(300):
+        db.close()
+    stop.set()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    db.close()
+
+
+def test_transaction_rolls_back_on_error(database: Database) -> None:
+    """An exception inside a transaction undoes its statements."""
+    with database.transaction() as tx:
+        tx.execute("CREATE TABLE r (n BIGINT)")
+    with pytest.raises(ZeroDivisionError), database.transaction() as tx:
+        tx.execute("INSERT INTO r (n) VALUES (?)", (1,))
+        raise ZeroDivisionError
+    with database.transaction() as tx:
+        assert tx.query("SELECT COUNT(*) FROM r") == [(0,)]
+
+
+def test_sql_errors_are_wrapped(database: Database) -> None:
+    """Driver errors surface as StoreError with a one-line message."""
+    with pytest.raises(StoreError) as caught, database.transaction() as tx:
+        tx.execute("SELECT * FROM no_such_table")
+    assert "\n" not in str(caught.value)
+
+
+def test_unreachable_postgres_is_store_unavailable() -> None:
+    """A PostgreSQL server that does not answer is StoreUnavailable, quickly."""
+    db = Database("postgresql://postgres@127.0.0.1:1/none")
+    with pytest.raises(StoreUnavailable, match="unreachable"):
+        db.ping()
+
+
+def test_display_url_hides_password() -> None:
+    """Logged URLs never carry the password."""
+    assert Database("postgresql://u:secret@h:5432/d").display_url == "postgresql://u:***@h:5432/d"
