@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from spangate import __version__, cli_identity
+from spangate import __version__, cli_identity, cli_serve
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -16,6 +16,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"spangate {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    cli_serve.register(commands)
     cli_identity.register(commands)
     return parser
 

@@ -1,0 +1,106 @@
+"""The collector app factory: routes, error rendering, and the clients' lifespan."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+from quart import Quart, Response, g
+from werkzeug.exceptions import HTTPException
+
+from collector import queue as span_queue
+from collector.answers import json_response, render_error
+from collector.errors import GatewayError
+from collector.health import Health
+from collector.ingest import Ingest
+from proto_json import Limits
+from spangate.cors import install_cors
+from spangate.settings import Settings
+from storage.database import Database
+from storage.errors import StoreError
+from storage.identity import IdentityStore
+from storage.schema import migrate
+from storage.verifier import KeyVerifier
+
+log = logging.getLogger("spangate.collector")
+MIGRATE_RETRY_S = 2.0
+INGEST_ROUTES = ("/v1/spans", "/v1/spans/batch", "/v1/traces", "/v1/otlp/v1/traces")
+
+
+async def _migrate_until_done(db: Database) -> None:
+    """The schema is needed to verify keys; a database that is down now may be up later."""
+    while True:
+        try:
+            await asyncio.to_thread(migrate, db)
+            return
+        except StoreError as e:
+            log.warning("database not ready; retrying", extra={"error": str(e)})
+            await asyncio.sleep(MIGRATE_RETRY_S)
+
+
+def _http_error(error: HTTPException) -> Response:
+    code = (error.name or "error").upper().replace(" ", "_")
+    status = error.code or 500
+    headers = {k: v for k, v in error.get_headers() if k.lower() == "allow"}
+    message = {404: "no such route", 405: "method not allowed on this route"}.get(
+        status, error.description or code
+    )
+    return json_response({"error": {"code": code, "message": message}}, status, headers)
+
+
+def create_app(settings: Settings) -> Quart:
+    """The gateway; `settings.redis_url` must name the queue store."""
+    if settings.redis_url is None:
+        raise ValueError("the collector needs a Redis URL (SPANGATE_REDIS_URL)")
+    app = Quart("spangate.collector")
+    app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
+    app.config["PROVIDE_AUTOMATIC_OPTIONS"] = True
+    db = Database(settings.database_url)
+    verifier = KeyVerifier(IdentityStore(db).identity_for_hash)
+    timeout_s = settings.enqueue_timeout_ms / 1000
+    queue = span_queue.SpanQueue(span_queue.connect(settings.redis_url, timeout_s), timeout_s)
+    limits = Limits(settings.max_spans_per_request, settings.max_attributes_per_request)
+    ingest = Ingest(limits, settings.max_body_bytes, verifier, queue)
+    health = Health(queue, db)
+    tasks: list[asyncio.Task[None]] = []
+
+    @app.before_serving
+    async def open_clients() -> None:
+        tasks.append(asyncio.create_task(_migrate_until_done(db)))
+
+    @app.after_serving
+    async def close_clients() -> None:
+        for task in tasks:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        await queue.close()
+        await asyncio.to_thread(db.close)
+
+    for path, handler in zip(
+        INGEST_ROUTES, (ingest.spans, ingest.spans_batch, ingest.traces, ingest.otlp), strict=True
+    ):
+        app.add_url_rule(path, view_func=handler, methods=["POST"], endpoint=path)
+    app.add_url_rule("/health", view_func=health.health, methods=["GET"])
+    app.add_url_rule("/health/live", view_func=health.live, methods=["GET"])
+    app.add_url_rule("/health/ready", view_func=health.ready, methods=["GET"])
+    app.add_url_rule("/health/ingest", view_func=health.ingest, methods=["GET"])
+
+    @app.errorhandler(GatewayError)
+    async def gateway_error(error: GatewayError) -> Response:
+        return render_error(error, bool(getattr(g, "otlp_form", False)))
+
+    @app.errorhandler(HTTPException)
+    async def http_error(error: HTTPException) -> Response:
+        return _http_error(error)
+
+    @app.errorhandler(Exception)
+    async def internal_error(error: Exception) -> Response:
+        log.exception("request failed")
+        return render_error(
+            GatewayError(500, "INTERNAL_ERROR", "the gateway could not complete the request"), False
+        )
+
+    install_cors(app, settings.cors_allowed_origins)
+    return app

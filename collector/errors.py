@@ -1,0 +1,42 @@
+"""The gateway's one error type; rendered in exactly one place (collector.answers)."""
+
+from __future__ import annotations
+
+
+class GatewayError(Exception):
+    """A request the gateway answers with an error status.
+
+    `code` and `message` fill the spec's `error` object; `retry_after` (seconds) is set
+    only for the codes the spec gives it to, and adds the Retry-After header. `body_error`
+    marks failures to read, decode or parse the body: on OTLP-form requests those are
+    answered with an OTLP body instead. `bare` answers with no error object at all
+    (a body over the limit that came without a Content-Length).
+    """
+
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        *,
+        retry_after: int | None = None,
+        body_error: bool = False,
+        bare: bool = False,
+    ) -> None:
+        super().__init__(f"{status} {code}: {message}")
+        self.status = status
+        self.code = code
+        self.message = message
+        self.retry_after = retry_after
+        self.body_error = body_error
+        self.bare = bare
+
+
+def unauthorized(message: str) -> GatewayError:
+    """401 UNAUTHORIZED."""
+    return GatewayError(401, "UNAUTHORIZED", message)
+
+
+def unavailable(code: str, message: str, retry_after: int | None = None) -> GatewayError:
+    """503 with one of the spec's capacity or availability codes."""
+    return GatewayError(503, code, message, retry_after=retry_after)

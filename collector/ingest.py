@@ -1,0 +1,199 @@
+"""The four ingest routes: one pipeline, route by route only where the spec differs.
+
+Order: header checks (no I/O), authentication, the body under the size limits, decode
+and convert, one confirmed XADD, the answer.
+
+Conversion is pure-Python CPU work, so a thread buys no parallelism (the GIL), and
+measured under load it convoys: the event loop waits for the GIL after every socket
+operation. Only bodies over OFFLOAD_BYTES go to a thread, where blocking the loop for
+their whole conversion would stall health checks and small requests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+from quart import Response, g, request
+from werkzeug.exceptions import RequestEntityTooLarge
+
+import proto_json
+from collector.answers import json_response, otlp_answer, spans_answer, traces_answer
+from collector.auth import authenticate
+from collector.bodies import content_codings, decode
+from collector.errors import GatewayError, unavailable
+from collector.queue import SpanQueue
+from proto_json import Conversion, EnvelopeError, Limits
+from storage.identity import KeyIdentity
+from storage.streams import QueuedRequest
+from storage.verifier import KeyVerifier
+
+#: Bodies above this many bytes (as received) are decoded and converted off the loop.
+OFFLOAD_BYTES = 1024 * 1024
+_PROTOBUF = "application/x-protobuf"
+_REFUSALS = {
+    "TOO_MANY_SPANS": "the request has {count} spans; at most {limit} are accepted per request",
+    "TOO_MANY_ATTRIBUTES": "the request has over {limit} attribute pairs; send fewer per request",
+}
+
+#: Converts a decoded body; True when the body was OTLP/JSON (answered in the OTLP form).
+Converter = Callable[[bytes, Limits], tuple[Conversion, bool]]
+
+
+def _otlp_form() -> bool:
+    return bool(getattr(g, "otlp_form", False))
+
+
+def _native(convert: Callable[[bytes, Limits], Conversion]) -> Converter:
+    return lambda data, limits: (convert(data, limits), False)
+
+
+class _OtlpEnvelopeError(Exception):
+    """An OTLP body's envelope is invalid: answered in the OTLP form on every route."""
+
+    def __init__(self, error: EnvelopeError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
+def _convert_otlp(data: bytes, limits: Limits) -> tuple[Conversion, bool]:
+    return proto_json.convert_otlp(data, limits), True
+
+
+def _convert_traces(data: bytes, limits: Limits) -> tuple[Conversion, bool]:
+    """/v1/traces takes a native or an OTLP body; the detector tells them apart."""
+    document = proto_json.load_object(data)
+    if proto_json.traces_format(document) == "otlp":
+        try:
+            return proto_json.convert_otlp_document(document, limits), True
+        except EnvelopeError as e:
+            raise _OtlpEnvelopeError(e) from e
+    return proto_json.convert_traces_document(document, limits), False
+
+
+_SPANS = _native(proto_json.convert_spans)
+_SPANS_BATCH = _native(proto_json.convert_ndjson)
+
+
+class Ingest:
+    """Route handlers bound to the collector's limits, key verifier and queue."""
+
+    def __init__(
+        self, limits: Limits, max_body_bytes: int, verifier: KeyVerifier, queue: SpanQueue
+    ) -> None:
+        self.limits = limits
+        self.max_body_bytes = max_body_bytes
+        self.verifier = verifier
+        self.queue = queue
+
+    async def spans(self) -> Response:
+        """POST /v1/spans."""
+        return await self._ingest("spans", _SPANS, spans_answer)
+
+    async def spans_batch(self) -> Response:
+        """POST /v1/spans/batch."""
+        return await self._ingest("spans_batch", _SPANS_BATCH, spans_answer)
+
+    async def traces(self) -> Response:
+        """POST /v1/traces: native or OTLP body; OTLP answers when Content-Encoding is set."""
+        if "Content-Encoding" in request.headers or self._is_protobuf():
+            g.otlp_form = True
+        return await self._ingest("traces", _convert_traces, traces_answer)
+
+    async def otlp(self) -> Response:
+        """POST /v1/otlp/v1/traces: OTLP/JSON only, OTLP answers."""
+        g.otlp_form = True
+        return await self._ingest("otlp", _convert_otlp, otlp_answer)
+
+    # -- the pipeline ----------------------------------------------------------------
+
+    def _is_protobuf(self) -> bool:
+        return request.mimetype == _PROTOBUF
+
+    def _check_headers(self) -> list[str]:
+        if _otlp_form() and self._is_protobuf():
+            raise GatewayError(
+                415,
+                "UNSUPPORTED_MEDIA_TYPE",
+                "binary protobuf (application/x-protobuf) is not supported; send OTLP/JSON "
+                "with Content-Type: application/json",
+                body_error=True,
+            )
+        try:
+            codings = content_codings(request.headers.get("Content-Encoding"))
+        except GatewayError as e:
+            if not _otlp_form():
+                raise
+            raise GatewayError(400, "SERIALIZATION_ERROR", e.message, body_error=True) from e
+        length = request.content_length
+        if length is not None and length > self.max_body_bytes:
+            raise GatewayError(
+                413,
+                "PAYLOAD_TOO_LARGE",
+                f"Content-Length {length} is over the {self.max_body_bytes}-byte limit",
+                body_error=True,
+            )
+        return codings
+
+    async def _body(self) -> bytes:
+        try:
+            data: bytes = await request.body
+            return data
+        except RequestEntityTooLarge as e:
+            raise GatewayError(
+                413,
+                "PAYLOAD_TOO_LARGE",
+                f"body is over the {self.max_body_bytes}-byte limit",
+                body_error=True,
+                bare=True,
+            ) from e
+
+    def _decode_and_convert(
+        self, raw: bytes, codings: list[str], convert: Converter
+    ) -> tuple[Conversion, bool, bytes | None]:
+        """Pure work (no request context): safe to run in a worker thread."""
+        data = decode(raw, codings, self.max_body_bytes)
+        try:
+            conversion, was_otlp = convert(data, self.limits)
+        except EnvelopeError as e:
+            raise GatewayError(400, e.code, e.message, body_error=True) from e
+        queued = orjson.dumps(conversion.request) if conversion.accepted else None
+        return conversion, was_otlp, queued
+
+    async def _ingest(
+        self, route: str, convert: Converter, answer: Callable[[Conversion], dict[str, Any]]
+    ) -> Response:
+        codings = self._check_headers()
+        identity = await authenticate(self.verifier, request.headers)
+        raw = await self._body()
+        try:
+            if len(raw) > OFFLOAD_BYTES:
+                work = asyncio.to_thread(self._decode_and_convert, raw, codings, convert)
+                conversion, was_otlp, queued = await work
+            else:
+                conversion, was_otlp, queued = self._decode_and_convert(raw, codings, convert)
+        except _OtlpEnvelopeError as e:
+            g.otlp_form = True
+            raise GatewayError(400, e.error.code, e.error.message, body_error=True) from e
+        if was_otlp:
+            g.otlp_form = True
+        if conversion.refusal is not None:
+            message = _REFUSALS[conversion.refusal].format(
+                count=conversion.span_count, limit=self._limit_of(conversion.refusal)
+            )
+            raise unavailable(conversion.refusal, message)
+        if queued is not None:
+            await self._enqueue(identity, route, conversion.accepted, queued)
+        return json_response(otlp_answer(conversion) if _otlp_form() else answer(conversion))
+
+    def _limit_of(self, refusal: str) -> int:
+        if refusal == "TOO_MANY_SPANS":
+            return self.limits.max_spans
+        return self.limits.max_attributes
+
+    async def _enqueue(self, identity: KeyIdentity, route: str, accepted: int, body: bytes) -> None:
+        item = QueuedRequest(identity.project_id, route, int(time.time() * 1000), accepted, body)
+        await self.queue.enqueue(item)

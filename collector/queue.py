@@ -1,0 +1,78 @@
+"""The Redis Streams producer: one XADD per request, and 200 only after it returned.
+
+Entries are never trimmed here (no MAXLEN): an unconsumed entry is an acknowledged
+span. Failures map to the spec's codes: no answer in time (or no connection) is
+ENQUEUE_UNCONFIRMED, Redis refusing for memory is REDIS_MEMORY_HIGH, any other error
+reply is STORAGE_ERROR.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import redis.asyncio as aioredis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import OutOfMemoryError, RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from collector.errors import GatewayError, unavailable
+from storage.streams import QueuedRequest, stream_key
+
+CONNECT_TIMEOUT_S = 1.0
+MEMORY_RETRY_AFTER_S = 5
+
+
+def connect(url: str, timeout_s: float) -> aioredis.Redis:
+    """A client that fails fast: one immediate retry (a pooled connection may be stale
+    after a Redis restart), then the error; no backoff that would outlast the timeout."""
+    return aioredis.Redis.from_url(
+        url,
+        socket_connect_timeout=min(CONNECT_TIMEOUT_S, timeout_s),
+        socket_timeout=timeout_s + 1,
+        retry=Retry(NoBackoff(), 1),
+        health_check_interval=30,
+    )
+
+
+def _refusal(error: RedisError) -> GatewayError:
+    if isinstance(error, OutOfMemoryError):
+        return unavailable(
+            "REDIS_MEMORY_HIGH", "the queue store is out of memory", MEMORY_RETRY_AFTER_S
+        )
+    if isinstance(error, RedisConnectionError | RedisTimeoutError):
+        return unavailable("ENQUEUE_UNCONFIRMED", "the queue store is unreachable")
+    return unavailable("STORAGE_ERROR", "the queue store failed")
+
+
+class SpanQueue:
+    """Producer side of the per-project streams."""
+
+    def __init__(self, client: aioredis.Redis, timeout_s: float) -> None:
+        self.client = client
+        self.timeout_s = timeout_s
+
+    async def enqueue(self, item: QueuedRequest) -> bytes:
+        """XADD the request's entry; its stream id once Redis confirmed it."""
+        key = stream_key(item.project_id)
+        try:
+            entry_id: bytes = await asyncio.wait_for(
+                self.client.xadd(key, item.fields()),  # type: ignore[arg-type]
+                self.timeout_s,
+            )
+        except TimeoutError as e:
+            raise unavailable(
+                "ENQUEUE_UNCONFIRMED", f"the queue did not confirm within {self.timeout_s:g} s"
+            ) from e
+        except RedisError as e:
+            raise _refusal(e) from e
+        return entry_id
+
+    async def ping(self) -> None:
+        """Raise unless Redis answers a PING within the timeout."""
+        await asyncio.wait_for(self.client.ping(), self.timeout_s)
+
+    async def close(self) -> None:
+        """Close the client's connections."""
+        await self.client.aclose()

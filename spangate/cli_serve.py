@@ -1,0 +1,139 @@
+"""`spangate serve` and the one-part commands (`collector`, later `sidecar`, `worker`)."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from spangate.cli_support import fail, load_settings
+from spangate.embedded_redis import EmbeddedRedis, EmbeddedRedisError
+from spangate.logs import configure_logging
+from spangate.settings import Settings, SettingsError
+from storage.database import Database
+from storage.errors import StoreError
+from storage.schema import migrate
+
+STOP_TIMEOUT_S = 30.0
+
+
+@contextmanager
+def redis_url_for(settings: Settings) -> Iterator[Settings]:
+    """Settings with a Redis URL: the configured one, or the data directory's embedded one."""
+    if settings.redis_url is not None:
+        yield settings
+        return
+    embedded = EmbeddedRedis(settings.data_dir)
+    url = embedded.start()
+    try:
+        yield dataclasses.replace(settings, redis_url=url)
+    finally:
+        embedded.stop()
+
+
+def _collector(args: argparse.Namespace) -> int:
+    from collector.app import create_app
+    from spangate.runner import run
+
+    try:
+        settings = load_settings()
+        configure_logging(settings.log_level)
+        with redis_url_for(settings) as resolved:
+            run(create_app(resolved), resolved.host, resolved.ingest_port)
+    except (SettingsError, EmbeddedRedisError) as e:
+        return fail(str(e))
+    return 0
+
+
+def _parts(args: argparse.Namespace) -> list[str]:
+    return ["collector"]
+
+
+def _start(part: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-m", "spangate.cli", part], env=env)
+
+
+def _supervise(children: dict[str, subprocess.Popen[bytes]]) -> int:
+    """Wait for a signal or for a child to exit; then stop them all. The exit code."""
+    stopping = False
+
+    def on_signal(signum: int, frame: object) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    code = 0
+    while not stopping:
+        exited = {name: c.returncode for name, c in children.items() if c.poll() is not None}
+        if exited:
+            for name, returncode in exited.items():
+                print(
+                    f"spangate: {name} exited with status {returncode}; stopping", file=sys.stderr
+                )
+            code = 1
+            break
+        time.sleep(0.2)
+    for child in children.values():
+        if child.poll() is None:
+            child.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + STOP_TIMEOUT_S
+    for child in children.values():
+        try:
+            child.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+    return code
+
+
+def _banner(settings: Settings, parts: list[str]) -> None:
+    lines = [
+        f"spangate serving {', '.join(parts)}",
+        f"  ingest:  http://{settings.host}:{settings.ingest_port}/v1/spans "
+        f"(OTLP/JSON: /v1/otlp/v1/traces)",
+        f"  queue:   {settings.redis_url}",
+        f"  storage: {Database(settings.database_url).display_url}",
+        "  create a key: spangate users add you@example.com --role owner && "
+        "spangate keys create --project demo --user you@example.com",
+    ]
+    print("\n".join(lines), file=sys.stderr, flush=True)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    try:
+        settings = load_settings()
+    except SettingsError as e:
+        return fail(str(e), 2)
+    configure_logging(settings.log_level)
+    db = Database(settings.database_url)
+    try:
+        migrate(db)
+    except StoreError as e:
+        return fail(str(e))
+    finally:
+        db.close()
+    parts = _parts(args)
+    try:
+        with redis_url_for(settings) as resolved:
+            env = dict(os.environ, SPANGATE_REDIS_URL=str(resolved.redis_url))
+            _banner(resolved, parts)
+            children = {part: _start(part, env) for part in parts}
+            return _supervise(children)
+    except EmbeddedRedisError as e:
+        return fail(str(e))
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add serve and the one-part commands."""
+    serve = commands.add_parser("serve", help="run every part on embedded defaults")
+    serve.add_argument("--no-worker", action="store_true", help="do not drain the queue")
+    serve.set_defaults(handler=_serve)
+    collector = commands.add_parser("collector", help="run the ingest gateway")
+    collector.set_defaults(handler=_collector)

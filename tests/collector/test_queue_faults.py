@@ -1,0 +1,80 @@
+"""The queue store failing for real: stopped, frozen, out of memory; and recovering."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+
+from spangate.settings import Settings
+from storage.streams import stream_key
+from tests.collector.conftest import Tenant, make_app
+from tests.proto_json.spans import span
+from tests.redis_server import RedisServer
+
+BODY = orjson.dumps({"spans": [span()]})
+
+
+@pytest.fixture
+def own_redis(tmp_path: Path) -> Iterator[RedisServer]:
+    server = RedisServer(tmp_path / "own-redis").start()
+    yield server
+    server.stop()
+
+
+async def test_redis_down_is_fast_503_and_recovers(
+    settings: Settings, tenant: Tenant, own_redis: RedisServer
+) -> None:
+    """Redis stopped: 503 ENQUEUE_UNCONFIRMED within the timeout; restarted: 200 again."""
+    app = make_app(settings, redis_url=own_redis.url, enqueue_timeout_ms=2000)
+    async with app.test_app() as test_app:
+        client = test_app.test_client()
+        assert (await client.post("/v1/spans", data=BODY, headers=tenant.auth())).status_code == 200
+        own_redis.stop()
+        started = time.monotonic()
+        down = await client.post("/v1/spans", data=BODY, headers=tenant.auth())
+        elapsed = time.monotonic() - started
+        assert down.status_code == 503
+        assert (await down.get_json())["error"]["code"] == "ENQUEUE_UNCONFIRMED"
+        assert elapsed < 2.0 + 1.0, "an unreachable queue must not hang past the timeout"
+        own_redis.start()
+        up = await client.post("/v1/spans", data=BODY, headers=tenant.auth())
+        assert up.status_code == 200
+    assert own_redis.client().xlen(stream_key(tenant.project_id)) == 2  # AOF kept the first
+
+
+async def test_frozen_redis_is_enqueue_unconfirmed(
+    settings: Settings, tenant: Tenant, own_redis: RedisServer
+) -> None:
+    """Redis not answering in time (DEBUG SLEEP) gives 503 ENQUEUE_UNCONFIRMED."""
+    app = make_app(settings, redis_url=own_redis.url, enqueue_timeout_ms=300)
+    async with app.test_app() as test_app:
+        client = test_app.test_client()
+        await client.get("/health/ingest")  # connection established before the freeze
+        freeze = asyncio.create_task(
+            asyncio.to_thread(own_redis.client().execute_command, "DEBUG", "SLEEP", "1.5")
+        )
+        await asyncio.sleep(0.2)
+        response = await client.post("/v1/spans", data=BODY, headers=tenant.auth())
+        await freeze
+        assert response.status_code == 503
+        assert (await response.get_json())["error"]["code"] == "ENQUEUE_UNCONFIRMED"
+        again = await client.post("/v1/spans", data=BODY, headers=tenant.auth())
+        assert again.status_code == 200
+
+
+async def test_redis_out_of_memory_is_redis_memory_high(
+    settings: Settings, tenant: Tenant, own_redis: RedisServer
+) -> None:
+    """Redis refusing writes for memory becomes 503 REDIS_MEMORY_HIGH with Retry-After."""
+    own_redis.client().config_set("maxmemory", "1")
+    app = make_app(settings, redis_url=own_redis.url)
+    async with app.test_app() as test_app:
+        response = await test_app.test_client().post("/v1/spans", data=BODY, headers=tenant.auth())
+    error = (await response.get_json())["error"]
+    assert response.status_code == 503 and error["code"] == "REDIS_MEMORY_HIGH"
+    assert response.headers["Retry-After"] == str(error["retry_after"])

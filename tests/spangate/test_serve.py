@@ -1,0 +1,42 @@
+"""`spangate serve` end to end on embedded defaults, as the README's quick start runs it."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import httpx
+import orjson
+
+from spangate.embedded_redis import free_port
+from tests.processes import spawn, wait_healthy
+from tests.proto_json.spans import span
+
+
+def test_serve_embedded_defaults_then_clean_stop(tmp_path: Path) -> None:
+    """serve starts Redis and the collector, takes spans, and stops everything on SIGTERM."""
+    port = free_port()
+    env = {"SPANGATE_INGEST_PORT": str(port), "SPANGATE_API_PORT": str(free_port())}
+    process = spawn(["serve"], env, tmp_path)
+    try:
+        wait_healthy(f"http://127.0.0.1:{port}/health/ready", process)
+        keys = spawn(["users", "add", "a@x.io", "--role", "owner"], env, tmp_path)
+        assert keys.wait(timeout=30) == 0
+        created = spawn(["keys", "create", "--project", "demo", "--user", "a@x.io"], env, tmp_path)
+        out, _ = created.communicate(timeout=30)
+        key = out.decode().strip().splitlines()[-1]
+        response = httpx.post(
+            f"http://127.0.0.1:{port}/v1/spans",
+            content=orjson.dumps({"spans": [span()]}),
+            headers={"Authorization": f"Bearer {key}"},
+        )
+        assert response.status_code == 200 and response.json()["accepted"] == 1
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=60) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.communicate()
+    redis_dir = tmp_path / ".spangate" / "redis"
+    assert (redis_dir / "appendonly.aof").exists()
+    assert not (redis_dir / "redis.url").exists()  # the embedded Redis was stopped
