@@ -4,20 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
 from quart import Response
 
 from collector.errors import GatewayError
 from proto_json import Conversion
+from spangate.web import json_response
 
 MAX_IGNORED_FIELDS = 10
 MAX_OTLP_MESSAGE_ERRORS = 10
-JSON = "application/json"
-
-
-def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
-    """A JSON response serialised with orjson."""
-    return Response(orjson.dumps(body), status=status, headers=headers, content_type=JSON)
 
 
 def _ignored(conversion: Conversion, body: dict[str, Any]) -> None:

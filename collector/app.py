@@ -10,42 +10,25 @@ from quart import Quart, Response, g
 from werkzeug.exceptions import HTTPException
 
 from collector import queue as span_queue
-from collector.answers import json_response, render_error
+from collector.answers import render_error
 from collector.errors import GatewayError
 from collector.health import Health
 from collector.ingest import Ingest
 from proto_json import Limits
 from spangate.cors import install_cors
 from spangate.settings import Settings
+from spangate.web import http_exception_parts, json_response
 from storage.database import Database
-from storage.errors import StoreError
 from storage.identity import IdentityStore
-from storage.schema import migrate
+from storage.schema import migrate_when_reachable
 from storage.verifier import KeyVerifier
 
 log = logging.getLogger("spangate.collector")
-MIGRATE_RETRY_S = 2.0
 INGEST_ROUTES = ("/v1/spans", "/v1/spans/batch", "/v1/traces", "/v1/otlp/v1/traces")
 
 
-async def _migrate_until_done(db: Database) -> None:
-    """The schema is needed to verify keys; a database that is down now may be up later."""
-    while True:
-        try:
-            await asyncio.to_thread(migrate, db)
-            return
-        except StoreError as e:
-            log.warning("database not ready; retrying", extra={"error": str(e)})
-            await asyncio.sleep(MIGRATE_RETRY_S)
-
-
 def _http_error(error: HTTPException) -> Response:
-    code = (error.name or "error").upper().replace(" ", "_")
-    status = error.code or 500
-    headers = {k: v for k, v in error.get_headers() if k.lower() == "allow"}
-    message = {404: "no such route", 405: "method not allowed on this route"}.get(
-        status, error.description or code
-    )
+    status, code, message, headers = http_exception_parts(error)
     return json_response({"error": {"code": code, "message": message}}, status, headers)
 
 
@@ -67,7 +50,7 @@ def create_app(settings: Settings) -> Quart:
 
     @app.before_serving
     async def open_clients() -> None:
-        tasks.append(asyncio.create_task(_migrate_until_done(db)))
+        tasks.append(asyncio.create_task(migrate_when_reachable(db, log)))
 
     @app.after_serving
     async def close_clients() -> None:

@@ -6,27 +6,9 @@ import asyncio
 
 from quart import Response
 
-from collector.answers import json_response
 from collector.queue import SpanQueue
+from spangate.web import check, check_database, json_response, readiness
 from storage.database import Database
-
-CHECK_TIMEOUT_S = 2.0
-
-
-async def _check_queue(queue: SpanQueue) -> str:
-    try:
-        await asyncio.wait_for(queue.ping(), CHECK_TIMEOUT_S)
-    except Exception as e:  # any failure is the answer: the queue is not usable
-        return f"unavailable: {type(e).__name__}"
-    return "ok"
-
-
-async def _check_database(db: Database) -> str:
-    try:
-        await asyncio.wait_for(asyncio.to_thread(db.ping), CHECK_TIMEOUT_S)
-    except Exception as e:  # any failure is the answer: the store is not usable
-        return f"unavailable: {type(e).__name__}"
-    return "ok"
 
 
 class Health:
@@ -46,7 +28,7 @@ class Health:
 
     async def ingest(self) -> Response:
         """GET /health/ingest: 200 when the queue store answers, else 503."""
-        queue = await _check_queue(self.queue)
+        queue = await check(self.queue.ping)
         ok = queue == "ok"
         return json_response(
             {"status": "ok" if ok else "unavailable", "checks": {"queue": queue}},
@@ -55,9 +37,5 @@ class Health:
 
     async def ready(self) -> Response:
         """GET /health/ready: 200 only when the queue and the relational store answer."""
-        queue, database = await asyncio.gather(_check_queue(self.queue), _check_database(self.db))
-        checks = {"queue": queue, "database": database}
-        ok = all(value == "ok" for value in checks.values())
-        return json_response(
-            {"status": "ready" if ok else "not ready", "checks": checks}, 200 if ok else 503
-        )
+        queue, database = await asyncio.gather(check(self.queue.ping), check_database(self.db))
+        return readiness({"queue": queue, "database": database})

@@ -21,12 +21,13 @@ from quart import Response, g, request
 from werkzeug.exceptions import RequestEntityTooLarge
 
 import proto_json
-from collector.answers import json_response, otlp_answer, spans_answer, traces_answer
+from collector.answers import otlp_answer, spans_answer, traces_answer
 from collector.auth import authenticate
 from collector.bodies import content_codings, decode
 from collector.errors import GatewayError, unavailable
 from collector.queue import SpanQueue
 from proto_json import Conversion, EnvelopeError, Limits
+from spangate.web import json_response
 from storage.identity import KeyIdentity
 from storage.streams import QueuedRequest
 from storage.verifier import KeyVerifier

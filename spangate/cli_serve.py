@@ -1,4 +1,4 @@
-"""`spangate serve` and the one-part commands (`collector`, later `sidecar`, `worker`)."""
+"""`spangate serve` and the one-part commands: `collector`, `sidecar` (and `worker`)."""
 
 from __future__ import annotations
 
@@ -51,8 +51,21 @@ def _collector(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sidecar(args: argparse.Namespace) -> int:
+    from scores_sidecar.app import create_app
+    from spangate.runner import run
+
+    try:
+        settings = load_settings()
+    except SettingsError as e:
+        return fail(str(e), 2)
+    configure_logging(settings.log_level)
+    run(create_app(settings), settings.host, settings.api_port)
+    return 0
+
+
 def _parts(args: argparse.Namespace) -> list[str]:
-    return ["collector"]
+    return ["collector", "sidecar"]
 
 
 def _start(part: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
@@ -137,3 +150,5 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     serve.set_defaults(handler=_serve)
     collector = commands.add_parser("collector", help="run the ingest gateway")
     collector.set_defaults(handler=_collector)
+    sidecar = commands.add_parser("sidecar", help="run the scores API")
+    sidecar.set_defaults(handler=_sidecar)

@@ -7,8 +7,12 @@ lock. Both dialects run the same DDL: TEXT ids and ISO 8601 UTC times, BIGINT nu
 
 from __future__ import annotations
 
+import asyncio
+import logging
+
 from storage.clock import utc_now_iso
 from storage.database import Database, Transaction
+from storage.errors import StoreError
 
 _ADVISORY_LOCK_ID = 0x5350414E  # "SPAN"
 
@@ -39,6 +43,20 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             revoked_at TEXT)""",
         "CREATE INDEX api_keys_project ON api_keys (project_id)",
     ),
+    (  # 2: scores
+        """CREATE TABLE scores (
+            id TEXT PRIMARY KEY,
+            project_id TEXT NOT NULL REFERENCES projects(id),
+            trace_id TEXT NOT NULL,
+            span_id TEXT,
+            name TEXT NOT NULL,
+            score DOUBLE PRECISION NOT NULL CHECK (score >= 0 AND score <= 1),
+            comment TEXT,
+            source TEXT NOT NULL CHECK (source IN ('api', 'sdk', 'ui', 'eval')),
+            key_id TEXT NOT NULL REFERENCES api_keys(id),
+            created_at TEXT NOT NULL)""",
+        "CREATE INDEX scores_trace ON scores (project_id, trace_id)",
+    ),
 )
 
 
@@ -66,3 +84,17 @@ def migrate(db: Database) -> int:
                 (version, utc_now_iso()),
             )
     return len(MIGRATIONS)
+
+
+MIGRATE_RETRY_S = 2.0
+
+
+async def migrate_when_reachable(db: Database, log: logging.Logger) -> None:
+    """Migrate, retrying while the database is unreachable (it may come up later)."""
+    while True:
+        try:
+            await asyncio.to_thread(migrate, db)
+            return
+        except StoreError as e:
+            log.warning("database not ready; retrying", extra={"error": str(e)})
+            await asyncio.sleep(MIGRATE_RETRY_S)

@@ -14,12 +14,13 @@ from tests.proto_json.spans import span
 
 
 def test_serve_embedded_defaults_then_clean_stop(tmp_path: Path) -> None:
-    """serve starts Redis and the collector, takes spans, and stops everything on SIGTERM."""
-    port = free_port()
-    env = {"SPANGATE_INGEST_PORT": str(port), "SPANGATE_API_PORT": str(free_port())}
+    """serve starts Redis, collector and sidecar, takes spans and scores, stops on SIGTERM."""
+    port, api_port = free_port(), free_port()
+    env = {"SPANGATE_INGEST_PORT": str(port), "SPANGATE_API_PORT": str(api_port)}
     process = spawn(["serve"], env, tmp_path)
     try:
         wait_healthy(f"http://127.0.0.1:{port}/health/ready", process)
+        wait_healthy(f"http://127.0.0.1:{api_port}/health/ready", process)
         keys = spawn(["users", "add", "a@x.io", "--role", "owner"], env, tmp_path)
         assert keys.wait(timeout=30) == 0
         created = spawn(["keys", "create", "--project", "demo", "--user", "a@x.io"], env, tmp_path)
@@ -31,6 +32,12 @@ def test_serve_embedded_defaults_then_clean_stop(tmp_path: Path) -> None:
             headers={"Authorization": f"Bearer {key}"},
         )
         assert response.status_code == 200 and response.json()["accepted"] == 1
+        score = httpx.post(
+            f"http://127.0.0.1:{api_port}/v1/scores",
+            json={"trace_id": span()["traceId"], "score": 0.9},
+            headers={"X-API-Key": key},
+        )
+        assert score.status_code == 201 and score.json()["source"] == "api"
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=60) == 0
     finally:

@@ -1,0 +1,54 @@
+"""What both apps share on the HTTP side: JSON responses and dependency checks."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import orjson
+from quart import Response
+from werkzeug.exceptions import HTTPException
+
+from storage.database import Database
+
+JSON = "application/json"
+CHECK_TIMEOUT_S = 2.0
+
+
+def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    """A JSON response serialised with orjson."""
+    return Response(orjson.dumps(body), status=status, headers=headers, content_type=JSON)
+
+
+async def check(probe: Callable[[], Awaitable[object]]) -> str:
+    """`ok`, or `unavailable: <ErrorType>` when the probe fails or takes over 2 s."""
+    try:
+        await asyncio.wait_for(probe(), CHECK_TIMEOUT_S)
+    except Exception as e:  # any failure is the answer: the dependency is not usable
+        return f"unavailable: {type(e).__name__}"
+    return "ok"
+
+
+async def check_database(db: Database) -> str:
+    """Whether the relational store answers a trivial query."""
+    return await check(lambda: asyncio.to_thread(db.ping))
+
+
+def readiness(checks: dict[str, str]) -> Response:
+    """200 `ready` when every check is ok, else 503 naming what failed."""
+    ok = all(value == "ok" for value in checks.values())
+    return json_response(
+        {"status": "ready" if ok else "not ready", "checks": checks}, 200 if ok else 503
+    )
+
+
+def http_exception_parts(error: HTTPException) -> tuple[int, str, str, dict[str, str]]:
+    """(status, CODE, message, headers to keep) for a framework HTTP error (404, 405...)."""
+    status = error.code or 500
+    code = (error.name or "error").upper().replace(" ", "_")
+    message = {404: "no such route", 405: "method not allowed on this route"}.get(
+        status, error.description or code
+    )
+    headers = {k: v for k, v in error.get_headers() if k.lower() == "allow"}
+    return status, code, message, headers
