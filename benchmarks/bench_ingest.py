@@ -1,0 +1,138 @@
+"""Collector span rate as a ratio of an echo app on the same framework, in one run.
+
+    python -m benchmarks.bench_ingest [--seconds 3] [--rounds 5] [--connections 8]
+
+Both servers are single Hypercorn processes pinned to core 0; this load generator and
+Redis (append-only on, as in production) share core 1. Rounds alternate echo and
+collector for each body; the ratio is the median of the paired rounds.
+Targets: issue 4, >= 0.4 on 1,000-span bodies; issue 8, >= 0.7 everywhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+import redis
+
+from benchmarks.loadgen import build_request, load
+from benchmarks.payloads import native_spans_body, otlp_body
+from spangate.embedded_redis import free_port
+from storage.database import Database
+from storage.identity import IdentityStore
+from storage.schema import migrate
+from storage.streams import STREAM_PATTERN
+from tests.redis_server import RedisServer
+
+SERVER_CORE, LOAD_CORE = {0}, {1}
+
+
+def pin(pid: int, cores: set[int]) -> None:
+    if hasattr(os, "sched_setaffinity") and os.cpu_count() and os.cpu_count() > 1:  # type: ignore[operator]
+        os.sched_setaffinity(pid, cores)
+
+
+def start(argv: list[str], env: dict[str, str], health: str) -> subprocess.Popen[bytes]:
+    process = subprocess.Popen(
+        [sys.executable, *argv],
+        env={**os.environ, **env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    pin(process.pid, SERVER_CORE)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            if httpx.get(health, timeout=1).status_code == 200:
+                return process
+        except httpx.HTTPError:
+            if time.monotonic() > deadline or process.poll() is not None:
+                raise SystemExit(f"{argv} did not start") from None
+        time.sleep(0.1)
+
+
+def drain(client: redis.Redis) -> None:
+    """Empty the queue between rounds so Redis memory and the AOF stay bounded."""
+    for key in client.scan_iter(match=STREAM_PATTERN):
+        client.delete(key)
+    client.bgrewriteaof()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seconds", type=float, default=3.0, help="per round")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--connections", type=int, default=8)
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="spangate-bench-"))
+    server = RedisServer(work / "redis").start()
+    pin(server.process.pid, LOAD_CORE)  # type: ignore[union-attr]
+    db_url = f"sqlite:///{work / 'spangate.db'}"
+    db = Database(db_url)
+    migrate(db)
+    store = IdentityStore(db)
+    store.add_user("bench@x.io", "owner")
+    key = store.create_key("bench", "bench@x.io").key
+    db.close()
+    collector_port, echo_port = free_port(), free_port()
+    env = {
+        "SPANGATE_REDIS_URL": server.url,
+        "SPANGATE_DATABASE_URL": db_url,
+        "SPANGATE_INGEST_PORT": str(collector_port),
+        "SPANGATE_LOG_LEVEL": "warning",
+    }
+    collector = start(
+        ["-m", "spangate.cli", "collector"], env, f"http://127.0.0.1:{collector_port}/health/ready"
+    )
+    echo = start(
+        ["-m", "benchmarks.echo_app", str(echo_port)], {}, f"http://127.0.0.1:{echo_port}/health"
+    )
+    pin(os.getpid(), LOAD_CORE)
+    client = server.client()
+    auth = {"Authorization": f"Bearer {key}"}
+    cases = [
+        ("1000-span native", "/v1/spans", native_spans_body(1000), 1000),
+        ("1000-span OTLP", "/v1/otlp/v1/traces", otlp_body(1000), 1000),
+        ("1-span native", "/v1/spans", native_spans_body(1), 1),
+    ]
+    print(
+        f"{args.rounds} paired rounds of {args.seconds:g} s, {args.connections} connections; "
+        f"servers on core 0, load and Redis on core 1"
+    )
+    try:
+        for label, path, body, spans in cases:
+            request = build_request(path, body, auth)
+            load(echo_port, request, 0.5, args.connections)  # warm up both
+            load(collector_port, request, 0.5, args.connections)
+            drain(client)
+            ratios, echo_rates, collector_rates, refused = [], [], [], 0
+            for _ in range(args.rounds):
+                baseline = load(echo_port, request, args.seconds, args.connections)
+                measured = load(collector_port, request, args.seconds, args.connections)
+                drain(client)
+                refused += sum(n for status, n in measured.statuses.items() if status != 200)
+                echo_rates.append(baseline.requests_per_second * spans)
+                collector_rates.append(measured.requests_per_second * spans)
+                ratios.append(collector_rates[-1] / echo_rates[-1])
+            print(
+                f"{label:17s} echo {statistics.median(echo_rates):9,.0f} spans/s  "
+                f"collector {statistics.median(collector_rates):9,.0f} spans/s  "
+                f"ratio {statistics.median(ratios):.2f}"
+                + (f"  ({refused} non-200 answers!)" if refused else "")
+            )
+    finally:
+        for process in (collector, echo):
+            process.terminate()
+            process.wait()
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()
