@@ -26,7 +26,13 @@ def _value(value: dict[str, Any]) -> dict[str, Any]:
 
 
 def _pairs(pairs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return sorted(({"key": kv["key"], "value": _value(kv["value"])} for kv in pairs), key=_BY_KEY)
+    for pair in pairs:
+        value = pair["value"]
+        if "kvlistValue" in value or "arrayValue" in value:
+            return sorted(
+                ({"key": kv["key"], "value": _value(kv["value"])} for kv in pairs), key=_BY_KEY
+            )
+    return sorted(pairs, key=_BY_KEY)  # scalars only: nothing nested to normalise
 
 
 def _with_sorted_attributes(item: dict[str, Any]) -> dict[str, Any]:

@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from spangate import __version__, cli_identity, cli_serve
+from spangate import __version__, cli_identity, cli_serve, cli_traces
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -18,6 +18,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     cli_serve.register(commands)
     cli_identity.register(commands)
+    cli_traces.register(commands)
     return parser
 
 

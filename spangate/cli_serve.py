@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -64,8 +65,47 @@ def _sidecar(args: argparse.Namespace) -> int:
     return 0
 
 
+def _worker(args: argparse.Namespace) -> int:
+    import redis
+
+    from storage.spans import SpanStore
+    from storage.worker import Worker
+
+    try:
+        settings = load_settings()
+    except SettingsError as e:
+        return fail(str(e), 2)
+    configure_logging(settings.log_level)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    db = Database(settings.database_url)
+    try:
+        migrate(db)
+        with redis_url_for(settings) as resolved:
+            client = redis.Redis.from_url(str(resolved.redis_url), socket_timeout=30)
+            worker = Worker(
+                client,
+                SpanStore(db),
+                settings.dedup_window_seconds,
+                claim_idle_ms=args.claim_idle_ms,
+            )
+            stats = worker.run(stop, burst=args.burst)
+            client.close()
+    except (StoreError, EmbeddedRedisError) as e:
+        return fail(str(e))
+    finally:
+        db.close()
+    if args.burst:
+        print(
+            f"stored {stats.spans_written} spans from {stats.entries} queue entries; "
+            f"refused {stats.spans_refused}; dead-lettered {stats.dead_lettered}"
+        )
+    return 0
+
+
 def _parts(args: argparse.Namespace) -> list[str]:
-    return ["collector", "sidecar"]
+    return ["collector", "sidecar"] + ([] if args.no_worker else ["worker"])
 
 
 def _start(part: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
@@ -152,3 +192,14 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     collector.set_defaults(handler=_collector)
     sidecar = commands.add_parser("sidecar", help="run the scores API")
     sidecar.set_defaults(handler=_sidecar)
+    worker = commands.add_parser("worker", help="drain the queue into the span store")
+    worker.add_argument(
+        "--burst", action="store_true", help="drain what is queued, then exit (prints a summary)"
+    )
+    worker.add_argument(
+        "--claim-idle-ms",
+        type=int,
+        default=30_000,
+        help="take over entries another worker left pending this long",
+    )
+    worker.set_defaults(handler=_worker)

@@ -57,6 +57,33 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             created_at TEXT NOT NULL)""",
         "CREATE INDEX scores_trace ON scores (project_id, trace_id)",
     ),
+    (  # 3: spans. One row per (span, UTC day of its start): the spec's re-sending rules
+        # make a changed span sent after the window replace the row of its start day, or
+        # add a row when it starts on another day.
+        """CREATE TABLE spans (
+            project_id TEXT NOT NULL,
+            trace_id TEXT NOT NULL,
+            span_id TEXT NOT NULL,
+            start_day TEXT NOT NULL,
+            parent_span_id TEXT,
+            name TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            status_code BIGINT NOT NULL,
+            status_message TEXT,
+            start_ns BIGINT NOT NULL,
+            end_ns BIGINT,
+            session_id TEXT,
+            attributes TEXT NOT NULL,
+            events TEXT NOT NULL,
+            links TEXT NOT NULL,
+            extras TEXT NOT NULL,
+            resource TEXT NOT NULL,
+            scope TEXT NOT NULL,
+            content_hash TEXT NOT NULL,
+            received_ms BIGINT NOT NULL,
+            PRIMARY KEY (project_id, trace_id, span_id, start_day))""",
+        "CREATE INDEX spans_trace_start ON spans (project_id, start_ns)",
+    ),
 )
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from storage.database import Database
 from storage.schema import migrate
+from tests.redis_server import shared_redis_url
 
 POSTGRES_URL = os.environ.get("SPANGATE_TEST_POSTGRES_URL", "")
 BACKENDS = ["sqlite", "postgres"] if POSTGRES_URL else ["sqlite"]
@@ -54,3 +55,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Run every test that uses a database once per configured backend."""
     if "database_url" in metafunc.fixturenames:
         metafunc.parametrize("database_url", BACKENDS, indirect=True)
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One real redis-server for the session (or SPANGATE_REDIS_URL)."""
+    url, server = shared_redis_url(tmp_path_factory.mktemp("redis"))
+    yield url
+    if server is not None:
+        server.stop()

@@ -18,15 +18,6 @@ from storage.database import Database
 from storage.identity import IdentityStore
 from storage.schema import migrate
 from storage.streams import QueuedRequest, stream_key
-from tests.redis_server import shared_redis_url
-
-
-@pytest.fixture(scope="session")
-def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    url, server = shared_redis_url(tmp_path_factory.mktemp("redis"))
-    yield url
-    if server is not None:
-        server.stop()
 
 
 @pytest.fixture

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import time
 from pathlib import Path
 
 import httpx
@@ -11,6 +12,19 @@ import orjson
 from spangate.embedded_redis import free_port
 from tests.processes import spawn, wait_healthy
 from tests.proto_json.spans import span
+
+
+def _wait_stored(env: dict[str, str], cwd: Path, trace_id: str) -> None:
+    """The worker inside serve stores the span: traces show finds it."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        shown = spawn(["traces", "show", trace_id, "--project", "demo", "--json"], env, cwd)
+        out, _ = shown.communicate(timeout=30)
+        if shown.returncode == 0:
+            assert orjson.loads(out)["spans"][0]["traceId"] == trace_id
+            return
+        time.sleep(0.2)
+    raise AssertionError("the span was not stored by serve's worker")
 
 
 def test_serve_embedded_defaults_then_clean_stop(tmp_path: Path) -> None:
@@ -38,6 +52,7 @@ def test_serve_embedded_defaults_then_clean_stop(tmp_path: Path) -> None:
             headers={"X-API-Key": key},
         )
         assert score.status_code == 201 and score.json()["source"] == "api"
+        _wait_stored(env, tmp_path, span()["traceId"])
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=60) == 0
     finally:

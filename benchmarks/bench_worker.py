@@ -1,0 +1,98 @@
+"""Worker throughput from a pre-filled stream into SQLite, as a ratio of a plain executemany.
+
+    python -m benchmarks.bench_worker [--entries 100] [--spans 1000] [--rounds 3]
+
+The baseline inserts the very same rows (already built) with executemany, one
+transaction per batch of the worker's size, into an empty copy of the spans table: the
+database's own ceiling. The worker does everything else too: XREADGROUP, decoding the
+canonical JSON, building rows and content hashes, the re-sending window in Redis,
+upserts, XACK and XDEL. Targets: issue 6, >= 50,000 spans/s; issue 8, >= 100,000.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+
+import proto_json
+from benchmarks.payloads import native_spans_body
+from storage.database import Database
+from storage.schema import migrate
+from storage.span_rows import rows_of
+from storage.spans import UPSERT, SpanStore
+from storage.streams import QueuedRequest, stream_key
+from storage.worker import Worker
+from tests.redis_server import RedisServer
+
+
+def fill(server: RedisServer, project: str, entries: int, spans: int) -> list[bytes]:
+    client = server.client()
+    bodies = []
+    for i in range(entries):
+        conversion = proto_json.convert_spans(native_spans_body(spans, seed=i + 1))
+        body = orjson.dumps(conversion.request)
+        bodies.append(body)
+        item = QueuedRequest(project, "spans", int(time.time() * 1000), spans, body)
+        client.xadd(stream_key(project), item.fields())  # type: ignore[arg-type]
+    client.close()
+    return bodies
+
+
+def baseline(db: Database, bodies: list[bytes], project: str, batch_entries: int) -> float:
+    """Seconds for executemany of the same rows, batch by batch."""
+    rows = [row for body in bodies for row in rows_of(orjson.loads(body), project, 0)]
+    per_batch = len(rows) // max(1, len(bodies) // batch_entries)
+    start = time.perf_counter()
+    for at in range(0, len(rows), per_batch):
+        with db.transaction() as tx:
+            tx.executemany(UPSERT.split(" ON CONFLICT")[0], rows[at : at + per_batch])
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--entries", type=int, default=100)
+    parser.add_argument("--spans", type=int, default=1000, help="per entry")
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    total = args.entries * args.spans
+    worker_rates, base_rates = [], []
+    print(f"{args.entries} entries x {args.spans} spans = {total:,} spans per round")
+    for round_no in range(args.rounds):
+        work = Path(tempfile.mkdtemp(prefix="spangate-worker-bench-"))
+        server = RedisServer(work / "redis").start()
+        project = f"bench{round_no}"
+        bodies = fill(server, project, args.entries, args.spans)
+        db = Database(f"sqlite:///{work / 'worker.db'}")
+        migrate(db)
+        client = server.client()
+        worker = Worker(client, SpanStore(db), 1200, block_ms=10)
+        start = time.perf_counter()
+        stats = worker.run(burst=True)
+        worker_s = time.perf_counter() - start
+        assert stats.spans_written == total and SpanStore(db).count(project) == total
+        plain = Database(f"sqlite:///{work / 'plain.db'}")
+        migrate(plain)
+        base_s = baseline(plain, bodies, project, worker.batch_entries)
+        worker_rates.append(total / worker_s)
+        base_rates.append(total / base_s)
+        client.close()
+        db.close()
+        plain.close()
+        server.stop()
+    worker_rate, base_rate = statistics.median(worker_rates), statistics.median(base_rates)
+    print(f"worker      {worker_rate:10,.0f} spans/s (median of {args.rounds})")
+    print(f"executemany {base_rate:10,.0f} spans/s (same rows, same batches)")
+    print(
+        f"ratio {worker_rate / base_rate:.2f}; target >= 50,000 spans/s: "
+        f"{'PASS' if worker_rate >= 50_000 else 'FAIL'}"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,89 @@
+"""The re-sending window, kept in Redis so that several workers agree.
+
+For each span, one key holds the content hash of its first send and expires at that
+send's receive time plus the window. SET NX decides who is first, atomically:
+- the key was free: this send opens the window (or the old one has passed): write it;
+- the key holds this very hash: the same content again, or a redelivery after a crash
+  between setting the key and committing: write it (an idempotent upsert);
+- the key holds another hash: changed content within the window: refused (after the
+  gateway answered 200, as the spec says), counted and logged; the first one stays.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import redis
+
+from storage.span_rows import SpanRow
+
+
+def window_key(project_id: str, trace_id: str, span_id: str) -> str:
+    """The key holding a span's first content hash while its window lasts."""
+    return f"spangate:{{{project_id}}}:sent:{trace_id}:{span_id}"
+
+
+def refused_counter(project_id: str) -> str:
+    """Running count of a project's spans refused by the window."""
+    return f"spangate:{{{project_id}}}:refused"
+
+
+#: KEYS[1] is the project's refused counter, KEYS[2..] the window keys; ARGV holds each
+#: window key's hash and expiry (ms) in turn. Answers 0 (write) or 1 (refused) per key.
+_WINDOW_SCRIPT = """
+local answers, refused = {}, 0
+for i = 2, #KEYS do
+  local hash = ARGV[2 * i - 3]
+  if redis.call('SET', KEYS[i], hash, 'NX', 'PXAT', ARGV[2 * i - 2]) then
+    answers[i - 1] = 0
+  else
+    local holder = redis.call('GET', KEYS[i])
+    if (not holder) or holder == hash then
+      answers[i - 1] = 0
+    else
+      answers[i - 1] = 1
+      refused = refused + 1
+    end
+  end
+end
+if refused > 0 then redis.call('INCRBY', KEYS[1], refused) end
+return answers
+"""
+#: Spans per script call: a script blocks Redis while it runs, so keep each one short
+#: (about a millisecond) and never hold up the collectors' XADDs for long.
+CHUNK = 2000
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """Which rows of a batch are written and which are refused."""
+
+    write: list[SpanRow]
+    refused: list[SpanRow]
+
+
+def decide(client: redis.Redis, rows: list[SpanRow], window_ms: int) -> Decision:
+    """Apply the window to a batch, in order: one script call per project and chunk.
+
+    Keys of one project share a hash tag, so each call stays on one Redis Cluster slot.
+    """
+    script = client.register_script(_WINDOW_SCRIPT)
+    by_project: dict[str, list[SpanRow]] = {}
+    for row in rows:
+        by_project.setdefault(row.project_id, []).append(row)
+    refused_rows: set[int] = set()
+    for project_id, project_rows in by_project.items():
+        for at in range(0, len(project_rows), CHUNK):
+            chunk = project_rows[at : at + CHUNK]
+            keys = [refused_counter(project_id)]
+            args: list[str | int] = []
+            for row in chunk:
+                keys.append(window_key(project_id, row.trace_id, row.span_id))
+                args += (row.content_hash, row.received_ms + window_ms)
+            answers = script(keys=keys, args=args)
+            refused_rows.update(
+                id(row) for row, answer in zip(chunk, answers, strict=True) if answer
+            )
+    write = [row for row in rows if id(row) not in refused_rows]
+    refused = [row for row in rows if id(row) in refused_rows]
+    return Decision(write, refused)

@@ -1,0 +1,126 @@
+"""The span store: bulk upserts by the re-sending rules, and the operators' read side."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from storage.database import Database
+from storage.span_rows import SpanRow
+
+_FIELDS = list(SpanRow._fields)
+_KEY = ("project_id", "trace_id", "span_id", "start_day")
+# Insert, or replace the row of the same span and start day when the content differs:
+# identical content is a no-op, so redelivered queue entries change nothing.
+UPSERT = (
+    f"INSERT INTO spans ({', '.join(_FIELDS)}) VALUES ({', '.join('?' * len(_FIELDS))}) "
+    f"ON CONFLICT ({', '.join(_KEY)}) DO UPDATE SET "
+    + ", ".join(f"{f} = excluded.{f}" for f in _FIELDS if f not in _KEY)
+    + " WHERE spans.content_hash <> excluded.content_hash"
+)
+MAX_EXPORT_TRACES = 100
+
+
+@dataclass(frozen=True, slots=True)
+class TraceSummary:
+    """One line of `traces list`."""
+
+    trace_id: str
+    spans: int
+    root_name: str | None
+    start_ns: int
+    end_ns: int | None
+    received_ms: int
+
+
+def stored_span(row: tuple[Any, ...]) -> dict[str, Any]:
+    """A stored span as the read side shows it (canonical members, SDK kind, session)."""
+    (
+        trace_id,
+        span_id,
+        parent,
+        name,
+        kind,
+        code,
+        message,
+        start,
+        end,
+        session,
+        attributes,
+        events,
+        links,
+        extras,
+        resource,
+        scope,
+    ) = row
+    status: dict[str, Any] = {"code": code}
+    if message:
+        status["message"] = message
+    span: dict[str, Any] = {
+        "traceId": trace_id,
+        "spanId": span_id,
+        "parentSpanId": parent,
+        "name": name,
+        "kind": kind,
+        "status": status,
+        "startTimeUnixNano": str(start),
+        "endTimeUnixNano": None if end is None else str(end),
+        "sessionId": session,
+        "attributes": orjson.loads(attributes),
+        "events": orjson.loads(events),
+    }
+    for member, text in (("links", links), ("extras", extras)):
+        value = orjson.loads(text)
+        if value:
+            span[member] = value
+    span["resource"] = orjson.loads(resource)
+    span["scope"] = orjson.loads(scope)
+    return span
+
+
+_SPAN_COLUMNS = (
+    "trace_id, span_id, parent_span_id, name, kind, status_code, status_message, "
+    "start_ns, end_ns, session_id, attributes, events, links, extras, resource, "
+    "scope"
+)
+
+
+class SpanStore:
+    """Spans in the relational database (same database as identity and scores)."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def upsert(self, rows: list[SpanRow]) -> None:
+        """Write a batch in one transaction."""
+        with self.db.transaction() as tx:
+            tx.executemany(UPSERT, rows)
+
+    def list_traces(self, project_id: str, limit: int) -> list[TraceSummary]:
+        """The most recent traces of a project (by earliest span start)."""
+        with self.db.transaction() as tx:
+            rows = tx.query(
+                "SELECT trace_id, COUNT(*), MIN(CASE WHEN parent_span_id IS NULL THEN name END), "
+                "MIN(start_ns), MAX(end_ns), MAX(received_ms) FROM spans WHERE project_id = ? "
+                "GROUP BY trace_id ORDER BY MIN(start_ns) DESC, trace_id LIMIT ?",
+                (project_id, limit),
+            )
+        return [TraceSummary(*row) for row in rows]
+
+    def trace(self, project_id: str, trace_id: str) -> list[dict[str, Any]]:
+        """Every stored span of a trace, by start time."""
+        with self.db.transaction() as tx:
+            rows = tx.query(
+                f"SELECT {_SPAN_COLUMNS} FROM spans WHERE project_id = ? AND trace_id = ? "
+                "ORDER BY start_ns, span_id, start_day",
+                (project_id, trace_id.lower()),
+            )
+        return [stored_span(row) for row in rows]
+
+    def count(self, project_id: str) -> int:
+        """Stored spans of a project."""
+        with self.db.transaction() as tx:
+            row = tx.query_one("SELECT COUNT(*) FROM spans WHERE project_id = ?", (project_id,))
+        return int(row[0]) if row else 0

@@ -1,0 +1,305 @@
+"""The queue worker: project streams in, span store rows out, at least once, crash-safe.
+
+Each stream has one consumer group. An entry is acknowledged (XACK) and deleted (XDEL,
+so Redis memory stays flat) only after the database committed its spans; a worker
+killed mid-batch leaves its entries pending, and any worker takes them over (XAUTOCLAIM)
+once they have been idle for `claim_idle_ms`. The re-sending rules make a redelivery
+harmless. An entry that fails on its own (it does not decode, or the database refuses
+its rows) is retried up to `max_attempts` times, then moved with the reason to the
+project's dead-letter stream. A database that is down is not the entry's fault: the
+worker waits and retries without counting.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+import redis
+
+from storage.errors import StoreError, StoreUnavailable
+from storage.resend import decide
+from storage.span_rows import SpanRow, rows_of
+from storage.spans import SpanStore
+from storage.streams import STREAM_PATTERN, QueuedRequest, project_of_stream
+
+log = logging.getLogger("spangate.worker")
+GROUP = "spangate-workers"
+UNAVAILABLE_BACKOFF_S = 1.0
+DISCOVER_EVERY_S = 2.0
+
+
+def dead_letter_key(project_id: str) -> str:
+    """Where a project's entries go when they keep failing."""
+    return f"spangate:{{{project_id}}}:dead"
+
+
+def attempts_key(project_id: str) -> str:
+    """Failed attempts per entry id of a project's stream."""
+    return f"spangate:{{{project_id}}}:attempts"
+
+
+@dataclass
+class WorkerStats:
+    """What a worker did (cumulative)."""
+
+    entries: int = 0
+    spans_written: int = 0
+    spans_refused: int = 0
+    dead_lettered: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One stream entry as read."""
+
+    stream: str
+    id: bytes
+    fields: dict[bytes, bytes]
+
+
+@dataclass
+class _Decoded:
+    entries: list[Entry] = field(default_factory=list)
+    rows: list[list[SpanRow]] = field(default_factory=list)
+    poison: list[tuple[Entry, str]] = field(default_factory=list)
+
+
+def _decode(entries: list[Entry]) -> _Decoded:
+    decoded = _Decoded()
+    for entry in entries:
+        try:
+            item = QueuedRequest.from_fields(entry.fields)
+            rows = rows_of(orjson.loads(item.body), item.project_id, item.received_ms)
+        except (KeyError, ValueError, TypeError, AttributeError, IndexError) as e:
+            decoded.poison.append((entry, f"undecodable entry: {type(e).__name__}: {e}"))
+            continue
+        decoded.entries.append(entry)
+        decoded.rows.append(rows)
+    return decoded
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """No cyclic GC during a batch: its data (parsed JSON, rows) is acyclic and freed by
+    reference counting, but every parse would trigger collections that re-scan the whole
+    batch held in memory (measured: parsing 4x slower). Collected once, afterwards."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+            gc.collect(1)
+
+
+class Worker:
+    """Drains every project stream into the span store."""
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        store: SpanStore,
+        window_s: int,
+        *,
+        consumer: str | None = None,
+        batch_entries: int = 50,
+        block_ms: int = 1000,
+        claim_idle_ms: int = 30_000,
+        max_attempts: int = 5,
+    ) -> None:
+        self.client = client
+        self.store = store
+        self.window_ms = window_s * 1000
+        self.consumer = consumer or f"{socket.gethostname()}-{os.getpid()}"
+        self.batch_entries = batch_entries
+        self.block_ms = block_ms
+        self.claim_idle_ms = claim_idle_ms
+        self.max_attempts = max_attempts
+        self.stats = WorkerStats()
+        self._streams: list[str] = []
+        self._discovered_at = 0.0
+
+    # -- streams and groups -----------------------------------------------------------
+
+    def _discover(self, force: bool = False) -> list[str]:
+        if force or time.monotonic() - self._discovered_at > DISCOVER_EVERY_S:
+            found = sorted(
+                key.decode() for key in self.client.scan_iter(match=STREAM_PATTERN, count=1000)
+            )
+            for stream in set(found) - set(self._streams):
+                try:
+                    self.client.xgroup_create(stream, GROUP, id="0", mkstream=True)
+                except redis.ResponseError as e:
+                    if "BUSYGROUP" not in str(e):
+                        raise
+            self._streams = found
+            self._discovered_at = time.monotonic()
+        return self._streams
+
+    def _read_new(self, streams: list[str], block: bool) -> list[Entry]:
+        if not streams:
+            if block:
+                time.sleep(self.block_ms / 1000)
+            return []
+        reply: Any = self.client.xreadgroup(
+            GROUP,
+            self.consumer,
+            dict.fromkeys(streams, ">"),
+            count=self.batch_entries,
+            block=self.block_ms if block else None,
+        )
+        return [
+            Entry(stream.decode(), entry_id, fields)
+            for stream, messages in reply or []
+            for entry_id, fields in messages
+        ]
+
+    def _claim(self, streams: list[str]) -> list[Entry]:
+        """Entries left pending by any consumer (a dead one) for longer than claim_idle_ms."""
+        claimed: list[Entry] = []
+        for stream in streams:
+            reply: Any = self.client.xautoclaim(
+                stream,
+                GROUP,
+                self.consumer,
+                self.claim_idle_ms,
+                start_id="0-0",
+                count=self.batch_entries,
+            )
+            claimed.extend(
+                Entry(stream, entry_id, fields)
+                for entry_id, fields in reply[1]
+                if fields is not None
+            )
+        return claimed
+
+    # -- one batch ----------------------------------------------------------------------
+
+    def _acknowledge(self, entries: list[Entry]) -> None:
+        if not entries:
+            return
+        by_stream: dict[str, list[bytes]] = {}
+        for entry in entries:
+            by_stream.setdefault(entry.stream, []).append(entry.id)
+        done = self.client.pipeline(transaction=True)
+        for stream, ids in by_stream.items():
+            done.xack(stream, GROUP, *ids)
+            done.xdel(stream, *ids)
+            done.hdel(attempts_key(project_of_stream(stream)), *ids)
+        done.execute()
+
+    def _dead_letter(self, entry: Entry, reason: str) -> None:
+        project = project_of_stream(entry.stream)
+        moved: dict[Any, Any] = {
+            **entry.fields,
+            b"reason": reason.encode(),
+            b"stream_id": entry.id,
+            b"failed_ms": str(int(time.time() * 1000)),
+        }
+        move = self.client.pipeline(transaction=True)
+        move.xadd(dead_letter_key(project), moved)
+        move.xack(entry.stream, GROUP, entry.id)
+        move.xdel(entry.stream, entry.id)
+        move.hdel(attempts_key(project), entry.id)
+        move.execute()
+        self.stats.dead_lettered += 1
+        log.error(
+            "queue entry dead-lettered",
+            extra={"project": project, "entry": entry.id.decode(), "reason": reason},
+        )
+
+    def _failed(self, entry: Entry, reason: str) -> None:
+        attempts: Any = self.client.hincrby(
+            attempts_key(project_of_stream(entry.stream)), entry.id.decode(), 1
+        )
+        if attempts >= self.max_attempts:
+            self._dead_letter(entry, f"{reason} (after {attempts} attempts)")
+        else:
+            log.warning(
+                "queue entry failed; will retry",
+                extra={"entry": entry.id.decode(), "attempt": attempts, "reason": reason},
+            )
+
+    def _write(self, rows: list[SpanRow]) -> None:
+        decision = decide(self.client, rows, self.window_ms)
+        self.store.upsert(decision.write)
+        self.stats.spans_written += len(decision.write)
+        self.stats.spans_refused += len(decision.refused)
+        for row in decision.refused:
+            log.info(
+                "changed span refused within the re-sending window",
+                extra={"project": row.project_id, "trace_id": row.trace_id, "span_id": row.span_id},
+            )
+
+    def process(self, entries: list[Entry]) -> None:
+        """Store a batch; acknowledge what was stored. StoreUnavailable propagates."""
+        with _gc_paused():
+            self._process(entries)
+
+    def _process(self, entries: list[Entry]) -> None:
+        decoded = _decode(entries)
+        for entry, reason in decoded.poison:
+            self._failed(entry, reason)
+        try:
+            self._write([row for rows in decoded.rows for row in rows])
+        except StoreUnavailable:
+            raise
+        except StoreError:
+            self._isolate(decoded)  # one entry's rows broke the batch: find it
+            return
+        self._acknowledge(decoded.entries)
+        self.stats.entries += len(decoded.entries)
+
+    def _isolate(self, decoded: _Decoded) -> None:
+        for entry, rows in zip(decoded.entries, decoded.rows, strict=True):
+            try:
+                self._write(rows)
+            except StoreUnavailable:
+                raise
+            except StoreError as e:
+                self._failed(entry, f"rows refused by the database: {e}")
+                continue
+            self._acknowledge([entry])
+            self.stats.entries += 1
+
+    # -- the loop -------------------------------------------------------------------------
+
+    def run_once(self, block: bool = True) -> int:
+        """One step: claim stale entries or read new ones, and process them; entries seen."""
+        streams = self._discover()
+        entries = self._claim(streams) or self._read_new(streams, block)
+        if entries:
+            self.process(entries)
+        return len(entries)
+
+    def run(self, stop: threading.Event | None = None, burst: bool = False) -> WorkerStats:
+        """Until `stop` is set (or, in burst mode, until nothing is left to do)."""
+        stop = stop or threading.Event()
+        self._discover(force=True)
+        while not stop.is_set():
+            try:
+                seen = self.run_once(block=not burst)
+            except StoreUnavailable as e:
+                log.warning("database unavailable; retrying", extra={"error": str(e)})
+                stop.wait(UNAVAILABLE_BACKOFF_S)
+                continue
+            except redis.ConnectionError as e:
+                log.warning("queue unavailable; retrying", extra={"error": str(e)})
+                stop.wait(UNAVAILABLE_BACKOFF_S)
+                continue
+            if burst and seen == 0:
+                self._discover(force=True)
+                if self.run_once(block=False) == 0:
+                    break
+        return self.stats

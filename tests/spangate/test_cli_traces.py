@@ -1,0 +1,108 @@
+"""`spangate traces list|show|export` over a real store."""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+import orjson
+import pytest
+
+import proto_json
+from spangate.cli import main
+from storage.database import Database
+from storage.identity import IdentityStore
+from storage.schema import migrate
+from storage.span_rows import rows_of
+from storage.spans import SpanStore
+from tests.proto_json.spans import span
+
+
+@pytest.fixture(autouse=True)
+def filled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SPANGATE_DATABASE_URL", f"sqlite:///{tmp_path / 'db.db'}")
+    db = Database(f"sqlite:///{tmp_path / 'db.db'}")
+    migrate(db)
+    identity = IdentityStore(db)
+    project = identity.create_project("demo")
+    spans = [
+        span(
+            traceId=f"{t + 1:032x}",
+            spanId=f"{s + 1:016x}",
+            name=f"t{t}-s{s}",
+            kind="agent" if s == 0 else "tool_call",
+            parentSpanId=None if s == 0 else "1".zfill(16),
+            startTime=f"2026-11-22T10:00:0{t}Z",
+            endTime=f"2026-11-22T10:00:0{t}.5Z",
+            attributes={"n": s},
+        )
+        for t in range(3)
+        for s in range(2)
+    ]
+    request = proto_json.convert_spans(orjson.dumps({"spans": spans})).request
+    SpanStore(db).upsert(rows_of(request, project.id, 1))
+    db.close()
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_list_newest_first(capsys: pytest.CaptureFixture[str]) -> None:
+    """traces list shows the most recent traces first, with span counts and root names."""
+    code, out, _ = run(capsys, "traces", "list", "--project", "demo", "--json")
+    listed = orjson.loads(out)
+    assert code == 0 and [t["traceId"][-1] for t in listed] == ["3", "2", "1"]
+    assert listed[0]["spans"] == 2 and listed[0]["rootName"] == "t2-s0"
+    assert (
+        len(
+            orjson.loads(
+                run(capsys, "traces", "list", "--project", "demo", "--limit", "1", "--json")[1]
+            )
+        )
+        == 1
+    )
+
+
+def test_show_as_stored(capsys: pytest.CaptureFixture[str]) -> None:
+    """traces show prints the stored spans: ids, SDK kind, status, times, attributes."""
+    code, out, _ = run(capsys, "traces", "show", f"{1:032X}", "--project", "demo", "--json")
+    shown = orjson.loads(out)
+    assert code == 0 and shown["traceId"] == f"{1:032x}"
+    root, child = shown["spans"]
+    assert (root["name"], root["kind"], root["parentSpanId"]) == ("t0-s0", "agent", None)
+    assert child["kind"] == "tool_call" and child["status"] == {"code": 0}
+    assert root["startTimeUnixNano"] == "1795341600000000000"
+    assert {"key": "n", "value": {"intValue": "0"}} in root["attributes"]
+    code, _, err = run(capsys, "traces", "show", "f" * 32, "--project", "demo")
+    assert code == 1 and "no stored spans" in err
+
+
+def test_export_json_and_csv(capsys: pytest.CaptureFixture[str]) -> None:
+    """traces export gives JSON traces or one CSV row per span; at most 100 traces."""
+    exported = orjson.loads(
+        run(capsys, "traces", "export", "--project", "demo", "--format", "json")[1]
+    )
+    assert [len(t["spans"]) for t in exported] == [2, 2, 2]
+    code, out, _ = run(
+        capsys, "traces", "export", "--project", "demo", "--format", "csv", "--limit", "2"
+    )
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert code == 0 and len(rows) == 4 and rows[0]["kind"] == "agent"
+    assert orjson.loads(rows[0]["attributes"]) == [
+        {"key": "n", "value": {"intValue": "0"}},
+        {"key": "spangate.span.kind", "value": {"stringValue": "agent"}},
+    ]
+    code, _, err = run(
+        capsys, "traces", "export", "--project", "demo", "--format", "json", "--limit", "101"
+    )
+    assert code == 2 and "at most 100 traces" in err
+
+
+def test_unknown_project(capsys: pytest.CaptureFixture[str]) -> None:
+    """An unknown project is one clear error line."""
+    code, _, err = run(capsys, "traces", "list", "--project", "nope")
+    assert code == 1 and "no project nope" in err

@@ -1,0 +1,205 @@
+"""The worker against a real Redis and a real database: delivery and the re-sending rules."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+import redis
+
+import proto_json
+from storage.database import Database
+from storage.errors import StoreUnavailable
+from storage.resend import refused_counter
+from storage.spans import SpanStore
+from storage.streams import QueuedRequest, stream_key
+from storage.worker import GROUP, Worker, attempts_key, dead_letter_key
+from tests.proto_json.spans import span
+
+WINDOW_S = 60
+DAY_NS = 86_400 * 10**9
+
+
+class Queue:
+    """A project's stream, filled the way the collector fills it."""
+
+    def __init__(self, client: redis.Redis, project_id: str) -> None:
+        self.client = client
+        self.project_id = project_id
+
+    def send(self, *spans: dict[str, Any], received_ms: int | None = None) -> None:
+        conversion = proto_json.convert_spans(orjson.dumps({"spans": list(spans)}))
+        assert conversion.errors == ()
+        item = QueuedRequest(
+            self.project_id,
+            "spans",
+            received_ms or int(time.time() * 1000),
+            conversion.accepted,
+            orjson.dumps(conversion.request),
+        )
+        self.client.xadd(stream_key(self.project_id), item.fields())  # type: ignore[arg-type]
+
+    def length(self) -> int:
+        return int(self.client.xlen(stream_key(self.project_id)))
+
+
+@pytest.fixture
+def client(redis_url: str) -> Iterator[redis.Redis]:
+    connection = redis.Redis.from_url(redis_url)
+    yield connection
+    connection.close()
+
+
+@pytest.fixture
+def queue(client: redis.Redis) -> Iterator[Queue]:
+    project_id = f"prj_{uuid.uuid4().hex[:12]}"
+    yield Queue(client, project_id)
+    for key in client.scan_iter(match=f"spangate:{{{project_id}}}:*"):
+        client.delete(key)
+
+
+@pytest.fixture
+def store(database: Database) -> SpanStore:
+    return SpanStore(database)
+
+
+def drain(client: redis.Redis, store: SpanStore, **options: Any) -> Worker:
+    worker = Worker(client, store, WINDOW_S, block_ms=10, **options)
+    worker.run(burst=True)
+    return worker
+
+
+def test_queued_spans_are_stored_acknowledged_and_trimmed(
+    client: redis.Redis, queue: Queue, store: SpanStore
+) -> None:
+    """Every queued span is stored; entries are acknowledged and deleted from the stream."""
+    queue.send(span(), span(spanId="1" * 16, kind="llm_call", attributes={"m": "x"}))
+    queue.send(span(spanId="2" * 16))
+    worker = drain(client, store)
+    assert store.count(queue.project_id) == 3
+    assert (worker.stats.entries, worker.stats.spans_written) == (2, 3)
+    assert queue.length() == 0
+    assert client.xpending(stream_key(queue.project_id), GROUP)["pending"] == 0
+    stored = {s["spanId"]: s for s in store.trace(queue.project_id, span()["traceId"])}
+    assert stored["1" * 16]["kind"] == "llm_call"
+
+
+def test_same_span_same_content_is_one_span(
+    client: redis.Redis, queue: Queue, store: SpanStore
+) -> None:
+    """Sending the same span twice (or redelivering it) makes no second span."""
+    queue.send(span())
+    queue.send(span())
+    drain(client, store)
+    queue.send(span(), received_ms=int(time.time() * 1000) - 10 * WINDOW_S * 1000)
+    drain(client, store)
+    assert store.count(queue.project_id) == 1
+    assert int(client.get(refused_counter(queue.project_id)) or 0) == 0
+
+
+def test_changed_span_within_window_is_refused_first_kept(
+    client: redis.Redis, queue: Queue, store: SpanStore
+) -> None:
+    """Different content within the window is refused (counted); the first send stays."""
+    queue.send(span(name="first"))
+    queue.send(span(name="second"))
+    worker = drain(client, store)
+    [stored] = store.trace(queue.project_id, span()["traceId"])
+    assert stored["name"] == "first"
+    assert worker.stats.spans_refused == 1
+    assert int(client.get(refused_counter(queue.project_id)) or 0) == 1
+
+
+def test_changed_span_after_window_same_day_replaces(
+    client: redis.Redis, queue: Queue, store: SpanStore
+) -> None:
+    """After the window, a changed span starting the same UTC day replaces the stored one."""
+    long_ago = int(time.time() * 1000) - 2 * WINDOW_S * 1000
+    queue.send(span(name="first"), received_ms=long_ago)
+    drain(client, store)
+    queue.send(span(name="changed", startTime="2026-11-22T23:59:59Z"))
+    drain(client, store)
+    [stored] = store.trace(queue.project_id, span()["traceId"])
+    assert stored["name"] == "changed"
+
+
+def test_changed_span_after_window_other_day_is_a_second_span(
+    client: redis.Redis, queue: Queue, store: SpanStore
+) -> None:
+    """After the window, a changed span starting on another UTC day is stored beside it."""
+    long_ago = int(time.time() * 1000) - 2 * WINDOW_S * 1000
+    queue.send(span(name="first"), received_ms=long_ago)
+    drain(client, store)
+    queue.send(span(name="moved", startTime="2026-11-23T00:00:00Z"))
+    drain(client, store)
+    names = sorted(s["name"] for s in store.trace(queue.project_id, span()["traceId"]))
+    assert names == ["first", "moved"]
+
+
+def test_two_workers_agree_on_the_window(
+    client: redis.Redis, queue: Queue, store: SpanStore
+) -> None:
+    """Two workers taking different entries of one span agree: one stored, one refused."""
+    queue.send(span(name="a"))
+    queue.send(span(name="b"))
+    one = Worker(client, store, WINDOW_S, consumer="one", batch_entries=1, block_ms=10)
+    two = Worker(client, store, WINDOW_S, consumer="two", batch_entries=1, block_ms=10)
+    assert one.run_once(block=False) == 1 and two.run_once(block=False) == 1
+    assert store.count(queue.project_id) == 1
+    assert one.stats.spans_refused + two.stats.spans_refused == 1
+
+
+def test_dead_worker_entries_are_taken_over(
+    client: redis.Redis, queue: Queue, store: SpanStore
+) -> None:
+    """Entries read by a worker that died before acknowledging are claimed and stored."""
+    queue.send(span())
+    dead = Worker(client, store, WINDOW_S, consumer="dead", block_ms=10)
+    assert len(dead._read_new(dead._discover(force=True), block=False)) == 1  # then it "dies"
+    assert store.count(queue.project_id) == 0
+    drain(client, store, claim_idle_ms=0)
+    assert store.count(queue.project_id) == 1 and queue.length() == 0
+
+
+def test_undecodable_entry_is_dead_lettered_after_attempts(
+    client: redis.Redis, queue: Queue, store: SpanStore
+) -> None:
+    """An entry that keeps failing goes to the dead-letter stream with its reason."""
+    client.xadd(stream_key(queue.project_id), {"body": b"not ours"})
+    queue.send(span())
+    worker = Worker(client, store, WINDOW_S, block_ms=10, claim_idle_ms=0, max_attempts=3)
+    for _ in range(5):
+        worker.run_once(block=False)
+    assert store.count(queue.project_id) == 1
+    [(_, dead)] = client.xrange(dead_letter_key(queue.project_id))
+    assert dead[b"reason"].startswith(b"undecodable entry")
+    assert b"after 3 attempts" in dead[b"reason"]
+    assert queue.length() == 0 and not client.exists(attempts_key(queue.project_id))
+
+
+def test_database_down_does_not_count_against_entries(
+    client: redis.Redis, queue: Queue, store: SpanStore, tmp_path: Path
+) -> None:
+    """While the database is unreachable nothing is acknowledged or counted; then it is stored."""
+    queue.send(span())
+    blocker = tmp_path / "blocker"
+    blocker.write_text("")
+    down = Worker(
+        client,
+        SpanStore(Database(f"sqlite:///{blocker / 'x.db'}")),
+        WINDOW_S,
+        consumer="w",
+        block_ms=10,
+        claim_idle_ms=0,
+    )
+    for _ in range(3):
+        with pytest.raises(StoreUnavailable):
+            down.run_once(block=False)
+    assert queue.length() == 1 and not client.exists(attempts_key(queue.project_id))
+    drain(client, store, claim_idle_ms=0)
+    assert store.count(queue.project_id) == 1 and queue.length() == 0
