@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 
 from quart import Quart, Response, g
@@ -17,10 +15,9 @@ from collector.ingest import Ingest
 from proto_json import Limits
 from spangate.cors import install_cors
 from spangate.settings import Settings
-from spangate.web import http_exception_parts, json_response
+from spangate.web import http_exception_parts, install_lifespan, json_response
 from storage.database import Database
 from storage.identity import IdentityStore
-from storage.schema import migrate_when_reachable
 from storage.verifier import KeyVerifier
 
 log = logging.getLogger("spangate.collector")
@@ -46,20 +43,7 @@ def create_app(settings: Settings) -> Quart:
     limits = Limits(settings.max_spans_per_request, settings.max_attributes_per_request)
     ingest = Ingest(limits, settings.max_body_bytes, verifier, queue)
     health = Health(queue, db)
-    tasks: list[asyncio.Task[None]] = []
-
-    @app.before_serving
-    async def open_clients() -> None:
-        tasks.append(asyncio.create_task(migrate_when_reachable(db, log)))
-
-    @app.after_serving
-    async def close_clients() -> None:
-        for task in tasks:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        await queue.close()
-        await asyncio.to_thread(db.close)
+    install_lifespan(app, db, log, queue.close)
 
     for path, handler in zip(
         INGEST_ROUTES, (ingest.spans, ingest.spans_batch, ingest.traces, ingest.otlp), strict=True

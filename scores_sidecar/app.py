@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import re
 
@@ -16,11 +15,16 @@ from scores_sidecar.gates import install_gates
 from scores_sidecar.validation import parse_score
 from spangate.cors import install_cors
 from spangate.settings import Settings
-from spangate.web import check_database, http_exception_parts, json_response, readiness
+from spangate.web import (
+    check_database,
+    http_exception_parts,
+    install_lifespan,
+    json_response,
+    readiness,
+)
 from storage.database import Database
 from storage.errors import StoreError
 from storage.identity import IdentityStore
-from storage.schema import migrate_when_reachable
 from storage.scores import Score, ScoreStore
 from storage.verifier import KeyVerifier
 
@@ -115,20 +119,7 @@ def create_app(settings: Settings) -> Quart:
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
     db = Database(settings.database_url)
     scores = Scores(KeyVerifier(IdentityStore(db).identity_for_hash), ScoreStore(db))
-
-    tasks: list[asyncio.Task[None]] = []
-
-    @app.before_serving
-    async def open_clients() -> None:
-        tasks.append(asyncio.create_task(migrate_when_reachable(db, log)))
-
-    @app.after_serving
-    async def close_clients() -> None:
-        for task in tasks:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        await asyncio.to_thread(db.close)
+    install_lifespan(app, db, log)
 
     async def health() -> Response:
         return json_response({"status": "ok"})

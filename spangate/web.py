@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
-from quart import Response
+from quart import Quart, Response
 from werkzeug.exceptions import HTTPException
 
 from storage.database import Database
+from storage.schema import migrate_when_reachable
 
 JSON = "application/json"
 CHECK_TIMEOUT_S = 2.0
@@ -52,3 +55,25 @@ def http_exception_parts(error: HTTPException) -> tuple[int, str, str, dict[str,
     )
     headers = {k: v for k, v in error.get_headers() if k.lower() == "allow"}
     return status, code, message, headers
+
+
+def install_lifespan(
+    app: Quart, db: Database, log: logging.Logger, *closers: Callable[[], Awaitable[None]]
+) -> None:
+    """Migrate in the background at start (retrying while the database is down, so the
+    app serves health checks meanwhile); at the end close `closers`, then the database."""
+    tasks: list[asyncio.Task[None]] = []
+
+    @app.before_serving
+    async def open_clients() -> None:
+        tasks.append(asyncio.create_task(migrate_when_reachable(db, log)))
+
+    @app.after_serving
+    async def close_clients() -> None:
+        for task in tasks:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        for close in closers:
+            await close()
+        await asyncio.to_thread(db.close)
