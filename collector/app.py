@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from quart import Quart, Response, g
+from quart import Quart, Response, g, request
 from werkzeug.exceptions import HTTPException
 
 from collector import queue as span_queue
@@ -56,6 +56,16 @@ def create_app(settings: Settings) -> Quart:
 
     @app.errorhandler(GatewayError)
     async def gateway_error(error: GatewayError) -> Response:
+        log.log(
+            logging.WARNING if error.status >= 500 else logging.DEBUG,
+            "request refused",
+            extra={
+                "status": error.status,
+                "code": error.code,
+                "reason": error.message,
+                "route": request.path,
+            },
+        )
         return render_error(error, bool(getattr(g, "otlp_form", False)))
 
     @app.errorhandler(HTTPException)
