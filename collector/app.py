@@ -8,9 +8,11 @@ from quart import Quart, Response, g, request
 from werkzeug.exceptions import HTTPException
 
 from collector import queue as span_queue
+from collector.admission import Admission
 from collector.answers import render_error
 from collector.errors import GatewayError
 from collector.health import Health
+from collector.inflight import InflightBudget
 from collector.ingest import Ingest
 from proto_json import Limits
 from spangate.cors import install_cors
@@ -41,7 +43,22 @@ def create_app(settings: Settings) -> Quart:
     timeout_s = settings.enqueue_timeout_ms / 1000
     queue = span_queue.SpanQueue(span_queue.connect(settings.redis_url, timeout_s), timeout_s)
     limits = Limits(settings.max_spans_per_request, settings.max_attributes_per_request)
-    ingest = Ingest(limits, settings.max_body_bytes, verifier, queue)
+    admission = Admission(
+        queue.client,
+        settings.rate_limit_project_rps,
+        settings.rate_limit_ip_rps,
+        settings.queue_max_spans_per_project,
+        timeout_s,
+    )
+    ingest = Ingest(
+        limits,
+        settings.max_body_bytes,
+        verifier,
+        queue,
+        admission,
+        InflightBudget(settings.max_inflight_bytes),
+        settings.trusted_proxies,
+    )
     health = Health(queue, db)
     install_lifespan(app, db, log, queue.close)
 

@@ -21,19 +21,24 @@ from quart import Response, g, request
 from werkzeug.exceptions import RequestEntityTooLarge
 
 import proto_json
+from collector.admission import Admission, client_ip
 from collector.answers import otlp_answer, spans_answer, traces_answer
 from collector.auth import authenticate
 from collector.bodies import content_codings, decode
 from collector.errors import GatewayError, unavailable
+from collector.inflight import InflightBudget
 from collector.queue import SpanQueue
 from proto_json import Conversion, EnvelopeError, Limits
+from spangate.settings import IPNetwork
 from spangate.web import json_response
 from storage.identity import KeyIdentity
 from storage.streams import QueuedRequest
 from storage.verifier import KeyVerifier
 
-#: Bodies above this many bytes (as received) are decoded and converted off the loop.
+#: Bodies above this many bytes (as received) are decoded and converted off the loop,
+#: at most OFFLOAD_CONCURRENCY at a time.
 OFFLOAD_BYTES = 1024 * 1024
+OFFLOAD_CONCURRENCY = 2
 _PROTOBUF = "application/x-protobuf"
 _REFUSALS = {
     "TOO_MANY_SPANS": "the request has {count} spans; at most {limit} are accepted per request",
@@ -80,15 +85,27 @@ _SPANS_BATCH = _native(proto_json.convert_ndjson)
 
 
 class Ingest:
-    """Route handlers bound to the collector's limits, key verifier and queue."""
+    """Route handlers bound to the collector's limits, admission, key verifier and queue."""
 
     def __init__(
-        self, limits: Limits, max_body_bytes: int, verifier: KeyVerifier, queue: SpanQueue
+        self,
+        limits: Limits,
+        max_body_bytes: int,
+        verifier: KeyVerifier,
+        queue: SpanQueue,
+        admission: Admission,
+        inflight: InflightBudget,
+        trusted_proxies: tuple[IPNetwork, ...] = (),
     ) -> None:
         self.limits = limits
         self.max_body_bytes = max_body_bytes
         self.verifier = verifier
         self.queue = queue
+        self.admission = admission
+        self.inflight = inflight
+        self.trusted_proxies = trusted_proxies
+        # Parsing expands a body about tenfold in memory: cap the large ones in flight.
+        self.offloaded = asyncio.Semaphore(OFFLOAD_CONCURRENCY)
 
     async def spans(self) -> Response:
         """POST /v1/spans."""
@@ -164,21 +181,48 @@ class Ingest:
         queued = orjson.dumps(conversion.request) if conversion.accepted else None
         return conversion, was_otlp, queued
 
+    def _reservation(self, codings: list[str]) -> int:
+        """Bytes this request may hold: its body (the limit when unannounced), plus the
+        inflated copy when it is gzip."""
+        length = request.content_length
+        body = length if length is not None else self.max_body_bytes
+        return body + (self.max_body_bytes if codings else 0)
+
+    async def _convert(
+        self, raw: bytes, codings: list[str], convert: Converter
+    ) -> tuple[Conversion, bool, bytes | None]:
+        try:
+            if len(raw) <= OFFLOAD_BYTES:
+                return self._decode_and_convert(raw, codings, convert)
+            async with self.offloaded:
+                return await asyncio.to_thread(self._decode_and_convert, raw, codings, convert)
+        except _OtlpEnvelopeError as e:
+            g.otlp_form = True
+            raise GatewayError(400, e.error.code, e.error.message, body_error=True) from e
+
     async def _ingest(
         self, route: str, convert: Converter, answer: Callable[[Conversion], dict[str, Any]]
     ) -> Response:
         codings = self._check_headers()
         identity = await authenticate(self.verifier, request.headers)
-        raw = await self._body()
-        try:
-            if len(raw) > OFFLOAD_BYTES:
-                work = asyncio.to_thread(self._decode_and_convert, raw, codings, convert)
-                conversion, was_otlp, queued = await work
-            else:
-                conversion, was_otlp, queued = self._decode_and_convert(raw, codings, convert)
-        except _OtlpEnvelopeError as e:
-            g.otlp_form = True
-            raise GatewayError(400, e.error.code, e.error.message, body_error=True) from e
+        ip = client_ip(
+            request.remote_addr, request.headers.get("X-Forwarded-For"), self.trusted_proxies
+        )
+        await self.admission.admit(identity.project_id, ip)
+        with self.inflight.reserve(self._reservation(codings)):
+            raw = await self._body()
+            return await self._accept(identity, route, raw, codings, convert, answer)
+
+    async def _accept(
+        self,
+        identity: KeyIdentity,
+        route: str,
+        raw: bytes,
+        codings: list[str],
+        convert: Converter,
+        answer: Callable[[Conversion], dict[str, Any]],
+    ) -> Response:
+        conversion, was_otlp, queued = await self._convert(raw, codings, convert)
         if was_otlp:
             g.otlp_form = True
         if conversion.refusal is not None:

@@ -18,7 +18,7 @@ from redis.exceptions import OutOfMemoryError, RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from collector.errors import GatewayError, unavailable
-from storage.streams import QueuedRequest, stream_key
+from storage.streams import QueuedRequest, depth_key, stream_key
 
 CONNECT_TIMEOUT_S = 1.0
 MEMORY_RETRY_AFTER_S = 5
@@ -36,14 +36,16 @@ def connect(url: str, timeout_s: float) -> aioredis.Redis:
     )
 
 
-def _refusal(error: RedisError) -> GatewayError:
-    if isinstance(error, OutOfMemoryError):
+def refusal(error: BaseException, otherwise: str, message: str) -> GatewayError:
+    """The 503 for a Redis failure: out of memory (also inside a script, where Redis
+    reports it as a script error), unreachable or silent, else `otherwise`."""
+    if isinstance(error, OutOfMemoryError) or "OOM command not allowed" in str(error):
         return unavailable(
             "REDIS_MEMORY_HIGH", "the queue store is out of memory", MEMORY_RETRY_AFTER_S
         )
-    if isinstance(error, RedisConnectionError | RedisTimeoutError):
+    if isinstance(error, TimeoutError | RedisConnectionError | RedisTimeoutError):
         return unavailable("ENQUEUE_UNCONFIRMED", "the queue store is unreachable")
-    return unavailable("STORAGE_ERROR", "the queue store failed")
+    return unavailable(otherwise, message)
 
 
 class SpanQueue:
@@ -54,20 +56,20 @@ class SpanQueue:
         self.timeout_s = timeout_s
 
     async def enqueue(self, item: QueuedRequest) -> bytes:
-        """XADD the request's entry; its stream id once Redis confirmed it."""
-        key = stream_key(item.project_id)
+        """XADD the request's entry, raising the project's queue depth in the same MULTI;
+        its stream id once Redis confirmed both."""
         try:
-            entry_id: bytes = await asyncio.wait_for(
-                self.client.xadd(key, item.fields()),  # type: ignore[arg-type]
-                self.timeout_s,
-            )
+            async with self.client.pipeline(transaction=True) as pipeline:
+                pipeline.xadd(stream_key(item.project_id), item.fields())  # type: ignore[arg-type]
+                pipeline.incrby(depth_key(item.project_id), item.span_count)
+                entry_id, _ = await asyncio.wait_for(pipeline.execute(), self.timeout_s)
         except TimeoutError as e:
             raise unavailable(
                 "ENQUEUE_UNCONFIRMED", f"the queue did not confirm within {self.timeout_s:g} s"
             ) from e
         except RedisError as e:
-            raise _refusal(e) from e
-        return entry_id
+            raise refusal(e, "STORAGE_ERROR", "the queue store failed") from e
+        return bytes(entry_id)
 
     async def ping(self) -> None:
         """Raise unless Redis answers a PING within the timeout."""

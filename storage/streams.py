@@ -17,6 +17,11 @@ def stream_key(project_id: str) -> str:
     return f"spangate:{{{project_id}}}:spans"
 
 
+def depth_key(project_id: str) -> str:
+    """Queued-but-not-stored spans of a project: raised with each XADD, lowered at XACK."""
+    return f"spangate:{{{project_id}}}:depth"
+
+
 def project_of_stream(key: str) -> str:
     """The project id in a stream key."""
     return key[key.index("{") + 1 : key.rindex("}")]

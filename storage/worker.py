@@ -30,7 +30,7 @@ from storage.errors import StoreError, StoreUnavailable
 from storage.resend import decide
 from storage.span_rows import SpanRow, rows_of
 from storage.spans import SpanStore
-from storage.streams import STREAM_PATTERN, QueuedRequest, project_of_stream
+from storage.streams import STREAM_PATTERN, QueuedRequest, depth_key, project_of_stream
 
 log = logging.getLogger("spangate.worker")
 GROUP = "spangate-workers"
@@ -103,6 +103,32 @@ def _gc_paused() -> Iterator[None]:
             gc.collect(1)
 
 
+#: KEYS: stream, project depth, attempts hash. ARGV: group, then (entry id, spans) pairs.
+#: The depth drops only for entries this call acknowledged, so two workers finishing
+#: the same taken-over entry lower it once.
+_ACK = """
+local lowered = 0
+for i = 2, #ARGV, 2 do
+  if redis.call('XACK', KEYS[1], ARGV[1], ARGV[i]) == 1 then
+    lowered = lowered + tonumber(ARGV[i + 1])
+  end
+  redis.call('XDEL', KEYS[1], ARGV[i])
+  redis.call('HDEL', KEYS[3], ARGV[i])
+end
+if lowered > 0 and redis.call('DECRBY', KEYS[2], lowered) < 0 then
+  redis.call('SET', KEYS[2], 0)
+end
+return lowered
+"""
+
+
+def _span_count(entry: Entry) -> int:
+    try:
+        return max(0, int(entry.fields.get(b"spans", b"0")))
+    except ValueError:
+        return 0
+
+
 class Worker:
     """Drains every project stream into the span store."""
 
@@ -127,6 +153,7 @@ class Worker:
         self.claim_idle_ms = claim_idle_ms
         self.max_attempts = max_attempts
         self.stats = WorkerStats()
+        self._ack_script: Any = client.register_script(_ACK)
         self._streams: list[str] = []
         self._discovered_at = 0.0
 
@@ -186,18 +213,22 @@ class Worker:
 
     # -- one batch ----------------------------------------------------------------------
 
-    def _acknowledge(self, entries: list[Entry]) -> None:
-        if not entries:
-            return
-        by_stream: dict[str, list[bytes]] = {}
+    def _acknowledge(self, entries: list[Entry], pipeline: Any = None) -> None:
+        """XACK, XDEL and lower the project's queue depth, per entry exactly once."""
+        by_stream: dict[str, list[Entry]] = {}
         for entry in entries:
-            by_stream.setdefault(entry.stream, []).append(entry.id)
-        done = self.client.pipeline(transaction=True)
-        for stream, ids in by_stream.items():
-            done.xack(stream, GROUP, *ids)
-            done.xdel(stream, *ids)
-            done.hdel(attempts_key(project_of_stream(stream)), *ids)
-        done.execute()
+            by_stream.setdefault(entry.stream, []).append(entry)
+        done = pipeline if pipeline is not None else self.client.pipeline(transaction=False)
+        for stream, stream_entries in by_stream.items():
+            project = project_of_stream(stream)
+            args: list[Any] = [GROUP]
+            for entry in stream_entries:
+                args += (entry.id, _span_count(entry))
+            self._ack_script(
+                keys=[stream, depth_key(project), attempts_key(project)], args=args, client=done
+            )
+        if pipeline is None and by_stream:
+            done.execute()
 
     def _dead_letter(self, entry: Entry, reason: str) -> None:
         project = project_of_stream(entry.stream)
@@ -209,9 +240,7 @@ class Worker:
         }
         move = self.client.pipeline(transaction=True)
         move.xadd(dead_letter_key(project), moved)
-        move.xack(entry.stream, GROUP, entry.id)
-        move.xdel(entry.stream, entry.id)
-        move.hdel(attempts_key(project), entry.id)
+        self._acknowledge([entry], move)
         move.execute()
         self.stats.dead_lettered += 1
         log.error(

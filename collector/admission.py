@@ -1,0 +1,122 @@
+"""Admission before a body is read: rate limits and the project's queue depth, one round trip.
+
+Rate limits are GCRA (generic cell rate algorithm) in Redis, so every collector
+process shares them: `rps` requests per second sustained, bursts of up to two seconds'
+worth. One limit per project and one per client IP; 0 disables a limit. The queue depth
+is the project's queued-but-not-stored span count, raised with each XADD and lowered by
+the worker when it acknowledges (see storage.streams.depth_key).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import math
+import time
+from typing import Any
+
+import redis.asyncio as aioredis
+from redis.exceptions import RedisError
+
+from collector.errors import GatewayError, unavailable
+from collector.queue import refusal
+from spangate.settings import IPNetwork
+from storage.streams import depth_key
+
+BURST_SECONDS = 2.0
+
+#: KEYS: project rate, ip rate, project depth. ARGV: now ms; per limit: emission
+#: interval ms and tolerance ms (0 interval: no limit); max depth.
+#: Answers {0} admitted, {1, retry_ms} rate limited, {2, depth} queue at capacity.
+_ADMIT = """
+local now = tonumber(ARGV[1])
+local function check(key, interval, tolerance)
+  if interval <= 0 then return nil end
+  local tat = tonumber(redis.call('GET', key) or now)
+  if tat < now then tat = now end
+  if tat - now > tolerance then return tat - now - tolerance end
+  redis.call('SET', key, tat + interval, 'PX', math.ceil(tat + interval - now + interval))
+  return nil
+end
+local depth = tonumber(redis.call('GET', KEYS[3]) or '0')
+if depth >= tonumber(ARGV[6]) then return {2, depth} end
+local wait = check(KEYS[1], tonumber(ARGV[2]), tonumber(ARGV[3]))
+if wait then return {1, math.ceil(wait)} end
+wait = check(KEYS[2], tonumber(ARGV[4]), tonumber(ARGV[5]))
+if wait then return {1, math.ceil(wait)} end
+return {0}
+"""
+
+
+def _limit(rps: float) -> tuple[float, float]:
+    """(emission interval, tolerance) in ms for a rate; (0, 0) when disabled."""
+    if rps <= 0:
+        return 0.0, 0.0
+    interval = 1000.0 / rps
+    return interval, BURST_SECONDS * 1000.0 - interval
+
+
+def client_ip(peer: str | None, forwarded_for: str | None, trusted: tuple[IPNetwork, ...]) -> str:
+    """The client's address: the socket peer, or, when the peer is a trusted proxy, the
+    rightmost X-Forwarded-For address that is not itself a trusted proxy."""
+    address = peer or "unknown"
+    if not trusted or not forwarded_for:
+        return address
+
+    def is_trusted(text: str) -> bool:
+        try:
+            ip = ipaddress.ip_address(text)
+        except ValueError:
+            return False
+        return any(ip in network for network in trusted)
+
+    if not is_trusted(address):
+        return address
+    for hop in reversed([part.strip() for part in forwarded_for.split(",") if part.strip()]):
+        if not is_trusted(hop):
+            return hop
+    return address
+
+
+class Admission:
+    """The pre-read check of every ingest request."""
+
+    def __init__(
+        self,
+        client: aioredis.Redis,
+        project_rps: float,
+        ip_rps: float,
+        max_depth: int,
+        timeout_s: float,
+    ) -> None:
+        self.script: Any = client.register_script(_ADMIT)
+        self.project_limit = _limit(project_rps)
+        self.ip_limit = _limit(ip_rps)
+        self.max_depth = max_depth
+        self.timeout_s = timeout_s
+
+    async def admit(self, project_id: str, ip: str) -> None:
+        """Return when the request may go on; raise the 429 or 503 that says why not."""
+        keys = [
+            f"spangate:{{{project_id}}}:rate",
+            f"spangate:ip:{{{ip}}}:rate",
+            depth_key(project_id),
+        ]
+        args = [int(time.time() * 1000), *self.project_limit, *self.ip_limit, self.max_depth]
+        try:
+            answer = await asyncio.wait_for(self.script(keys=keys, args=args), self.timeout_s)
+        except (TimeoutError, RedisError) as e:
+            raise refusal(
+                e, "QUEUE_DEPTH_UNKNOWN", "the depth of the project's queue cannot be read"
+            ) from e
+        if answer[0] == 1:
+            seconds = max(1, math.ceil(int(answer[1]) / 1000))
+            raise GatewayError(
+                429, "RATE_LIMIT_EXCEEDED", "too many requests; slow down", retry_after=seconds
+            )
+        if answer[0] == 2:
+            raise unavailable(
+                "QUEUE_NEAR_CAPACITY",
+                f"the project's ingest queue holds {answer[1]} spans not yet "
+                "stored; try again later",
+            )

@@ -1,0 +1,123 @@
+"""Rate limits, queue capacity and the in-flight byte budget, each from its real cause."""
+
+from __future__ import annotations
+
+import ipaddress
+
+import orjson
+import pytest
+import redis
+
+from collector.admission import client_ip
+from collector.errors import GatewayError
+from collector.inflight import InflightBudget
+from spangate.settings import Settings
+from storage.database import Database
+from storage.spans import SpanStore
+from storage.streams import depth_key
+from storage.worker import Worker
+from tests.collector.conftest import Tenant, make_app
+from tests.proto_json.spans import span
+
+TWO = orjson.dumps({"spans": [span(), span(spanId="1" * 16)]})
+
+
+async def test_project_rate_limit_is_429_with_retry_after(
+    settings: Settings, tenant: Tenant
+) -> None:
+    """Past the project's burst, 429 RATE_LIMIT_EXCEEDED with retry_after = Retry-After."""
+    app = make_app(settings, rate_limit_project_rps=1.0, rate_limit_ip_rps=0.0)
+    async with app.test_app() as test_app:
+        client = test_app.test_client()
+        statuses = [
+            (await client.post("/v1/spans", data=TWO, headers=tenant.auth())) for _ in range(3)
+        ]
+    assert [r.status_code for r in statuses] == [200, 200, 429]  # a burst of 2 s at 1 rps
+    error = (await statuses[2].get_json())["error"]
+    assert error["code"] == "RATE_LIMIT_EXCEEDED" and error["retry_after"] >= 1
+    assert statuses[2].headers["Retry-After"] == str(error["retry_after"])
+
+
+async def test_ip_rate_limit_spans_projects(settings: Settings, tenant: Tenant) -> None:
+    """The per-IP limit counts every project's requests from one address."""
+    other = tenant.store.create_key("second-project", "owner@x.io").key
+    app = make_app(settings, rate_limit_project_rps=0.0, rate_limit_ip_rps=1.0)
+    async with app.test_app() as test_app:
+        client = test_app.test_client()
+        first = await client.post("/v1/spans", data=TWO, headers=tenant.auth())
+        second = await client.post(
+            "/v1/spans", data=TWO, headers={"Authorization": f"Bearer {other}"}
+        )
+        third = await client.post("/v1/spans", data=TWO, headers=tenant.auth())
+    assert (first.status_code, second.status_code, third.status_code) == (200, 200, 429)
+
+
+async def test_queue_near_capacity_until_the_worker_drains(
+    settings: Settings, tenant: Tenant
+) -> None:
+    """At the project's queue capacity: 503 QUEUE_NEAR_CAPACITY; after the worker stores
+    the queued spans, the depth is back to 0 and requests are accepted again."""
+    app = make_app(settings, queue_max_spans_per_project=2)
+    client_redis = redis.Redis.from_url(str(settings.redis_url))
+    async with app.test_app() as test_app:
+        client = test_app.test_client()
+        assert (await client.post("/v1/spans", data=TWO, headers=tenant.auth())).status_code == 200
+        assert int(client_redis.get(depth_key(tenant.project_id))) == 2
+        full = await client.post("/v1/spans", data=TWO, headers=tenant.auth())
+        assert full.status_code == 503
+        assert (await full.get_json())["error"]["code"] == "QUEUE_NEAR_CAPACITY"
+        db = Database(settings.database_url)
+        Worker(client_redis, SpanStore(db), 1200, block_ms=10).run(burst=True)
+        db.close()
+        assert int(client_redis.get(depth_key(tenant.project_id))) == 0
+        assert (await client.post("/v1/spans", data=TWO, headers=tenant.auth())).status_code == 200
+    client_redis.close()
+
+
+async def test_unreadable_depth_is_queue_depth_unknown(settings: Settings, tenant: Tenant) -> None:
+    """A depth Redis cannot read as a number gives 503 QUEUE_DEPTH_UNKNOWN, never a 500."""
+    client_redis = redis.Redis.from_url(str(settings.redis_url))
+    client_redis.set(depth_key(tenant.project_id), "not a number")
+    async with make_app(settings).test_app() as test_app:
+        response = await test_app.test_client().post("/v1/spans", data=TWO, headers=tenant.auth())
+    client_redis.delete(depth_key(tenant.project_id))
+    client_redis.close()
+    assert response.status_code == 503
+    assert (await response.get_json())["error"]["code"] == "QUEUE_DEPTH_UNKNOWN"
+
+
+async def test_inflight_budget_refuses_what_does_not_fit(
+    settings: Settings, tenant: Tenant
+) -> None:
+    """A body that does not fit the in-flight budget is refused before it is buffered."""
+    app = make_app(settings, max_inflight_bytes=100)
+    async with app.test_app() as test_app:
+        response = await test_app.test_client().post(
+            "/v1/spans", data=TWO, headers=tenant.auth(**{"Content-Length": str(len(TWO))})
+        )
+    assert response.status_code == 503
+    assert (await response.get_json())["error"]["code"] == "INFLIGHT_BYTES_EXHAUSTED"
+
+
+def test_inflight_budget_counts_and_releases() -> None:
+    """Reservations add up while held and are released afterwards, also on errors."""
+    budget = InflightBudget(100)
+    with budget.reserve(60):
+        with pytest.raises(GatewayError):
+            with budget.reserve(41):
+                pass
+        with budget.reserve(40):
+            assert budget.used == 100
+    with pytest.raises(ZeroDivisionError), budget.reserve(100):
+        raise ZeroDivisionError
+    assert budget.used == 0
+
+
+def test_client_ip_trusts_only_configured_proxies() -> None:
+    """X-Forwarded-For is believed only from trusted proxies, rightmost untrusted hop."""
+    proxies = (ipaddress.ip_network("10.0.0.0/8"),)
+    assert client_ip("203.0.113.9", "1.2.3.4", ()) == "203.0.113.9"
+    assert client_ip("203.0.113.9", "1.2.3.4", proxies) == "203.0.113.9"
+    assert client_ip("10.0.0.5", "1.2.3.4, 198.51.100.7, 10.0.0.9", proxies) == "198.51.100.7"
+    assert client_ip("10.0.0.5", "10.0.0.7", proxies) == "10.0.0.5"
+    assert client_ip(None, None, ()) == "unknown"
