@@ -14,6 +14,7 @@ from collector.errors import GatewayError
 from collector.health import Health
 from collector.inflight import InflightBudget
 from collector.ingest import Ingest
+from collector.memory_watch import MemoryWatch
 from proto_json import Limits
 from spangate.cors import install_cors
 from spangate.settings import Settings
@@ -50,6 +51,7 @@ def create_app(settings: Settings) -> Quart:
         settings.queue_max_spans_per_project,
         timeout_s,
     )
+    memory = MemoryWatch(queue.client, settings.redis_memory_high_ratio)
     ingest = Ingest(
         limits,
         settings.max_body_bytes,
@@ -57,10 +59,11 @@ def create_app(settings: Settings) -> Quart:
         queue,
         admission,
         InflightBudget(settings.max_inflight_bytes),
+        memory,
         settings.trusted_proxies,
     )
     health = Health(queue, db)
-    install_lifespan(app, db, log, queue.close)
+    install_lifespan(app, db, log, queue.close, background=[memory.run])
 
     for path, handler in zip(
         INGEST_ROUTES, (ingest.spans, ingest.spans_batch, ingest.traces, ingest.otlp), strict=True

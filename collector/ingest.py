@@ -27,6 +27,7 @@ from collector.auth import authenticate
 from collector.bodies import content_codings, decode
 from collector.errors import GatewayError, unavailable
 from collector.inflight import InflightBudget
+from collector.memory_watch import MemoryWatch
 from collector.queue import SpanQueue
 from proto_json import Conversion, EnvelopeError, Limits
 from spangate.settings import IPNetwork
@@ -95,6 +96,7 @@ class Ingest:
         queue: SpanQueue,
         admission: Admission,
         inflight: InflightBudget,
+        memory: MemoryWatch,
         trusted_proxies: tuple[IPNetwork, ...] = (),
     ) -> None:
         self.limits = limits
@@ -103,6 +105,7 @@ class Ingest:
         self.queue = queue
         self.admission = admission
         self.inflight = inflight
+        self.memory = memory
         self.trusted_proxies = trusted_proxies
         # Parsing expands a body about tenfold in memory: cap the large ones in flight.
         self.offloaded = asyncio.Semaphore(OFFLOAD_CONCURRENCY)
@@ -205,6 +208,7 @@ class Ingest:
     ) -> Response:
         codings = self._check_headers()
         identity = await authenticate(self.verifier, request.headers)
+        self.memory.check()
         ip = client_ip(
             request.remote_addr, request.headers.get("X-Forwarded-For"), self.trusted_proxies
         )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any
 
 import orjson
@@ -58,15 +58,21 @@ def http_exception_parts(error: HTTPException) -> tuple[int, str, str, dict[str,
 
 
 def install_lifespan(
-    app: Quart, db: Database, log: logging.Logger, *closers: Callable[[], Awaitable[None]]
+    app: Quart,
+    db: Database,
+    log: logging.Logger,
+    *closers: Callable[[], Awaitable[None]],
+    background: Sequence[Callable[[], Coroutine[Any, Any, None]]] = (),
 ) -> None:
     """Migrate in the background at start (retrying while the database is down, so the
-    app serves health checks meanwhile); at the end close `closers`, then the database."""
+    app serves health checks meanwhile) and start `background` tasks; at the end cancel
+    them, close `closers`, then the database."""
     tasks: list[asyncio.Task[None]] = []
 
     @app.before_serving
     async def open_clients() -> None:
         tasks.append(asyncio.create_task(migrate_when_reachable(db, log)))
+        tasks.extend(asyncio.create_task(run()) for run in background)
 
     @app.after_serving
     async def close_clients() -> None:

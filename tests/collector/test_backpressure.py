@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
+from typing import Any
 
 import orjson
 import pytest
@@ -18,6 +20,7 @@ from storage.streams import depth_key
 from storage.worker import Worker
 from tests.collector.conftest import Tenant, make_app
 from tests.proto_json.spans import span
+from tests.redis_server import RedisServer
 
 TWO = orjson.dumps({"spans": [span(), span(spanId="1" * 16)]})
 
@@ -121,3 +124,37 @@ def test_client_ip_trusts_only_configured_proxies() -> None:
     assert client_ip("10.0.0.5", "1.2.3.4, 198.51.100.7, 10.0.0.9", proxies) == "198.51.100.7"
     assert client_ip("10.0.0.5", "10.0.0.7", proxies) == "10.0.0.5"
     assert client_ip(None, None, ()) == "unknown"
+
+
+async def test_sampled_memory_pressure_is_redis_memory_high(
+    settings: Settings, tenant: Tenant
+) -> None:
+    """Over the memory ratio (Redis's own maxmemory, for real): 503 REDIS_MEMORY_HIGH with
+    Retry-After before the body is read; back under it, accepted again."""
+    server = RedisServer(settings.data_dir / "memory-redis").start()
+    try:
+        client_redis = server.client()
+        used = int(client_redis.info("memory")["used_memory"])
+        client_redis.config_set("maxmemory", str(int(used / 0.5)))  # about 50% used
+        app = make_app(settings, redis_url=server.url, redis_memory_high_ratio=0.3)
+        async with app.test_app() as test_app:
+            client = test_app.test_client()
+            refused = await _until(client, tenant, 503)
+            client_redis.config_set("maxmemory", "0")
+            accepted = await _until(client, tenant, 200)
+        error = (await refused.get_json())["error"]
+        assert error["code"] == "REDIS_MEMORY_HIGH"
+        assert refused.headers["Retry-After"] == str(error["retry_after"])
+        assert accepted.status_code == 200
+    finally:
+        server.stop()
+
+
+async def _until(client: Any, tenant: Tenant, status: int) -> Any:
+    """Post until the answer has `status` (the sampler runs once a second); 10 s at most."""
+    for _ in range(100):
+        response = await client.post("/v1/spans", data=TWO, headers=tenant.auth())
+        if response.status_code == status:
+            return response
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"never answered {status}")

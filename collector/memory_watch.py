@@ -1,0 +1,66 @@
+"""Redis memory pressure, sampled: REDIS_MEMORY_HIGH before Redis itself starts refusing.
+
+Once a second the collector reads INFO memory; while used_memory / maxmemory is at or
+over SPANGATE_REDIS_MEMORY_HIGH_RATIO, ingest requests get 503 REDIS_MEMORY_HIGH with
+Retry-After before their body is read. Checking costs nothing per request. No maxmemory
+(0) means no ratio: only Redis's own OOM answer applies then. A failed sample keeps
+the last verdict; the queue check of each request reports an unreachable Redis anyway.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+import redis.asyncio as aioredis
+from redis.exceptions import RedisError
+
+from collector.errors import unavailable
+from collector.queue import MEMORY_RETRY_AFTER_S
+
+SAMPLE_EVERY_S = 1.0
+log = logging.getLogger("spangate.collector")
+
+
+class MemoryWatch:
+    """The sampled memory verdict of the queue store."""
+
+    def __init__(self, client: aioredis.Redis, ratio: float) -> None:
+        self.client = client
+        self.ratio = ratio
+        self.high = False
+        self.used_ratio = 0.0
+
+    async def sample(self) -> None:
+        """Read INFO memory once and update the verdict."""
+        info: Any = await self.client.info("memory")
+        maximum = int(info.get("maxmemory", 0))
+        if maximum <= 0:
+            self.high, self.used_ratio = False, 0.0
+            return
+        self.used_ratio = int(info.get("used_memory", 0)) / maximum
+        high = self.used_ratio >= self.ratio
+        if high != self.high:
+            log.warning(
+                "redis memory high" if high else "redis memory back to normal",
+                extra={"used_ratio": round(self.used_ratio, 3)},
+            )
+        self.high = high
+
+    async def run(self) -> None:
+        """Sample until cancelled."""
+        while True:
+            with contextlib.suppress(RedisError, OSError, TimeoutError):
+                await asyncio.wait_for(self.sample(), SAMPLE_EVERY_S * 2)
+            await asyncio.sleep(SAMPLE_EVERY_S)
+
+    def check(self) -> None:
+        """Raise 503 REDIS_MEMORY_HIGH while the last sample was over the ratio."""
+        if self.high:
+            raise unavailable(
+                "REDIS_MEMORY_HIGH",
+                f"the queue store is {self.used_ratio:.0%} full; try again shortly",
+                MEMORY_RETRY_AFTER_S,
+            )
