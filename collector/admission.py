@@ -27,7 +27,7 @@ BURST_SECONDS = 2.0
 
 #: KEYS: project rate, ip rate, project depth. ARGV: now ms; per limit: emission
 #: interval ms and tolerance ms (0 interval: no limit); max depth.
-#: Answers {0} admitted, {1, retry_ms} rate limited, {2, depth} queue at capacity.
+#: Answers {0, depth} admitted, {1, retry_ms} rate limited, {2, depth} at capacity.
 _ADMIT = """
 local now = tonumber(ARGV[1])
 local function check(key, interval, tolerance)
@@ -44,7 +44,7 @@ local wait = check(KEYS[1], tonumber(ARGV[2]), tonumber(ARGV[3]))
 if wait then return {1, math.ceil(wait)} end
 wait = check(KEYS[2], tonumber(ARGV[4]), tonumber(ARGV[5]))
 if wait then return {1, math.ceil(wait)} end
-return {0}
+return {0, depth}
 """
 
 
@@ -95,8 +95,8 @@ class Admission:
         self.max_depth = max_depth
         self.timeout_s = timeout_s
 
-    async def admit(self, project_id: str, ip: str) -> None:
-        """Return when the request may go on; raise the 429 or 503 that says why not."""
+    async def admit(self, project_id: str, ip: str) -> int:
+        """The project's queue depth when the request may go on; else the 429 or 503."""
         keys = [
             f"spangate:{{{project_id}}}:rate",
             f"spangate:ip:{{{ip}}}:rate",
@@ -109,6 +109,8 @@ class Admission:
             raise refusal(
                 e, "QUEUE_DEPTH_UNKNOWN", "the depth of the project's queue cannot be read"
             ) from e
+        if answer[0] == 0:
+            return int(answer[1])
         if answer[0] == 1:
             seconds = max(1, math.ceil(int(answer[1]) / 1000))
             raise GatewayError(
@@ -120,3 +122,4 @@ class Admission:
                 f"the project's ingest queue holds {answer[1]} spans not yet "
                 "stored; try again later",
             )
+        raise unavailable("QUEUE_DEPTH_UNKNOWN", "unexpected admission answer")

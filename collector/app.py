@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import re
+import uuid
 
 from quart import Quart, Response, g, request
 from werkzeug.exceptions import HTTPException
@@ -15,8 +17,10 @@ from collector.health import Health
 from collector.inflight import InflightBudget
 from collector.ingest import Ingest
 from collector.memory_watch import MemoryWatch
+from collector.metrics import Metrics
 from proto_json import Limits
 from spangate.cors import install_cors
+from spangate.logs import request_id
 from spangate.settings import Settings
 from spangate.web import http_exception_parts, install_lifespan, json_response
 from storage.database import Database
@@ -24,6 +28,8 @@ from storage.identity import IdentityStore
 from storage.verifier import KeyVerifier
 
 log = logging.getLogger("spangate.collector")
+#: A client's X-Request-Id is kept when it is short and plain; else one is made up.
+_REQUEST_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 INGEST_ROUTES = ("/v1/spans", "/v1/spans/batch", "/v1/traces", "/v1/otlp/v1/traces")
 
 
@@ -52,18 +58,22 @@ def create_app(settings: Settings) -> Quart:
         timeout_s,
     )
     memory = MemoryWatch(queue.client, settings.redis_memory_high_ratio)
+    inflight = InflightBudget(settings.max_inflight_bytes)
+    metrics = Metrics()
+    metrics.watch(lambda: inflight.used, lambda: memory.used_ratio)
     ingest = Ingest(
         limits,
         settings.max_body_bytes,
         verifier,
         queue,
         admission,
-        InflightBudget(settings.max_inflight_bytes),
+        inflight,
         memory,
+        metrics,
         settings.trusted_proxies,
     )
     health = Health(queue, db)
-    install_lifespan(app, db, log, queue.close, background=[memory.run])
+    install_lifespan(app, db, log, queue.close, background=[memory])
 
     for path, handler in zip(
         INGEST_ROUTES, (ingest.spans, ingest.spans_batch, ingest.traces, ingest.otlp), strict=True
@@ -73,9 +83,31 @@ def create_app(settings: Settings) -> Quart:
     app.add_url_rule("/health/live", view_func=health.live, methods=["GET"])
     app.add_url_rule("/health/ready", view_func=health.ready, methods=["GET"])
     app.add_url_rule("/health/ingest", view_func=health.ingest, methods=["GET"])
+    app.add_url_rule("/metrics", view_func=metrics.endpoint, methods=["GET"])
+    _install_handlers(app, metrics)
+    install_cors(app, settings.cors_allowed_origins)
+    return app
+
+
+def _install_handlers(app: Quart, metrics: Metrics) -> None:
+    """Request ids, request counts, and the rendering of every error."""
+
+    @app.before_request
+    async def tag_request() -> None:
+        incoming = request.headers.get("X-Request-Id", "")
+        g.request_id = incoming if _REQUEST_ID.fullmatch(incoming) else uuid.uuid4().hex[:16]
+        request_id.set(g.request_id)
+
+    @app.after_request
+    async def count_request(response: Response) -> Response:
+        rule = request.url_rule.rule if request.url_rule is not None else "unmatched"
+        metrics.requests.labels(rule, str(response.status_code)).inc()
+        response.headers["X-Request-Id"] = getattr(g, "request_id", "")
+        return response
 
     @app.errorhandler(GatewayError)
     async def gateway_error(error: GatewayError) -> Response:
+        metrics.refusals.labels(error.code).inc()
         log.log(
             logging.WARNING if error.status >= 500 else logging.DEBUG,
             "request refused",
@@ -98,6 +130,3 @@ def create_app(settings: Settings) -> Quart:
         return render_error(
             GatewayError(500, "INTERNAL_ERROR", "the gateway could not complete the request"), False
         )
-
-    install_cors(app, settings.cors_allowed_origins)
-    return app

@@ -28,6 +28,7 @@ from collector.bodies import content_codings, decode
 from collector.errors import GatewayError, unavailable
 from collector.inflight import InflightBudget
 from collector.memory_watch import MemoryWatch
+from collector.metrics import Metrics
 from collector.queue import SpanQueue
 from proto_json import Conversion, EnvelopeError, Limits
 from spangate.settings import IPNetwork
@@ -97,6 +98,7 @@ class Ingest:
         admission: Admission,
         inflight: InflightBudget,
         memory: MemoryWatch,
+        metrics: Metrics,
         trusted_proxies: tuple[IPNetwork, ...] = (),
     ) -> None:
         self.limits = limits
@@ -106,6 +108,7 @@ class Ingest:
         self.admission = admission
         self.inflight = inflight
         self.memory = memory
+        self.metrics = metrics
         self.trusted_proxies = trusted_proxies
         # Parsing expands a body about tenfold in memory: cap the large ones in flight.
         self.offloaded = asyncio.Semaphore(OFFLOAD_CONCURRENCY)
@@ -212,7 +215,8 @@ class Ingest:
         ip = client_ip(
             request.remote_addr, request.headers.get("X-Forwarded-For"), self.trusted_proxies
         )
-        await self.admission.admit(identity.project_id, ip)
+        depth = await self.admission.admit(identity.project_id, ip)
+        self.metrics.queue_depth.labels(identity.project_id).set(depth)
         with self.inflight.reserve(self._reservation(codings)):
             raw = await self._body()
             return await self._accept(identity, route, raw, codings, convert, answer)
@@ -234,6 +238,8 @@ class Ingest:
                 count=conversion.span_count, limit=self._limit_of(conversion.refusal)
             )
             raise unavailable(conversion.refusal, message)
+        self.metrics.spans.labels(route, "accepted").inc(conversion.accepted)
+        self.metrics.spans.labels(route, "rejected").inc(conversion.rejected)
         if queued is not None:
             await self._enqueue(identity, route, conversion.accepted, queued)
         return json_response(otlp_answer(conversion) if _otlp_form() else answer(conversion))
@@ -245,4 +251,6 @@ class Ingest:
 
     async def _enqueue(self, identity: KeyIdentity, route: str, accepted: int, body: bytes) -> None:
         item = QueuedRequest(identity.project_id, route, int(time.time() * 1000), accepted, body)
+        started = time.perf_counter()
         await self.queue.enqueue(item)
+        self.metrics.enqueue_seconds.observe(time.perf_counter() - started)

@@ -32,6 +32,7 @@ class MemoryWatch:
         self.ratio = ratio
         self.high = False
         self.used_ratio = 0.0
+        self._stopping = asyncio.Event()
 
     async def sample(self) -> None:
         """Read INFO memory once and update the verdict."""
@@ -50,11 +51,17 @@ class MemoryWatch:
         self.high = high
 
     async def run(self) -> None:
-        """Sample until cancelled."""
-        while True:
+        """Sample until stop(): never cancelled mid-command (a redis-py command cancelled
+        half-way can leave the client's close waiting)."""
+        while not self._stopping.is_set():
             with contextlib.suppress(RedisError, OSError, TimeoutError):
                 await asyncio.wait_for(self.sample(), SAMPLE_EVERY_S * 2)
-            await asyncio.sleep(SAMPLE_EVERY_S)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), SAMPLE_EVERY_S)
+
+    async def stop(self) -> None:
+        """Ask run() to end after its current sample."""
+        self._stopping.set()
 
     def check(self) -> None:
         """Raise 503 REDIS_MEMORY_HIGH while the last sample was over the ratio."""

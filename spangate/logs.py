@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import sys
 import time
 
 import orjson
 
+#: The id of the request being handled, added to every log line written meanwhile.
+request_id: contextvars.ContextVar[str | None] = contextvars.ContextVar("request_id", default=None)
 _RESERVED = set(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | {"message", "asctime"}
 
 
@@ -22,6 +25,9 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "msg": record.getMessage(),
         }
+        current = request_id.get()
+        if current is not None:
+            entry["request_id"] = current
         for key, value in record.__dict__.items():
             if key not in _RESERVED:
                 entry[key] = value

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Protocol
 
 import orjson
 from quart import Quart, Response
@@ -57,26 +57,41 @@ def http_exception_parts(error: HTTPException) -> tuple[int, str, str, dict[str,
     return status, code, message, headers
 
 
+class Background(Protocol):
+    """A loop the app runs while serving, stopped (not cancelled) at shutdown."""
+
+    async def run(self) -> None: ...
+    async def stop(self) -> None: ...
+
+
+BACKGROUND_STOP_S = 5.0
+
+
 def install_lifespan(
     app: Quart,
     db: Database,
     log: logging.Logger,
     *closers: Callable[[], Awaitable[None]],
-    background: Sequence[Callable[[], Coroutine[Any, Any, None]]] = (),
+    background: Sequence[Background] = (),
 ) -> None:
     """Migrate in the background at start (retrying while the database is down, so the
-    app serves health checks meanwhile) and start `background` tasks; at the end cancel
-    them, close `closers`, then the database."""
-    tasks: list[asyncio.Task[None]] = []
+    app serves health checks meanwhile) and run `background` loops; at the end stop the
+    loops, cancel the migration if it still waits, close `closers`, then the database."""
+    migration: list[asyncio.Task[None]] = []
+    loops: list[asyncio.Task[None]] = []
 
     @app.before_serving
     async def open_clients() -> None:
-        tasks.append(asyncio.create_task(migrate_when_reachable(db, log)))
-        tasks.extend(asyncio.create_task(run()) for run in background)
+        migration.append(asyncio.create_task(migrate_when_reachable(db, log)))
+        loops.extend(asyncio.create_task(loop.run()) for loop in background)
 
     @app.after_serving
     async def close_clients() -> None:
-        for task in tasks:
+        for loop in background:
+            await loop.stop()
+        if loops:
+            await asyncio.wait(loops, timeout=BACKGROUND_STOP_S)
+        for task in migration + loops:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
