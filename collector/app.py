@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import uuid
+from collections.abc import Awaitable, Callable
 
 from quart import Quart, Response, g, request
 from werkzeug.exceptions import HTTPException
@@ -12,6 +14,7 @@ from werkzeug.exceptions import HTTPException
 from collector import queue as span_queue
 from collector.admission import Admission
 from collector.answers import render_error
+from collector.archive import Archive
 from collector.errors import GatewayError
 from collector.health import Health
 from collector.inflight import InflightBudget
@@ -60,6 +63,7 @@ def create_app(settings: Settings) -> Quart:
     memory = MemoryWatch(queue.client, settings.redis_memory_high_ratio)
     inflight = InflightBudget(settings.max_inflight_bytes)
     metrics = Metrics()
+    archive = Archive(settings.archive_dir) if settings.archive_dir is not None else None
     metrics.watch(lambda: inflight.used, lambda: memory.used_ratio)
     ingest = Ingest(
         limits,
@@ -71,9 +75,15 @@ def create_app(settings: Settings) -> Quart:
         memory,
         metrics,
         settings.trusted_proxies,
+        archive,
+        settings.queue_max_spans_per_project,
     )
     health = Health(queue, db)
-    install_lifespan(app, db, log, queue.close, background=[memory])
+    closers = [queue.close]
+    if archive is not None:
+        app.before_serving(_start_archive(archive))
+        closers.append(lambda: asyncio.to_thread(archive.stop))
+    install_lifespan(app, db, log, *closers, background=[memory])
 
     for path, handler in zip(
         INGEST_ROUTES, (ingest.spans, ingest.spans_batch, ingest.traces, ingest.otlp), strict=True
@@ -87,6 +97,13 @@ def create_app(settings: Settings) -> Quart:
     _install_handlers(app, metrics)
     install_cors(app, settings.cors_allowed_origins)
     return app
+
+
+def _start_archive(archive: Archive) -> Callable[[], Awaitable[None]]:
+    async def start() -> None:
+        archive.start()
+
+    return start
 
 
 def _install_handlers(app: Quart, metrics: Metrics) -> None:

@@ -23,6 +23,7 @@ from werkzeug.exceptions import RequestEntityTooLarge
 import proto_json
 from collector.admission import Admission, client_ip
 from collector.answers import otlp_answer, spans_answer, traces_answer
+from collector.archive import HEADROOM_FRACTION, Archive, ArchiveRecord
 from collector.auth import authenticate
 from collector.bodies import content_codings, decode
 from collector.errors import GatewayError, unavailable
@@ -100,6 +101,8 @@ class Ingest:
         memory: MemoryWatch,
         metrics: Metrics,
         trusted_proxies: tuple[IPNetwork, ...] = (),
+        archive: Archive | None = None,
+        max_queued_spans: int = 0,
     ) -> None:
         self.limits = limits
         self.max_body_bytes = max_body_bytes
@@ -109,6 +112,8 @@ class Ingest:
         self.inflight = inflight
         self.memory = memory
         self.metrics = metrics
+        self.archive = archive
+        self.archive_headroom = int(max_queued_spans * HEADROOM_FRACTION)
         self.trusted_proxies = trusted_proxies
         # Parsing expands a body about tenfold in memory: cap the large ones in flight.
         self.offloaded = asyncio.Semaphore(OFFLOAD_CONCURRENCY)
@@ -177,7 +182,7 @@ class Ingest:
 
     def _decode_and_convert(
         self, raw: bytes, codings: list[str], convert: Converter
-    ) -> tuple[Conversion, bool, bytes | None]:
+    ) -> tuple[Conversion, bool, bytes | None, bytes]:
         """Pure work (no request context): safe to run in a worker thread."""
         data = decode(raw, codings, self.max_body_bytes)
         try:
@@ -185,7 +190,7 @@ class Ingest:
         except EnvelopeError as e:
             raise GatewayError(400, e.code, e.message, body_error=True) from e
         queued = orjson.dumps(conversion.request) if conversion.accepted else None
-        return conversion, was_otlp, queued
+        return conversion, was_otlp, queued, data
 
     def _reservation(self, codings: list[str]) -> int:
         """Bytes this request may hold: its body (the limit when unannounced), plus the
@@ -196,7 +201,7 @@ class Ingest:
 
     async def _convert(
         self, raw: bytes, codings: list[str], convert: Converter
-    ) -> tuple[Conversion, bool, bytes | None]:
+    ) -> tuple[Conversion, bool, bytes | None, bytes]:
         try:
             if len(raw) <= OFFLOAD_BYTES:
                 return self._decode_and_convert(raw, codings, convert)
@@ -217,6 +222,11 @@ class Ingest:
         )
         depth = await self.admission.admit(identity.project_id, ip)
         self.metrics.queue_depth.labels(identity.project_id).set(depth)
+        if self.archive is not None and self.archive.degraded and depth >= self.archive_headroom:
+            raise unavailable(
+                "ARCHIVE_DEGRADED_NO_HEADROOM",
+                "the request archive cannot be written and the project's queue is half full",
+            )
         with self.inflight.reserve(self._reservation(codings)):
             raw = await self._body()
             return await self._accept(identity, route, raw, codings, convert, answer)
@@ -230,7 +240,7 @@ class Ingest:
         convert: Converter,
         answer: Callable[[Conversion], dict[str, Any]],
     ) -> Response:
-        conversion, was_otlp, queued = await self._convert(raw, codings, convert)
+        conversion, was_otlp, queued, data = await self._convert(raw, codings, convert)
         if was_otlp:
             g.otlp_form = True
         if conversion.refusal is not None:
@@ -241,7 +251,13 @@ class Ingest:
         self.metrics.spans.labels(route, "accepted").inc(conversion.accepted)
         self.metrics.spans.labels(route, "rejected").inc(conversion.rejected)
         if queued is not None:
-            await self._enqueue(identity, route, conversion.accepted, queued)
+            received_ms = await self._enqueue(identity, route, conversion.accepted, queued)
+            if self.archive is not None:
+                self.archive.append(
+                    ArchiveRecord(
+                        received_ms, identity.project_id, route, request.content_type or "", data
+                    )
+                )
         return json_response(otlp_answer(conversion) if _otlp_form() else answer(conversion))
 
     def _limit_of(self, refusal: str) -> int:
@@ -249,8 +265,10 @@ class Ingest:
             return self.limits.max_spans
         return self.limits.max_attributes
 
-    async def _enqueue(self, identity: KeyIdentity, route: str, accepted: int, body: bytes) -> None:
+    async def _enqueue(self, identity: KeyIdentity, route: str, accepted: int, body: bytes) -> int:
+        """XADD; the receive time recorded in the entry (ms)."""
         item = QueuedRequest(identity.project_id, route, int(time.time() * 1000), accepted, body)
         started = time.perf_counter()
         await self.queue.enqueue(item)
         self.metrics.enqueue_seconds.observe(time.perf_counter() - started)
+        return item.received_ms

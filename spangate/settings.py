@@ -117,6 +117,7 @@ class Settings:
     trusted_proxies: tuple[IPNetwork, ...] = field(default=())
     cors_allowed_origins: tuple[str, ...] = field(default=())
     log_level: str = "info"
+    archive_dir: Path | None = None
 
     def __post_init__(self) -> None:
         if not self.database_url:
@@ -171,4 +172,5 @@ class Settings:
             trusted_proxies=read("TRUSTED_PROXIES", _networks, d.trusted_proxies),
             cors_allowed_origins=read("CORS_ALLOWED_ORIGINS", _origins, d.cors_allowed_origins),
             log_level=read("LOG_LEVEL", _log_level, d.log_level),
+            archive_dir=read("ARCHIVE_DIR", Path, None),
         )
