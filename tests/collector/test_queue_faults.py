@@ -9,6 +9,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+import redis
 
 from spangate.settings import Settings
 from storage.streams import stream_key
@@ -78,3 +79,43 @@ async def test_redis_out_of_memory_is_redis_memory_high(
     error = (await response.get_json())["error"]
     assert response.status_code == 503 and error["code"] == "REDIS_MEMORY_HIGH"
     assert response.headers["Retry-After"] == str(error["retry_after"])
+
+
+async def test_redis_error_reply_is_storage_error(settings: Settings, tenant: Tenant) -> None:
+    """Redis answering the XADD with an error (WRONGTYPE) is 503 STORAGE_ERROR, never a 500."""
+    client = redis.Redis.from_url(str(settings.redis_url))
+    client.set(stream_key(tenant.project_id), "a string where the stream should be")
+    try:
+        async with make_app(settings).test_app() as test_app:
+            response = await test_app.test_client().post(
+                "/v1/spans", data=BODY, headers=tenant.auth()
+            )
+    finally:
+        client.delete(stream_key(tenant.project_id))
+        client.close()
+    assert response.status_code == 503
+    assert (await response.get_json())["error"]["code"] == "STORAGE_ERROR"
+
+
+async def test_logs_never_hold_a_key_or_a_body(
+    settings: Settings, tenant: Tenant, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Refusals and failures are logged without the key or the body."""
+    import logging
+
+    from spangate.logs import JsonFormatter
+
+    caplog.set_level(logging.DEBUG)
+    marker = b'"name":"secret-payload-marker"'
+    body = orjson.dumps({"spans": [span(name="secret-payload-marker"), span(traceId="x")]})
+    assert marker in body
+    async with make_app(settings, max_spans_per_request=1).test_app() as test_app:
+        client = test_app.test_client()
+        await client.post("/v1/spans", data=body, headers=tenant.auth())
+        wrong = "Bearer " + tenant.key[:-1] + "x"
+        await client.post("/v1/spans", data=body, headers={"Authorization": wrong})
+        await client.post("/v1/spans", data=body, headers={"X-API-Key": tenant.key})
+    formatted = "\n".join(JsonFormatter().format(record) for record in caplog.records)
+    assert "request refused" in formatted
+    assert tenant.key not in formatted and tenant.key[:-1] not in formatted
+    assert "secret-payload-marker" not in formatted
