@@ -1,6 +1,8 @@
 """The optional raw-request archive: every accepted body, for replay (SPANGATE_ARCHIVE_DIR).
 
-Files `archive-<UTC time>-<pid>.jsonl.gz`, one JSON object per accepted request:
+Files `archive-<UTC time>-<pid>-<n>.jsonl.gz`, one JSON object per accepted request,
+each line its own gzip member (so a file being written is readable up to its last
+complete record, and concatenated members are one valid gzip stream):
 `{"received_ms", "project", "route", "content_type", "body"}` with the body as the
 gateway read it after gzip (UTF-8 text). A new file starts after ROTATE_BYTES of input.
 `spangate replay` sends these records again.
@@ -23,6 +25,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import orjson
 
@@ -71,7 +74,7 @@ class Archive:
         self._pending: queue.SimpleQueue[ArchiveRecord | None] = queue.SimpleQueue()
         self._pending_bytes = 0
         self._lock = threading.Lock()
-        self._file: gzip.GzipFile | None = None
+        self._file: BinaryIO | None = None
         self._written = 0
         self._thread = threading.Thread(target=self._run, name="spangate-archive", daemon=True)
 
@@ -99,11 +102,11 @@ class Archive:
             log.error("archive degraded", extra={"reason": reason})
         self.degraded = True
 
-    def _open(self) -> gzip.GzipFile:
+    def _open(self) -> BinaryIO:
         self.directory.mkdir(parents=True, exist_ok=True)
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         path = self.directory / f"archive-{stamp}-{os.getpid()}-{time.monotonic_ns()}.jsonl.gz"
-        return gzip.GzipFile(path, "ab", compresslevel=6)
+        return open(path, "ab")  # closed at rotation and at stop
 
     def _write(self, record: ArchiveRecord) -> None:
         if self._file is None or self._written >= self.rotate_bytes:
@@ -113,7 +116,7 @@ class Archive:
             self._file = self._open()
             self._written = 0
         line = record.line()
-        self._file.write(line)
+        self._file.write(gzip.compress(line, compresslevel=6, mtime=0))
         self._file.flush()
         self._written += len(line)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import ctypes
 import dataclasses
 import os
 import signal
@@ -22,6 +23,7 @@ from storage.errors import StoreError
 from storage.schema import migrate
 
 STOP_TIMEOUT_S = 30.0
+PR_SET_PDEATHSIG = 1
 
 
 @contextmanager
@@ -108,8 +110,19 @@ def _parts(args: argparse.Namespace) -> list[str]:
     return ["collector", "sidecar"] + ([] if args.no_worker else ["worker"])
 
 
+def _die_with_parent() -> None:
+    """In the child: get SIGTERM if the supervisor dies, even by SIGKILL (Linux)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except (OSError, AttributeError):  # not Linux: children outlive a killed supervisor
+        pass
+
+
 def _start(part: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-m", "spangate.cli", part], env=env)
+    return subprocess.Popen(
+        [sys.executable, "-m", "spangate.cli", part], env=env, preexec_fn=_die_with_parent
+    )
 
 
 def _supervise(children: dict[str, subprocess.Popen[bytes]]) -> int:

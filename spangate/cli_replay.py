@@ -1,0 +1,52 @@
+"""`spangate replay PATH... [--rate R]`: send example files or archived requests again."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from spangate.cli_support import fail, load_settings
+from spangate.replay import ReplayError, replay
+from spangate.settings import SettingsError
+
+
+def _replay(args: argparse.Namespace) -> int:
+    try:
+        settings = load_settings()
+    except SettingsError as e:
+        return fail(str(e), 2)
+    ingest = args.url or f"http://{settings.host}:{settings.ingest_port}"
+    api = args.api_url or f"http://{settings.host}:{settings.api_port}"
+    paths = [Path(p) for p in args.paths]
+    missing = [str(p) for p in paths if not p.is_file()]
+    if missing:
+        return fail(f"no such file: {', '.join(missing)}")
+    try:
+        summary = replay(paths, ingest, api, args.key, args.rate, progress=not args.quiet)
+    except (ReplayError, OSError, ValueError) as e:
+        return fail(str(e))
+    statuses = ", ".join(
+        f"{status or 'no answer'}: {n}" for status, n in sorted(summary.statuses.items())
+    )
+    print(
+        f"{summary.requests} requests ({statuses}); spans accepted {summary.accepted}, "
+        f"rejected {summary.rejected}, refused {summary.refused}"
+    )
+    return 0 if summary.refused == 0 else 1
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the replay command."""
+    parser = commands.add_parser("replay", help="send example files or archived requests")
+    parser.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="*.json, *.ndjson, their .gz, a score, or archive-*.jsonl.gz",
+    )
+    parser.add_argument("--key", required=True, help="the API key to send them with")
+    parser.add_argument("--rate", type=float, default=None, help="requests per second at most")
+    parser.add_argument("--url", help="gateway base URL (default: SPANGATE_HOST:INGEST_PORT)")
+    parser.add_argument("--api-url", help="scores API base URL (default: ...:API_PORT)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.set_defaults(handler=_replay)
