@@ -11,6 +11,7 @@ from typing import Any
 
 from proto_json import ids
 from proto_json.errors import SpanRejected
+from proto_json.timestamps import MAX_UNIX_NANO
 from proto_json.values import otlp_key_values
 
 _SPAN_KINDS = {
@@ -23,7 +24,6 @@ _SPAN_KINDS = {
 }
 _STATUS_CODES = {"STATUS_CODE_UNSET": 0, "STATUS_CODE_OK": 1, "STATUS_CODE_ERROR": 2}
 _UINT32_MAX = 2**32 - 1
-_UINT64_MAX = 2**64 - 1
 
 
 def unsigned(raw: object, field: str, maximum: int, code: str = "VALIDATION_ERROR") -> int:
@@ -86,7 +86,9 @@ def _objects(raw: object, field: str, code: str) -> list[dict[str, Any]]:
 
 def _event(raw: dict[str, Any], where: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    time = unsigned(raw.get("timeUnixNano"), f"{where}.timeUnixNano", _UINT64_MAX, "INVALID_EVENTS")
+    time = unsigned(
+        raw.get("timeUnixNano"), f"{where}.timeUnixNano", MAX_UNIX_NANO, "INVALID_EVENTS"
+    )
     if time:
         out["timeUnixNano"] = str(time)
     out["name"] = _optional_string(raw.get("name"), f"{where}.name")
@@ -137,12 +139,14 @@ def _identity(raw: dict[str, Any], span: dict[str, Any]) -> None:
 
 def _times(raw: dict[str, Any], span: dict[str, Any]) -> None:
     start = unsigned(
-        raw.get("startTimeUnixNano"), "startTimeUnixNano", _UINT64_MAX, "INVALID_TIMESTAMP"
+        raw.get("startTimeUnixNano"), "startTimeUnixNano", MAX_UNIX_NANO, "INVALID_TIMESTAMP"
     )
     if not start:
         raise SpanRejected("INVALID_TIMESTAMP", "startTimeUnixNano is required")
     span["startTimeUnixNano"] = str(start)
-    end = unsigned(raw.get("endTimeUnixNano"), "endTimeUnixNano", _UINT64_MAX, "INVALID_TIMESTAMP")
+    end = unsigned(
+        raw.get("endTimeUnixNano"), "endTimeUnixNano", MAX_UNIX_NANO, "INVALID_TIMESTAMP"
+    )
     if end:
         span["endTimeUnixNano"] = str(end)
 

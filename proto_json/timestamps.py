@@ -22,7 +22,10 @@ _ISO = re.compile(
 )
 _UNIX_EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
 _NANOS = 1_000_000_000
-MAX_UNIX_NANO = 2**64 - 1  # fixed64 in OTLP
+#: OTLP's fixed64 goes further, but no store here (SQLite, PostgreSQL BIGINT) holds an
+#: unsigned 64-bit integer: a time the worker could not store is refused at the gateway
+#: (2262-04-11T23:47:16.854775807Z), never acknowledged and then lost.
+MAX_UNIX_NANO = 2**63 - 1
 _FRACTION_SCALE: tuple[int, ...] = tuple(int(10 ** (9 - digits)) for digits in range(10))
 _day_cache: dict[str, int] = {}
 _DAY_CACHE_SIZE = 4096
@@ -70,7 +73,7 @@ def _parse(value: str, field: str) -> int:
     if fraction is not None:
         nanos += int(fraction) * _FRACTION_SCALE[len(fraction)]
     if not 0 <= nanos <= MAX_UNIX_NANO:
-        raise SpanRejected("INVALID_TIMESTAMP", f"{field} is outside 1970 to 2554")
+        raise SpanRejected("INVALID_TIMESTAMP", f"{field} is outside 1970 to 2262-04-11")
     return nanos
 
 

@@ -222,7 +222,8 @@ class Database:
             if self.postgres and connection.closed:
                 self._discard(slot)
             raise StoreUnavailable(f"database {self.display_url} failed: {_one_line(e)}") from e
-        except (psycopg.Error, sqlite3.Error) as e:
+        except (psycopg.Error, sqlite3.Error, OverflowError) as e:
+            # OverflowError: a value the driver cannot bind (an integer past 64 bits)
             self._rollback_quietly(slot)
             raise StoreError(f"database error: {_one_line(e)}") from e
         except BaseException:

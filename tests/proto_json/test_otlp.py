@@ -150,6 +150,7 @@ def test_any_value_canonical_encodings(raw: dict[str, Any], canonical: dict[str,
         ({"startTimeUnixNano": None}, "INVALID_TIMESTAMP"),
         ({"startTimeUnixNano": "-5"}, "INVALID_TIMESTAMP"),
         ({"startTimeUnixNano": "18446744073709551616"}, "INVALID_TIMESTAMP"),
+        ({"startTimeUnixNano": str(2**63)}, "INVALID_TIMESTAMP"),  # no store holds it
         ({"endTimeUnixNano": "soon"}, "INVALID_TIMESTAMP"),
         ({"status": {"code": 3}}, "INVALID_STATUS"),
         ({"status": "ok"}, "INVALID_STATUS"),

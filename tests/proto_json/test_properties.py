@@ -43,7 +43,7 @@ def hex_id(draw: st.DrawFn, length: int) -> str:
 @st.composite
 def iso_time(draw: st.DrawFn) -> tuple[str, int]:
     """An ISO 8601 string and its exact Unix nanoseconds."""
-    seconds = draw(st.integers(min_value=86400, max_value=2**34))
+    seconds = draw(st.integers(min_value=86400, max_value=(2**63 - 1) // 10**9 - 86400))
     digits = draw(st.integers(min_value=0, max_value=9))
     fraction = draw(st.integers(min_value=0, max_value=10**digits - 1)) if digits else 0
     offset_minutes = draw(st.integers(min_value=-23 * 60, max_value=23 * 60))

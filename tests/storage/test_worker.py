@@ -203,3 +203,26 @@ def test_database_down_does_not_count_against_entries(
     assert queue.length() == 1 and not client.exists(attempts_key(queue.project_id))
     drain(client, store, claim_idle_ms=0)
     assert store.count(queue.project_id) == 1 and queue.length() == 0
+
+
+def test_entry_the_database_cannot_hold_is_dead_lettered_not_fatal(
+    client: redis.Redis, queue: Queue, store: SpanStore
+) -> None:
+    """An entry whose rows the database refuses (a time past 64 bits, written by hand:
+    the gateway refuses such spans) is retried, then dead-lettered; the rest is stored."""
+    good = proto_json.convert_spans(orjson.dumps({"spans": [span()]})).request
+    bad = orjson.loads(orjson.dumps(good))
+    bad["resourceSpans"][0]["scopeSpans"][0]["spans"][0].update(
+        spanId="1" * 16, startTimeUnixNano=str(2**64 - 1)
+    )
+    for request in (bad, good):
+        item = QueuedRequest(
+            queue.project_id, "otlp", int(time.time() * 1000), 1, orjson.dumps(request)
+        )
+        client.xadd(stream_key(queue.project_id), item.fields())  # type: ignore[arg-type]
+    worker = Worker(client, store, WINDOW_S, block_ms=10, claim_idle_ms=0, max_attempts=2)
+    for _ in range(4):
+        worker.run_once(block=False)
+    assert store.count(queue.project_id) == 1
+    [(_, dead)] = client.xrange(dead_letter_key(queue.project_id))
+    assert b"rows refused by the database" in dead[b"reason"]
