@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import subprocess
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -13,11 +14,13 @@ from quart import Quart
 from quart.typing import TestClientProtocol as Client
 
 from collector.app import create_app
+from spangate.embedded_redis import free_port
 from spangate.settings import Settings
 from storage.database import Database
 from storage.identity import IdentityStore
 from storage.schema import migrate
 from storage.streams import QueuedRequest, stream_key
+from tests.processes import spawn, wait_healthy
 
 
 @pytest.fixture
@@ -77,3 +80,36 @@ def client(app: Quart) -> Client:
 
 def make_app(settings: Settings, **changes: Any) -> Quart:
     return create_app(dataclasses.replace(settings, **changes))
+
+
+@dataclasses.dataclass
+class Running:
+    """A collector running as a real process (Hypercorn)."""
+
+    url: str
+    process: subprocess.Popen[bytes]
+
+
+@pytest.fixture
+def start_collector(tmp_path: Path, redis_url: str, tenant: Tenant) -> Iterator[Any]:
+    """Starts `spangate collector` processes on the test's Redis and database."""
+    started: list[Running] = []
+
+    def start(**env: str) -> Running:
+        port = free_port()
+        base_env = {
+            "SPANGATE_REDIS_URL": redis_url,
+            "SPANGATE_INGEST_PORT": str(port),
+            "SPANGATE_DATABASE_URL": f"sqlite:///{tmp_path / 'spangate.db'}",
+        }
+        process = spawn(["collector"], {**base_env, **env}, tmp_path)
+        running = Running(f"http://127.0.0.1:{port}", process)
+        started.append(running)
+        wait_healthy(running.url + "/health/ready", process)
+        return running
+
+    yield start
+    for running in started:
+        if running.process.poll() is None:
+            running.process.terminate()
+        running.process.communicate()

@@ -5,38 +5,22 @@ from __future__ import annotations
 import signal
 import socket
 from collections.abc import Iterator
-from pathlib import Path
+from typing import Any
 
 import httpx
 import orjson
 import pytest
 
-from spangate.embedded_redis import free_port
 from tests.collector.conftest import Tenant
-from tests.processes import spawn, wait_healthy
 from tests.proto_json.spans import span
 
 BODY = orjson.dumps({"spans": [span()]})
 
 
 @pytest.fixture
-def collector(tmp_path: Path, redis_url: str, tenant: Tenant) -> Iterator[tuple[str, object]]:
-    port = free_port()
-    env = {
-        "SPANGATE_REDIS_URL": redis_url,
-        "SPANGATE_INGEST_PORT": str(port),
-        "SPANGATE_DATABASE_URL": f"sqlite:///{tmp_path / 'spangate.db'}",
-        "SPANGATE_MAX_BODY_BYTES": "65536",
-    }
-    process = spawn(["collector"], env, tmp_path)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        wait_healthy(base + "/health/ready", process)
-        yield base, process
-    finally:
-        if process.poll() is None:
-            process.kill()
-        process.communicate()
+def collector(start_collector: Any) -> tuple[str, object]:
+    running = start_collector(SPANGATE_MAX_BODY_BYTES="65536")
+    return running.url, running.process
 
 
 def test_real_server_accepts_spans(collector: tuple[str, object], tenant: Tenant) -> None:

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import orjson
 import redis
 
-from spangate.embedded_redis import free_port
 from storage.streams import stream_key
 from tests.collector.conftest import Tenant
-from tests.processes import spawn, wait_healthy
 from tests.proto_json.spans import span
 
 CONCURRENT = 32
@@ -54,19 +53,12 @@ async def _post(port: int, request: bytes) -> int:
 
 
 def test_concurrent_large_bodies_keep_memory_bounded(
-    tmp_path: Path, redis_url: str, tenant: Tenant
+    start_collector: Any, redis_url: str, tenant: Tenant
 ) -> None:
     """Every request is stored (200) or refused (503 INFLIGHT_BYTES_EXHAUSTED, or closed
     early while its body was still on its way): never a 500; and peak RSS stays bounded."""
-    port = free_port()
-    env = {
-        "SPANGATE_REDIS_URL": redis_url,
-        "SPANGATE_INGEST_PORT": str(port),
-        "SPANGATE_DATABASE_URL": f"sqlite:///{tmp_path / 'spangate.db'}",
-        "SPANGATE_RATE_LIMIT_IP_RPS": "0",
-        "SPANGATE_RATE_LIMIT_PROJECT_RPS": "0",
-    }
-    process = spawn(["collector"], env, tmp_path)
+    running = start_collector(SPANGATE_RATE_LIMIT_IP_RPS="0", SPANGATE_RATE_LIMIT_PROJECT_RPS="0")
+    process, port = running.process, int(running.url.rsplit(":", 1)[1])
     body = ten_megabytes()
     head = (
         f"POST /v1/spans HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {tenant.key}\r\n"
@@ -74,7 +66,6 @@ def test_concurrent_large_bodies_keep_memory_bounded(
         "Connection: close\r\n\r\n"
     ).encode()
     try:
-        wait_healthy(f"http://127.0.0.1:{port}/health/ready", process)
         idle = peak_rss(process.pid)
 
         async def burst() -> list[int]:
@@ -86,7 +77,7 @@ def test_concurrent_large_bodies_keep_memory_bounded(
         peak = peak_rss(process.pid)
     finally:
         process.terminate()
-        process.communicate()
+        process.wait()
         client = redis.Redis.from_url(redis_url)
         client.delete(stream_key(tenant.project_id))
         client.close()

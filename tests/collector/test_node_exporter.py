@@ -5,14 +5,12 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from spangate.embedded_redis import free_port
 from tests.collector.conftest import Tenant
-from tests.processes import spawn, wait_healthy
 
 PACKAGES = [
     "@opentelemetry/sdk-trace-base@^2",
@@ -64,20 +62,8 @@ def node_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def base_url(tmp_path: Path, redis_url: str, tenant: Tenant) -> Iterator[str]:
-    port = free_port()
-    env = {
-        "SPANGATE_REDIS_URL": redis_url,
-        "SPANGATE_INGEST_PORT": str(port),
-        "SPANGATE_DATABASE_URL": f"sqlite:///{tmp_path / 'spangate.db'}",
-    }
-    process = spawn(["collector"], env, tmp_path)
-    try:
-        wait_healthy(f"http://127.0.0.1:{port}/health/ready", process)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        process.communicate()
+def base_url(start_collector: Any) -> str:
+    return str(start_collector().url)
 
 
 @pytest.mark.parametrize("path", ["/v1/otlp/v1/traces", "/v1/traces"])

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -19,9 +18,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from spangate.embedded_redis import free_port
 from tests.collector.conftest import Tenant
-from tests.processes import spawn, wait_healthy
 from tests.proto_json import protobuf
 
 
@@ -42,20 +39,8 @@ class Recording(SpanExporter):
 
 
 @pytest.fixture
-def base_url(tmp_path: Path, redis_url: str, tenant: Tenant) -> Iterator[str]:
-    port = free_port()
-    env = {
-        "SPANGATE_REDIS_URL": redis_url,
-        "SPANGATE_INGEST_PORT": str(port),
-        "SPANGATE_DATABASE_URL": f"sqlite:///{tmp_path / 'spangate.db'}",
-    }
-    process = spawn(["collector"], env, tmp_path)
-    try:
-        wait_healthy(f"http://127.0.0.1:{port}/health/ready", process)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        process.communicate()
+def base_url(start_collector: Any) -> str:
+    return str(start_collector().url)
 
 
 def emit(exporter: SpanExporter) -> Recording:
