@@ -48,8 +48,8 @@ def _collector(args: argparse.Namespace) -> int:
         settings = load_settings()
         configure_logging(settings.log_level)
         with redis_url_for(settings) as resolved:
-            run(create_app(resolved), resolved.host, resolved.ingest_port)
-    except (SettingsError, EmbeddedRedisError) as e:
+            run(create_app(resolved), resolved.host, resolved.ingest_port, args.reuse_port)
+    except (SettingsError, EmbeddedRedisError, OSError) as e:
         return fail(str(e))
     return 0
 
@@ -106,8 +106,18 @@ def _worker(args: argparse.Namespace) -> int:
     return 0
 
 
-def _parts(args: argparse.Namespace) -> list[str]:
-    return ["collector", "sidecar"] + ([] if args.no_worker else ["worker"])
+def _parts(args: argparse.Namespace) -> dict[str, list[str]]:
+    """Each child's name and its spangate arguments."""
+    if args.workers == 1:
+        parts = {"collector": ["collector"]}
+    else:
+        parts = {
+            f"collector-{n}": ["collector", "--reuse-port"] for n in range(1, args.workers + 1)
+        }
+    parts["sidecar"] = ["sidecar"]
+    if not args.no_worker:
+        parts["worker"] = ["worker"]
+    return parts
 
 
 def _die_with_parent() -> None:
@@ -119,9 +129,9 @@ def _die_with_parent() -> None:
         pass
 
 
-def _start(part: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
+def _start(argv: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [sys.executable, "-m", "spangate.cli", part], env=env, preexec_fn=_die_with_parent
+        [sys.executable, "-m", "spangate.cli", *argv], env=env, preexec_fn=_die_with_parent
     )
 
 
@@ -159,7 +169,7 @@ def _supervise(children: dict[str, subprocess.Popen[bytes]]) -> int:
     return code
 
 
-def _banner(settings: Settings, parts: list[str]) -> None:
+def _banner(settings: Settings, parts: dict[str, list[str]]) -> None:
     lines = [
         f"spangate serving {', '.join(parts)}",
         f"  ingest:  http://{settings.host}:{settings.ingest_port}/v1/spans "
@@ -190,18 +200,35 @@ def _serve(args: argparse.Namespace) -> int:
         with redis_url_for(settings) as resolved:
             env = dict(os.environ, SPANGATE_REDIS_URL=str(resolved.redis_url))
             _banner(resolved, parts)
-            children = {part: _start(part, env) for part in parts}
+            children = {name: _start(argv, env) for name, argv in parts.items()}
             return _supervise(children)
     except EmbeddedRedisError as e:
         return fail(str(e))
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be 1 or more")
+    return value
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add serve and the one-part commands."""
     serve = commands.add_parser("serve", help="run every part on embedded defaults")
     serve.add_argument("--no-worker", action="store_true", help="do not drain the queue")
+    serve.add_argument(
+        "--workers",
+        type=_positive,
+        default=1,
+        metavar="N",
+        help="collector processes sharing the ingest port (SO_REUSEPORT)",
+    )
     serve.set_defaults(handler=_serve)
     collector = commands.add_parser("collector", help="run the ingest gateway")
+    collector.add_argument(
+        "--reuse-port", action="store_true", help="share the port with other collector processes"
+    )
     collector.set_defaults(handler=_collector)
     sidecar = commands.add_parser("sidecar", help="run the scores API")
     sidecar.set_defaults(handler=_sidecar)

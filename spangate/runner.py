@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import socket
 
 from hypercorn.asyncio import serve
 from hypercorn.config import Config
@@ -33,6 +34,25 @@ async def serve_until_signalled(app: Quart, config: Config) -> None:
     await serve(app, config, shutdown_trigger=stop.wait)
 
 
-def run(app: Quart, host: str, port: int) -> None:
-    """Blocking: serve `app` on host:port until signalled."""
-    asyncio.run(serve_until_signalled(app, hypercorn_config(host, port)))
+def reuse_port_socket(host: str, port: int) -> socket.socket:
+    """A socket bound with SO_REUSEPORT: several processes each bind their own on one port
+    and the kernel spreads connections across them."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock.bind((host, port))
+    return sock
+
+
+def run(app: Quart, host: str, port: int, reuse_port: bool = False) -> None:
+    """Blocking: serve `app` on host:port until signalled (sharing the port if asked)."""
+    config = hypercorn_config(host, port)
+    sock = reuse_port_socket(host, port) if reuse_port else None
+    if sock is not None:
+        config.bind = [f"fd://{sock.fileno()}"]
+    try:
+        asyncio.run(serve_until_signalled(app, config))
+    finally:
+        if sock is not None:
+            sock.close()

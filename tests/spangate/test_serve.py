@@ -62,3 +62,47 @@ def test_serve_embedded_defaults_then_clean_stop(tmp_path: Path) -> None:
     redis_dir = tmp_path / ".spangate" / "redis"
     assert (redis_dir / "appendonly.aof").exists()
     assert not (redis_dir / "redis.url").exists()  # the embedded Redis was stopped
+
+
+def test_serve_workers_share_the_ingest_port(tmp_path: Path) -> None:
+    """--workers 2 runs two collector processes on one port; requests on fresh connections
+    are all accepted, and both processes answer some of them."""
+    port, api_port = free_port(), free_port()
+    env = {"SPANGATE_INGEST_PORT": str(port), "SPANGATE_API_PORT": str(api_port)}
+    process = spawn(["serve", "--workers", "2", "--no-worker"], env, tmp_path)
+    try:
+        wait_healthy(f"http://127.0.0.1:{port}/health/ready", process)
+        assert spawn(["users", "add", "a@x.io", "--role", "owner"], env, tmp_path).wait(30) == 0
+        created = spawn(["keys", "create", "--project", "demo", "--user", "a@x.io"], env, tmp_path)
+        key = created.communicate(timeout=30)[0].decode().strip().splitlines()[-1]
+        counts: list[float] = []
+        for _ in range(40):
+            with httpx.Client() as client:  # a new connection each time
+                response = client.post(
+                    f"http://127.0.0.1:{port}/v1/spans",
+                    content=orjson.dumps({"spans": [span()]}),
+                    headers={"Authorization": f"Bearer {key}"},
+                )
+                assert response.status_code == 200
+                metrics = client.get(f"http://127.0.0.1:{port}/metrics").text
+            counts.append(_accepted_count(metrics))
+        # Each process counts only the requests it served: one process alone would have
+        # shown all 40 by the last round; two sharing the port each show fewer.
+        assert max(counts) < 40 and sum(counts) > 0
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=60) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.communicate()
+
+
+def _accepted_count(metrics: str) -> float:
+    for line in metrics.splitlines():
+        if (
+            line.startswith("spangate_requests_total{")
+            and 'route="/v1/spans"' in line
+            and 'status="200"' in line
+        ):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
