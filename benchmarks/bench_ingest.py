@@ -58,6 +58,18 @@ def start(argv: list[str], env: dict[str, str], health: str) -> subprocess.Popen
         time.sleep(0.1)
 
 
+def database_with_key(work: Path) -> tuple[str, str]:
+    """A fresh SQLite database under `work` with an owner's key: (its URL, the key)."""
+    db_url = f"sqlite:///{work / 'spangate.db'}"
+    db = Database(db_url)
+    migrate(db)
+    store = IdentityStore(db)
+    store.add_user("bench@x.io", "owner")
+    key = store.create_key("bench", "bench@x.io").key
+    db.close()
+    return db_url, key
+
+
 def drain(client: redis.Redis) -> None:
     """Empty the queue between rounds so Redis memory and the AOF stay bounded."""
     for key in client.scan_iter(match=STREAM_PATTERN):
@@ -74,13 +86,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="spangate-bench-"))
     server = RedisServer(work / "redis").start()
     pin(server.process.pid, LOAD_CORE)  # type: ignore[union-attr]
-    db_url = f"sqlite:///{work / 'spangate.db'}"
-    db = Database(db_url)
-    migrate(db)
-    store = IdentityStore(db)
-    store.add_user("bench@x.io", "owner")
-    key = store.create_key("bench", "bench@x.io").key
-    db.close()
+    db_url, key = database_with_key(work)
     collector_port, echo_port = free_port(), free_port()
     env = {
         "SPANGATE_REDIS_URL": server.url,

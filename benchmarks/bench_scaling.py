@@ -19,13 +19,10 @@ from pathlib import Path
 
 import httpx
 
-from benchmarks.bench_ingest import drain
+from benchmarks.bench_ingest import database_with_key, drain
 from benchmarks.loadgen import build_request, load
 from benchmarks.payloads import native_spans_body
 from spangate.embedded_redis import free_port
-from storage.database import Database
-from storage.identity import IdentityStore
-from storage.schema import migrate
 from tests.redis_server import RedisServer
 
 
@@ -58,13 +55,7 @@ def main() -> None:
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="spangate-scaling-"))
     server = RedisServer(work / "redis").start()
-    db_url = f"sqlite:///{work / 'spangate.db'}"
-    db = Database(db_url)
-    migrate(db)
-    store = IdentityStore(db)
-    store.add_user("bench@x.io", "owner")
-    key = store.create_key("bench", "bench@x.io").key
-    db.close()
+    db_url, key = database_with_key(work)
     request = build_request(
         "/v1/spans", native_spans_body(1000), {"Authorization": f"Bearer {key}"}
     )
