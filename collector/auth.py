@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from collector.errors import GatewayError, unauthorized, unavailable
+from collector.errors import unauthorized, unavailable
 from storage.identity import KeyIdentity
 from storage.verifier import AuthUnavailable, KeyVerifier
 
@@ -20,6 +20,16 @@ MALFORMED = "Authorization header must be 'Bearer <API_KEY>'"
 INVALID = "Invalid API key"
 
 
+def parse_bearer(value: str) -> str | None:
+    """The key of an `Authorization: Bearer <key>` value (scheme in any case); None when
+    the value is not that. Shared by the gateway and the scores API."""
+    scheme, _, token = value.strip().partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token or " " in token:
+        return None
+    return token
+
+
 def bearer_token(headers: Headers) -> str:
     """The key of a Bearer Authorization header; 401 when missing or malformed.
 
@@ -29,9 +39,8 @@ def bearer_token(headers: Headers) -> str:
     header = headers.get("Authorization")
     if header is None:
         raise unauthorized(MISSING)
-    scheme, _, token = header.strip().partition(" ")
-    token = token.strip()
-    if scheme.lower() != "bearer" or not token or " " in token:
+    token = parse_bearer(header)
+    if token is None:
         raise unauthorized(MALFORMED)
     return token
 
@@ -46,6 +55,3 @@ async def authenticate(verifier: KeyVerifier, headers: Headers) -> KeyIdentity:
     if identity is None:
         raise unauthorized(INVALID)
     return identity
-
-
-__all__ = ["GatewayError", "authenticate", "bearer_token"]

@@ -7,7 +7,7 @@ holds. A key acts with its creator's current role; scores need member or higher.
 
 from __future__ import annotations
 
-from collector.auth import Headers
+from collector.auth import Headers, parse_bearer
 from scores_sidecar.errors import ApiError, unauthorized
 from storage.identity import ROLE_RANK, KeyIdentity
 from storage.verifier import AuthUnavailable, KeyVerifier
@@ -19,9 +19,8 @@ def api_key(headers: Headers) -> str:
     """The key the request presents; 401 when it presents none or a malformed one."""
     authorization = headers.get("Authorization")
     if authorization is not None:
-        scheme, _, token = authorization.strip().partition(" ")
-        token = token.strip()
-        if scheme.lower() != "bearer" or not token or " " in token:
+        token = parse_bearer(authorization)
+        if token is None:
             raise unauthorized("Authorization header must be 'Bearer <API_KEY>'")
         return token
     key = headers.get("X-API-Key")
