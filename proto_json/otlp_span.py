@@ -12,7 +12,7 @@ from typing import Any
 from proto_json import ids
 from proto_json.errors import SpanRejected
 from proto_json.timestamps import MAX_UNIX_NANO
-from proto_json.values import otlp_key_values
+from proto_json.values import json_integer, otlp_key_values
 
 _SPAN_KINDS = {
     "SPAN_KIND_UNSPECIFIED": 0,
@@ -30,13 +30,8 @@ def unsigned(raw: object, field: str, maximum: int, code: str = "VALIDATION_ERRO
     """An unsigned integer given as a JSON number or a decimal string (absent is 0)."""
     if raw is None:
         return 0
-    if type(raw) is int:
-        number = raw
-    elif type(raw) is str and raw.isascii() and raw.isdigit():
-        number = int(raw)
-    elif type(raw) is float and raw.is_integer():
-        number = int(raw)
-    else:
+    number = json_integer(raw)
+    if number is None:
         raise SpanRejected(code, f"{field} must be an unsigned integer")
     if not 0 <= number <= maximum:
         raise SpanRejected(code, f"{field} is out of range")

@@ -146,14 +146,21 @@ def native_key_values(
 # -- OTLP/JSON values ---------------------------------------------------------------
 
 
-def _otlp_int(raw: object, where: str) -> str:
+def json_integer(raw: object) -> int | None:
+    """An integer as OTLP/JSON may write one: a JSON number (integral) or a decimal string
+    (64-bit values are strings in the proto3 JSON mapping); None for anything else."""
     if type(raw) is int:
-        number = raw
-    elif type(raw) is str and raw.isascii() and raw.lstrip("-").isdigit() and raw.count("-") <= 1:
-        number = int(raw)
-    elif type(raw) is float and raw.is_integer():
-        number = int(raw)
-    else:
+        return raw
+    if type(raw) is str and raw.isascii() and raw.removeprefix("-").isdigit():
+        return int(raw)
+    if type(raw) is float and raw.is_integer():
+        return int(raw)
+    return None
+
+
+def _otlp_int(raw: object, where: str) -> str:
+    number = json_integer(raw)
+    if number is None:
         raise _bad(where, "intValue must be an integer or a decimal string")
     if not INT64_MIN <= number <= INT64_MAX:
         raise _bad(where, "intValue outside the 64-bit signed range")
