@@ -12,6 +12,7 @@ send's receive time plus the window. SET NX decides who is first, atomically:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import redis
 
@@ -62,28 +63,34 @@ class Decision:
     refused: list[SpanRow]
 
 
-def decide(client: redis.Redis, rows: list[SpanRow], window_ms: int) -> Decision:
-    """Apply the window to a batch, in order: one script call per project and chunk.
+class ResendWindow:
+    """The window of one worker: its Redis client and the script, registered once."""
 
-    Keys of one project share a hash tag, so each call stays on one Redis Cluster slot.
-    """
-    script = client.register_script(_WINDOW_SCRIPT)
-    by_project: dict[str, list[SpanRow]] = {}
-    for row in rows:
-        by_project.setdefault(row.project_id, []).append(row)
-    refused_rows: set[int] = set()
-    for project_id, project_rows in by_project.items():
-        for at in range(0, len(project_rows), CHUNK):
-            chunk = project_rows[at : at + CHUNK]
-            keys = [refused_counter(project_id)]
-            args: list[str | int] = []
-            for row in chunk:
-                keys.append(window_key(project_id, row.trace_id, row.span_id))
-                args += (row.content_hash, row.received_ms + window_ms)
-            answers = script(keys=keys, args=args)
-            refused_rows.update(
-                id(row) for row, answer in zip(chunk, answers, strict=True) if answer
-            )
-    write = [row for row in rows if id(row) not in refused_rows]
-    refused = [row for row in rows if id(row) in refused_rows]
-    return Decision(write, refused)
+    def __init__(self, client: redis.Redis, window_ms: int) -> None:
+        self.window_ms = window_ms
+        self._script: Any = client.register_script(_WINDOW_SCRIPT)
+
+    def decide(self, rows: list[SpanRow]) -> Decision:
+        """Apply the window to a batch, in order: one script call per project and chunk.
+
+        Keys of one project share a hash tag, so each call stays on one Redis Cluster slot.
+        """
+        by_project: dict[str, list[SpanRow]] = {}
+        for row in rows:
+            by_project.setdefault(row.project_id, []).append(row)
+        refused_rows: set[int] = set()
+        for project_id, project_rows in by_project.items():
+            for at in range(0, len(project_rows), CHUNK):
+                chunk = project_rows[at : at + CHUNK]
+                keys = [refused_counter(project_id)]
+                args: list[str | int] = []
+                for row in chunk:
+                    keys.append(window_key(project_id, row.trace_id, row.span_id))
+                    args += (row.content_hash, row.received_ms + self.window_ms)
+                answers = self._script(keys=keys, args=args)
+                refused_rows.update(
+                    id(row) for row, answer in zip(chunk, answers, strict=True) if answer
+                )
+        write = [row for row in rows if id(row) not in refused_rows]
+        refused = [row for row in rows if id(row) in refused_rows]
+        return Decision(write, refused)

@@ -27,7 +27,7 @@ import orjson
 import redis
 
 from storage.errors import StoreError, StoreUnavailable
-from storage.resend import decide
+from storage.resend import ResendWindow
 from storage.span_rows import SpanRow, rows_of
 from storage.spans import SpanStore
 from storage.streams import STREAM_PATTERN, QueuedRequest, depth_key, project_of_stream
@@ -146,7 +146,6 @@ class Worker:
     ) -> None:
         self.client = client
         self.store = store
-        self.window_ms = window_s * 1000
         self.consumer = consumer or f"{socket.gethostname()}-{os.getpid()}"
         self.batch_entries = batch_entries
         self.block_ms = block_ms
@@ -154,6 +153,7 @@ class Worker:
         self.max_attempts = max_attempts
         self.stats = WorkerStats()
         self._ack_script: Any = client.register_script(_ACK)
+        self.window = ResendWindow(client, window_s * 1000)
         self._streams: list[str] = []
         self._discovered_at = 0.0
 
@@ -261,7 +261,7 @@ class Worker:
             )
 
     def _write(self, rows: list[SpanRow]) -> None:
-        decision = decide(self.client, rows, self.window_ms)
+        decision = self.window.decide(rows)
         self.store.upsert(decision.write)
         self.stats.spans_written += len(decision.write)
         self.stats.spans_refused += len(decision.refused)
