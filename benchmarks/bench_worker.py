@@ -35,7 +35,7 @@ def fill(server: RedisServer, project: str, entries: int, spans: int) -> list[by
     bodies = []
     for i in range(entries):
         conversion = proto_json.convert_spans(native_spans_body(spans, seed=i + 1))
-        body = orjson.dumps(conversion.request)
+        body = conversion.payload
         bodies.append(body)
         item = QueuedRequest(project, "spans", int(time.time() * 1000), spans, body)
         client.xadd(stream_key(project), item.fields())  # type: ignore[arg-type]

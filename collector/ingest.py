@@ -16,7 +16,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import orjson
 from quart import Response, g, request
 from werkzeug.exceptions import RequestEntityTooLarge
 
@@ -189,7 +188,7 @@ class Ingest:
             conversion, was_otlp = convert(data, self.limits)
         except EnvelopeError as e:
             raise GatewayError(400, e.code, e.message, body_error=True) from e
-        queued = orjson.dumps(conversion.request) if conversion.accepted else None
+        queued = conversion.payload if conversion.accepted else None
         return conversion, was_otlp, queued, data
 
     def _reservation(self, codings: list[str]) -> int:

@@ -6,7 +6,7 @@ from typing import Any
 
 import orjson
 
-from proto_json import ids
+from proto_json import fastpath, ids
 from proto_json.canonical import load_object, request_of
 from proto_json.errors import EnvelopeError, SpanRejected
 from proto_json.native_span import Ignored, RequestScope, attribute_pairs, convert_span
@@ -60,7 +60,7 @@ class _Batch:
 
     def result(self, span_count: int, **extra: Any) -> Conversion:
         return Conversion(
-            request=request_of(self.accepted),
+            canonical=request_of(self.accepted),
             accepted=len(self.accepted),
             errors=tuple(self.errors),
             ignored=tuple(self.scope.ignored),
@@ -84,6 +84,10 @@ def convert_spans(data: bytes, limits: Limits = DEFAULT_LIMITS) -> Conversion:
         raise EnvelopeError("VALIDATION_ERROR", "body must be an object with a `spans` array")
     if len(spans) > limits.max_spans:
         return refused("TOO_MANY_SPANS", len(spans), 0)
+    if len(document) == 1:
+        fast = fastpath.native_spans(spans, limits)
+        if fast is not None:
+            return fastpath.all_accepted(fastpath.native_request(fast[0]), len(spans), fast[1])
     batch = _Batch(limits)
     _note_top_level(document, "spans", batch.scope.ignored)
     try:
@@ -104,18 +108,31 @@ def convert_ndjson(data: bytes, limits: Limits = DEFAULT_LIMITS) -> Conversion:
     lines = [(n, line) for n, line in enumerate(data.split(b"\n"), 1) if line.strip()]
     if len(lines) > limits.max_spans:
         return refused("TOO_MANY_SPANS", len(lines), 0)
+    parsed = [(number, _parse_line(line)) for number, line in lines]
+    if all(raw is not _NOT_JSON for _, raw in parsed):
+        fast = fastpath.native_spans([raw for _, raw in parsed], limits)
+        if fast is not None:
+            return fastpath.all_accepted(fastpath.native_request(fast[0]), len(lines), fast[1])
     batch = _Batch(limits)
     try:
-        for index, (number, line) in enumerate(lines):
-            try:
-                raw = orjson.loads(line)
-            except orjson.JSONDecodeError:
+        for index, (number, raw) in enumerate(parsed):
+            if raw is _NOT_JSON:
                 batch.reject(index, f"SERIALIZATION_ERROR: line {number} is not valid JSON")
-                continue
-            batch.add(index, raw, "spans[].")
+            else:
+                batch.add(index, raw, "spans[].")
     except _OverAttributes:
         return refused("TOO_MANY_ATTRIBUTES", len(lines), batch.pairs)
     return batch.result(len(lines))
+
+
+_NOT_JSON = object()
+
+
+def _parse_line(line: bytes) -> Any:
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return _NOT_JSON
 
 
 def _check_traces(document: dict[str, Any]) -> list[dict[str, Any]]:
@@ -163,6 +180,31 @@ def _add_trace(batch: _Batch, trace: dict[str, Any]) -> TraceErrors | None:
     return TraceErrors(trace_id, tuple(span_errors)) if span_errors else None
 
 
+def _fast_traces(
+    traces: list[dict[str, Any]], span_count: int, limits: Limits
+) -> Conversion | None:
+    """The C fast path for a traces body; None when the general path must convert it."""
+    if not fastpath.available():
+        return None
+    parts: list[bytes] = []
+    pairs = 0
+    for trace in traces:
+        if not _TRACE_FIELDS.issuperset(trace):
+            return None
+        try:
+            trace_id, session_id = _trace_header(trace)
+        except SpanRejected:
+            return None
+        fast = fastpath.native_spans(trace["spans"], limits, trace_id, session_id, pairs)
+        if fast is None:
+            return None
+        if fast[0]:
+            parts.append(fast[0])
+        pairs = fast[1]
+    request = fastpath.native_request(b",".join(parts))
+    return fastpath.all_accepted(request, span_count, pairs, traces_accepted=len(parts))
+
+
 def convert_traces_document(
     document: dict[str, Any], limits: Limits = DEFAULT_LIMITS
 ) -> Conversion:
@@ -175,6 +217,10 @@ def convert_traces_document(
     span_count = sum(len(trace["spans"]) for trace in traces)
     if span_count > limits.max_spans:
         return refused("TOO_MANY_SPANS", span_count, 0)
+    if len(document) == 1:
+        fast = _fast_traces(traces, span_count, limits)
+        if fast is not None:
+            return fast
     batch = _Batch(limits)
     _note_top_level(document, "traces", batch.scope.ignored)
     per_trace: list[TraceErrors] = []

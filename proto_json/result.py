@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import orjson
+
 Refusal = Literal["TOO_MANY_SPANS", "TOO_MANY_ATTRIBUTES"]
 
 #: A canonical ExportTraceServiceRequest in its OTLP/JSON mapping (plain dicts and lists).
@@ -43,14 +45,16 @@ class TraceErrors:
 class Conversion:
     """The outcome of converting one request body.
 
-    `request` holds only the accepted spans; it is `{"resourceSpans": []}` when none were
-    accepted or when the request was refused (`refusal` set: nothing is accepted then).
+    `canonical` holds only the accepted spans, as plain dicts or, from the C fast path, as
+    their OTLP/JSON bytes; `request` and `payload` give either form. It is
+    `{"resourceSpans": []}` when none were accepted or when the request was refused
+    (`refusal` set: nothing is accepted then).
     `errors` is per span (position in its array, or among the non-blank NDJSON lines);
     for native traces bodies the same errors are also grouped per trace in `trace_errors`.
     `ignored` lists the distinct field paths that were dropped, in first-seen order.
     """
 
-    request: CanonicalRequest
+    canonical: CanonicalRequest | bytes
     accepted: int
     errors: tuple[SpanError, ...]
     ignored: tuple[str, ...]
@@ -59,6 +63,21 @@ class Conversion:
     refusal: Refusal | None = None
     traces_accepted: int = 0
     trace_errors: tuple[TraceErrors, ...] = ()
+
+    @property
+    def request(self) -> CanonicalRequest:
+        """The canonical request as plain dicts (parsed anew on each call from bytes)."""
+        canonical = self.canonical
+        if isinstance(canonical, bytes):
+            parsed: CanonicalRequest = orjson.loads(canonical)
+            return parsed
+        return canonical
+
+    @property
+    def payload(self) -> bytes:
+        """The canonical request as OTLP/JSON bytes: what the gateway queues."""
+        canonical = self.canonical
+        return canonical if isinstance(canonical, bytes) else orjson.dumps(canonical)
 
     @property
     def rejected(self) -> int:
@@ -72,7 +91,7 @@ DEFAULT_LIMITS = Limits()
 def refused(refusal: Refusal, span_count: int, attribute_count: int) -> Conversion:
     """A conversion that accepts nothing because the request is over a cap."""
     return Conversion(
-        request={"resourceSpans": []},
+        canonical={"resourceSpans": []},
         accepted=0,
         errors=(),
         ignored=(),

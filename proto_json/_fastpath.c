@@ -1,0 +1,901 @@
+/* proto_json._fastpath: the all-valid case of a span conversion, in C.
+ *
+ * Takes spans as orjson decoded them and writes their canonical OTLP/JSON straight
+ * into bytes, with no intermediate Python objects. It knows no error messages: any
+ * span that breaks a rule, or that is merely unusual (an unknown member, a bytesValue,
+ * a time offset written without a colon...), makes the whole call return None, and
+ * the caller converts the request with the pure-Python modules, which are the
+ * reference. Every value this file accepts it must render exactly as they would:
+ * tests/proto_json/test_fastpath.py compares the two on generated bodies.
+ */
+#include "_jsonbuf.h"
+
+#include <math.h>
+#include <stdint.h>
+
+/* Nesting deeper than this leaves the fast path; the general one enforces the limit. */
+#define MAX_FAST_DEPTH 16
+#define MAX_UNIX_NANO 9223372036854775807ULL
+#define UINT32_MAX_VALUE 4294967295ULL
+
+static int put_double(Buf *b, double v) {
+    if (!isfinite(v)) return BAIL;
+    char *text = PyOS_double_to_string(v, 'r', 0, Py_DTSF_ADD_DOT_0, NULL);
+    if (text == NULL) return FAIL;
+    int status = put(b, text, (Py_ssize_t)strlen(text));
+    PyMem_Free(text);
+    return status;
+}
+
+/* -- interned member names -------------------------------------------------------- */
+
+static PyObject *k_traceId, *k_spanId, *k_parentSpanId, *k_name, *k_kind, *k_startTime,
+    *k_endTime, *k_status, *k_attributes, *k_events, *k_traceState, *k_flags,
+    *k_startTimeUnixNano, *k_endTimeUnixNano, *k_droppedAttributesCount,
+    *k_droppedEventsCount, *k_links, *k_droppedLinksCount, *k_timeUnixNano, *k_code,
+    *k_message, *k_key, *k_value, *k_values, *k_stringValue, *k_boolValue, *k_intValue,
+    *k_doubleValue, *k_bytesValue, *k_arrayValue, *k_kvlistValue, *k_kind_attribute,
+    *k_session_attribute;
+
+/* The member's value (borrowed) or NULL when absent; *found counts the present ones. */
+static inline PyObject *member(PyObject *dict, PyObject *key, Py_ssize_t *found) {
+    PyObject *value = PyDict_GetItemWithError(dict, key);
+    if (value != NULL) ++*found;
+    return value;
+}
+
+/* -- ids and times ---------------------------------------------------------------- */
+
+static inline int hex_digit(unsigned char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    c |= 0x20;
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+}
+
+/* A `length`-hex-character id, not all zeros, written lowercase into out[length]. */
+static int read_id(PyObject *o, Py_ssize_t length, char *out) {
+    const char *s;
+    Py_ssize_t n;
+    TRY(utf8_of(o, &s, &n));
+    if (n != length) return BAIL;
+    int nonzero = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int d = hex_digit((unsigned char)s[i]);
+        if (d < 0) return BAIL;
+        nonzero |= d;
+        out[i] = HEX[d];
+    }
+    return nonzero ? OK : BAIL;
+}
+
+static int put_id(Buf *b, const char *label, Py_ssize_t label_len, PyObject *o,
+                  Py_ssize_t length) {
+    char id[32];
+    TRY(read_id(o, length, id));
+    TRY(put(b, label, label_len));
+    TRY(PUT(b, "\""));
+    TRY(put(b, id, length));
+    return PUT(b, "\"");
+}
+
+#define PUT_ID(b, label, o, length) put_id((b), (label), sizeof(label) - 1, (o), (length))
+
+/* A parent span id: absent, null, "" and sixteen zeros mean a root (nothing written). */
+static int put_parent(Buf *b, PyObject *o) {
+    if (o == NULL || o == Py_None) return OK;
+    const char *s;
+    Py_ssize_t n;
+    TRY(utf8_of(o, &s, &n));
+    if (n == 0 || (n == 16 && memcmp(s, "0000000000000000", 16) == 0)) return OK;
+    return PUT_ID(b, ",\"parentSpanId\":", o, 16);
+}
+
+static inline int digits(const char *s, int n, int *out) {
+    int v = 0;
+    for (int i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9') return 0;
+        v = v * 10 + (s[i] - '0');
+    }
+    *out = v;
+    return 1;
+}
+
+/* Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm). */
+static long long days_from_civil(long long y, int m, int d) {
+    y -= m <= 2;
+    long long era = (y >= 0 ? y : y - 399) / 400;
+    long long yoe = y - era * 400;
+    long long doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    long long doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+static int days_in_month(int y, int m) {
+    static const int days[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    int leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    return days[m - 1] + (m == 2 && leap);
+}
+
+/* An ISO 8601 time as proto_json.timestamps reads it, as Unix nanoseconds. */
+static int iso8601(PyObject *o, unsigned long long *out) {
+    const char *s;
+    Py_ssize_t n;
+    TRY(utf8_of(o, &s, &n));
+    int year, month, day, hour, minute, second;
+    if (n < 19 || !digits(s, 4, &year) || s[4] != '-' || !digits(s + 5, 2, &month) ||
+        s[7] != '-' || !digits(s + 8, 2, &day) ||
+        (s[10] != 'T' && s[10] != 't' && s[10] != ' ') || !digits(s + 11, 2, &hour) ||
+        s[13] != ':' || !digits(s + 14, 2, &minute) || s[16] != ':' ||
+        !digits(s + 17, 2, &second))
+        return BAIL;
+    if (year < 1 || month < 1 || month > 12 || day < 1 || day > days_in_month(year, month) ||
+        hour > 23 || minute > 59 || second > 59)
+        return BAIL;
+    Py_ssize_t i = 19;
+    unsigned long long fraction = 0;
+    if (i < n && (s[i] == '.' || s[i] == ',')) {
+        Py_ssize_t start = ++i;
+        while (i < n && s[i] >= '0' && s[i] <= '9' && i - start < 9)
+            fraction = fraction * 10 + (unsigned long long)(s[i++] - '0');
+        Py_ssize_t count = i - start;
+        if (count == 0) return BAIL;
+        for (Py_ssize_t k = count; k < 9; k++) fraction *= 10;
+    }
+    long long offset = 0;
+    if (i < n && (s[i] == 'Z' || s[i] == 'z')) {
+        i++;
+    } else if (i < n && (s[i] == '+' || s[i] == '-')) {
+        int sign = s[i] == '+' ? 1 : -1, off_h, off_m;
+        i++;
+        if (n - i < 4 || !digits(s + i, 2, &off_h)) return BAIL;
+        i += 2;
+        if (s[i] == ':') i++;
+        if (n - i < 2 || !digits(s + i, 2, &off_m)) return BAIL;
+        i += 2;
+        if (off_h > 23 || off_m > 59) return BAIL;
+        offset = sign * (off_h * 3600LL + off_m * 60LL);
+    }
+    if (i != n) return BAIL;
+    long long seconds =
+        days_from_civil(year, month, day) * 86400LL + hour * 3600LL + minute * 60LL + second;
+    seconds -= offset;
+    if (seconds < 0 || seconds > 9223372036LL) return BAIL;
+    unsigned long long nanos = (unsigned long long)seconds * 1000000000ULL + fraction;
+    if (nanos > MAX_UNIX_NANO) return BAIL;
+    *out = nanos;
+    return OK;
+}
+
+/* An unsigned integer as OTLP/JSON writes one: an int or a string of decimal digits
+ * (absent or null is 0). Signs, floats and everything else leave the fast path. */
+static int json_unsigned(PyObject *o, unsigned long long maximum, unsigned long long *out) {
+    if (o == NULL || o == Py_None) {
+        *out = 0;
+        return OK;
+    }
+    if (PyLong_CheckExact(o)) {
+        int overflow;
+        long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+        if (v == -1 && PyErr_Occurred()) return FAIL;
+        if (overflow || v < 0 || (unsigned long long)v > maximum) return BAIL;
+        *out = (unsigned long long)v;
+        return OK;
+    }
+    const char *s;
+    Py_ssize_t n;
+    TRY(utf8_of(o, &s, &n));
+    if (n == 0 || n > 19) return BAIL;
+    unsigned long long v = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9') return BAIL;
+        v = v * 10 + (unsigned long long)(s[i] - '0');
+    }
+    if (v > maximum) return BAIL;
+    *out = v;
+    return OK;
+}
+
+/* `,"label":N` for a non-zero unsigned 32-bit count or flags member. */
+static int put_count(Buf *b, const char *label, Py_ssize_t label_len, PyObject *o) {
+    unsigned long long v;
+    TRY(json_unsigned(o, UINT32_MAX_VALUE, &v));
+    if (v == 0) return OK;
+    TRY(put(b, label, label_len));
+    return put_u64(b, v);
+}
+
+#define PUT_COUNT(b, label, o) put_count((b), (label), sizeof(label) - 1, (o))
+
+/* `,"label":"text"` for an optional string member that is written only when non-empty. */
+static int put_optional_string(Buf *b, const char *label, Py_ssize_t label_len, PyObject *o) {
+    if (o == NULL || o == Py_None) return OK;
+    const char *s;
+    Py_ssize_t n;
+    TRY(utf8_of(o, &s, &n));
+    if (n == 0) return OK;
+    TRY(put(b, label, label_len));
+    return put_escaped(b, s, n);
+}
+
+#define PUT_OPTIONAL_STRING(b, label, o) put_optional_string((b), (label), sizeof(label) - 1, (o))
+
+/* -- native attribute values ------------------------------------------------------ */
+
+static int native_key_values(Buf *b, PyObject *dict, int depth);
+
+static int native_value(Buf *b, PyObject *v, int depth) {
+    if (PyUnicode_CheckExact(v)) {
+        TRY(PUT(b, "{\"stringValue\":"));
+        TRY(put_str(b, v));
+        return PUT(b, "}");
+    }
+    if (v == Py_True) return PUT(b, "{\"boolValue\":true}");
+    if (v == Py_False) return PUT(b, "{\"boolValue\":false}");
+    if (PyLong_CheckExact(v)) {
+        int overflow;
+        long long n = PyLong_AsLongLongAndOverflow(v, &overflow);
+        if (n == -1 && PyErr_Occurred()) return FAIL;
+        if (overflow) return BAIL;
+        TRY(PUT(b, "{\"intValue\":\""));
+        TRY(put_i64(b, n));
+        return PUT(b, "\"}");
+    }
+    if (PyFloat_CheckExact(v)) {
+        TRY(PUT(b, "{\"doubleValue\":"));
+        TRY(put_double(b, PyFloat_AS_DOUBLE(v)));
+        return PUT(b, "}");
+    }
+    if (v == Py_None) return PUT(b, "{}");
+    if (depth >= MAX_FAST_DEPTH) return BAIL;
+    if (PyList_CheckExact(v)) {
+        TRY(PUT(b, "{\"arrayValue\":{\"values\":["));
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(v); i++) {
+            if (i) TRY(PUT(b, ","));
+            TRY(native_value(b, PyList_GET_ITEM(v, i), depth + 1));
+        }
+        return PUT(b, "]}}");
+    }
+    if (PyDict_CheckExact(v)) {
+        TRY(PUT(b, "{\"kvlistValue\":{\"values\":["));
+        TRY(native_key_values(b, v, depth + 1));
+        return PUT(b, "]}}");
+    }
+    return BAIL;
+}
+
+static int put_pair_key(Buf *b, PyObject *key) {
+    TRY(PUT(b, "{\"key\":"));
+    TRY(put_str(b, key));
+    return PUT(b, ",\"value\":");
+}
+
+/* The KeyValues of a native attributes object, comma-separated, in its key order. */
+static int native_key_values(Buf *b, PyObject *dict, int depth) {
+    Py_ssize_t pos = 0, i = 0;
+    PyObject *key, *value;
+    while (PyDict_Next(dict, &pos, &key, &value)) {
+        if (i++) TRY(PUT(b, ","));
+        TRY(put_pair_key(b, key));
+        TRY(native_value(b, value, depth));
+        TRY(PUT(b, "}"));
+    }
+    return OK;
+}
+
+/* -- native spans ----------------------------------------------------------------- */
+
+typedef struct {
+    PyObject *trace_id;   /* the trace's canonical id inside a native trace, or NULL */
+    PyObject *session_id; /* the trace's sessionId, or NULL */
+    long long pairs;      /* attribute pairs counted so far */
+    long long max_pairs;
+} Native;
+
+static const char *const OTEL_KINDS[] = {"internal", "server", "client", "producer",
+                                         "consumer"};
+static const char *const AGENT_KINDS[] = {"agent",      "llm_call",     "tool_call",
+                                          "retrieval",  "decision",     "delegation",
+                                          "coordination", "message",    "think",
+                                          "decide",     "observe",      "reflect"};
+
+/* The OTel kind number; *agent is set to the agent kind's str when it is one. */
+static int native_kind(PyObject *o, int *number, PyObject **agent) {
+    *number = 0;
+    *agent = NULL;
+    if (o == NULL || o == Py_None) return OK;
+    const char *s;
+    Py_ssize_t n;
+    TRY(utf8_of(o, &s, &n));
+    for (int i = 0; i < 5; i++) {
+        if ((Py_ssize_t)strlen(OTEL_KINDS[i]) == n && memcmp(s, OTEL_KINDS[i], n) == 0) {
+            *number = i + 1;
+            return OK;
+        }
+    }
+    for (int i = 0; i < 12; i++) {
+        if ((Py_ssize_t)strlen(AGENT_KINDS[i]) == n && memcmp(s, AGENT_KINDS[i], n) == 0) {
+            *number = 1;
+            *agent = o;
+            return OK;
+        }
+    }
+    return BAIL;
+}
+
+static int native_status(PyObject *o, int *code) {
+    *code = 0;
+    if (o == NULL || o == Py_None) return OK;
+    const char *s;
+    Py_ssize_t n;
+    TRY(utf8_of(o, &s, &n));
+    if (n == 5 && memcmp(s, "unset", 5) == 0) return OK;
+    if (n == 2 && memcmp(s, "ok", 2) == 0) {
+        *code = 1;
+        return OK;
+    }
+    if (n == 5 && memcmp(s, "error", 5) == 0) {
+        *code = 2;
+        return OK;
+    }
+    return BAIL;
+}
+
+static int count_native_pairs(Native *state, PyObject *attributes, PyObject *events) {
+    long long count = attributes && PyDict_CheckExact(attributes) ? PyDict_GET_SIZE(attributes)
+                                                                  : 0;
+    if (events && PyList_CheckExact(events)) {
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(events); i++) {
+            PyObject *event = PyList_GET_ITEM(events, i);
+            if (!PyDict_CheckExact(event)) continue;
+            PyObject *event_attributes = PyDict_GetItemWithError(event, k_attributes);
+            if (event_attributes && PyDict_CheckExact(event_attributes))
+                count += PyDict_GET_SIZE(event_attributes);
+        }
+    }
+    if (PyErr_Occurred()) return FAIL;
+    state->pairs += count;
+    return state->pairs > state->max_pairs ? BAIL : OK;
+}
+
+static int put_string_pair(Buf *b, PyObject *key, PyObject *value) {
+    TRY(put_pair_key(b, key));
+    TRY(PUT(b, "{\"stringValue\":"));
+    TRY(put_str(b, value));
+    return PUT(b, "}}");
+}
+
+static int native_attributes(Buf *b, Native *state, PyObject *raw, PyObject *agent) {
+    if (raw == Py_None) raw = NULL;
+    if (raw != NULL && !PyDict_CheckExact(raw)) return BAIL;
+    int has_session = 0;
+    if (raw != NULL) {
+        int reserved = PyDict_Contains(raw, k_kind_attribute);
+        if (reserved) return reserved < 0 ? FAIL : BAIL; /* reported as ignored: general path */
+        has_session = PyDict_Contains(raw, k_session_attribute);
+        if (has_session < 0) return FAIL;
+    }
+    Py_ssize_t mark = b->len;
+    TRY(PUT(b, ",\"attributes\":["));
+    Py_ssize_t start = b->len;
+    if (raw != NULL) TRY(native_key_values(b, raw, 0));
+    if (agent != NULL) {
+        if (b->len > start) TRY(PUT(b, ","));
+        TRY(put_string_pair(b, k_kind_attribute, agent));
+    }
+    if (state->session_id != NULL && !has_session) {
+        if (b->len > start) TRY(PUT(b, ","));
+        TRY(put_string_pair(b, k_session_attribute, state->session_id));
+    }
+    if (b->len == start) {
+        b->len = mark; /* no attributes at all: the member is left out */
+        return OK;
+    }
+    return PUT(b, "]");
+}
+
+static int native_events(Buf *b, PyObject *events) {
+    if (events == NULL || events == Py_None) return OK;
+    if (!PyList_CheckExact(events)) return BAIL;
+    Py_ssize_t count = PyList_GET_SIZE(events);
+    if (count == 0) return OK;
+    TRY(PUT(b, ",\"events\":["));
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *event = PyList_GET_ITEM(events, i);
+        if (!PyDict_CheckExact(event)) return BAIL;
+        Py_ssize_t found = 0;
+        PyObject *name = member(event, k_name, &found);
+        PyObject *attributes = member(event, k_attributes, &found);
+        if (PyErr_Occurred()) return FAIL;
+        if (found != PyDict_GET_SIZE(event) || name == NULL) return BAIL; /* unknown member */
+        if (i) TRY(PUT(b, ","));
+        TRY(PUT(b, "{\"name\":"));
+        TRY(put_str(b, name));
+        if (attributes != NULL && attributes != Py_None) {
+            if (!PyDict_CheckExact(attributes)) return BAIL;
+            if (PyDict_GET_SIZE(attributes)) {
+                TRY(PUT(b, ",\"attributes\":["));
+                TRY(native_key_values(b, attributes, 0));
+                TRY(PUT(b, "]"));
+            }
+        }
+        TRY(PUT(b, "}"));
+    }
+    return PUT(b, "]");
+}
+
+static int native_trace_id(Buf *b, Native *state, PyObject *own) {
+    if (state->trace_id == NULL) return PUT_ID(b, "{\"traceId\":", own, 32);
+    if (own != NULL && own != Py_None) {
+        char id[32];
+        const char *given;
+        Py_ssize_t n;
+        TRY(read_id(own, 32, id));
+        TRY(utf8_of(state->trace_id, &given, &n));
+        if (n != 32 || memcmp(id, given, 32) != 0) return BAIL;
+    }
+    return PUT_ID(b, "{\"traceId\":", state->trace_id, 32);
+}
+
+static int native_span(Buf *b, Native *state, PyObject *raw) {
+    if (!PyDict_CheckExact(raw)) return BAIL;
+    Py_ssize_t found = 0;
+    PyObject *trace_id = member(raw, k_traceId, &found);
+    PyObject *span_id = member(raw, k_spanId, &found);
+    PyObject *parent = member(raw, k_parentSpanId, &found);
+    PyObject *name = member(raw, k_name, &found);
+    PyObject *kind = member(raw, k_kind, &found);
+    PyObject *start = member(raw, k_startTime, &found);
+    PyObject *end = member(raw, k_endTime, &found);
+    PyObject *status = member(raw, k_status, &found);
+    PyObject *attributes = member(raw, k_attributes, &found);
+    PyObject *events = member(raw, k_events, &found);
+    if (PyErr_Occurred()) return FAIL;
+    if (found != PyDict_GET_SIZE(raw)) return BAIL; /* unknown members are reported */
+    TRY(count_native_pairs(state, attributes, events));
+    if (span_id == NULL || name == NULL || start == NULL) return BAIL;
+    TRY(native_trace_id(b, state, trace_id));
+    TRY(PUT_ID(b, ",\"spanId\":", span_id, 16));
+    TRY(put_parent(b, parent));
+    if (!PyUnicode_CheckExact(name) || PyUnicode_GET_LENGTH(name) == 0) return BAIL;
+    TRY(PUT(b, ",\"name\":"));
+    TRY(put_str(b, name));
+    int kind_number, status_code;
+    PyObject *agent;
+    TRY(native_kind(kind, &kind_number, &agent));
+    TRY(PUT(b, ",\"kind\":"));
+    TRY(put_u64(b, (unsigned long long)kind_number));
+    unsigned long long nanos;
+    TRY(iso8601(start, &nanos));
+    TRY(PUT(b, ",\"startTimeUnixNano\":\""));
+    TRY(put_u64(b, nanos));
+    if (end != NULL && end != Py_None) {
+        TRY(iso8601(end, &nanos));
+        TRY(PUT(b, "\",\"endTimeUnixNano\":\""));
+        TRY(put_u64(b, nanos));
+    }
+    TRY(PUT(b, "\""));
+    if (attributes != NULL || agent != NULL || state->session_id != NULL)
+        TRY(native_attributes(b, state, attributes, agent));
+    TRY(native_events(b, events));
+    TRY(native_status(status, &status_code));
+    TRY(PUT(b, ",\"status\":{\"code\":"));
+    TRY(put_u64(b, (unsigned long long)status_code));
+    return PUT(b, "}}");
+}
+
+/* -- OTLP/JSON spans -------------------------------------------------------------- */
+
+static int otlp_key_values(Buf *b, PyObject *raw, int depth);
+
+/* The single set oneof member of an AnyValue (null members do not count), or NULL. */
+static int otlp_value_member(PyObject *raw, PyObject **key, PyObject **value) {
+    static PyObject **kinds[] = {&k_stringValue, &k_boolValue,  &k_intValue,   &k_doubleValue,
+                                 &k_bytesValue,  &k_arrayValue, &k_kvlistValue};
+    *key = *value = NULL;
+    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+        PyObject *v = PyDict_GetItemWithError(raw, *kinds[i]);
+        if (v == NULL) {
+            if (PyErr_Occurred()) return FAIL;
+            continue;
+        }
+        if (v == Py_None) continue;
+        if (*key != NULL) return BAIL; /* more than one: refused on the general path */
+        *key = *kinds[i];
+        *value = v;
+    }
+    return OK;
+}
+
+/* The `values` array of an arrayValue or kvlistValue (NULL when there is none). */
+static int otlp_values(PyObject *inner, PyObject **values) {
+    *values = NULL;
+    if (!PyDict_CheckExact(inner)) return BAIL;
+    PyObject *v = PyDict_GetItemWithError(inner, k_values);
+    if (v == NULL) return PyErr_Occurred() ? FAIL : OK;
+    if (v == Py_None) return OK;
+    if (!PyList_CheckExact(v)) return BAIL;
+    *values = v;
+    return OK;
+}
+
+static int otlp_value(Buf *b, PyObject *raw, int depth);
+
+static int otlp_scalar(Buf *b, PyObject *key, PyObject *inner) {
+    if (key == k_stringValue) {
+        if (!PyUnicode_CheckExact(inner)) return BAIL;
+        TRY(PUT(b, "{\"stringValue\":"));
+        TRY(put_str(b, inner));
+        return PUT(b, "}");
+    }
+    if (key == k_boolValue) {
+        if (inner == Py_True) return PUT(b, "{\"boolValue\":true}");
+        if (inner == Py_False) return PUT(b, "{\"boolValue\":false}");
+        return BAIL;
+    }
+    if (key == k_intValue) {
+        long long n;
+        if (PyLong_CheckExact(inner)) {
+            int overflow;
+            n = PyLong_AsLongLongAndOverflow(inner, &overflow);
+            if (n == -1 && PyErr_Occurred()) return FAIL;
+            if (overflow) return BAIL;
+        } else {
+            const char *s;
+            Py_ssize_t len;
+            TRY(utf8_of(inner, &s, &len));
+            Py_ssize_t i = len > 0 && s[0] == '-';
+            if (len - i < 1 || len - i > 18) return BAIL; /* longer ones: general path */
+            n = 0;
+            for (; i < len; i++) {
+                if (s[i] < '0' || s[i] > '9') return BAIL;
+                n = n * 10 + (s[i] - '0');
+            }
+            if (s[0] == '-') n = -n;
+        }
+        TRY(PUT(b, "{\"intValue\":\""));
+        TRY(put_i64(b, n));
+        return PUT(b, "\"}");
+    }
+    if (key == k_doubleValue) {
+        double d;
+        if (PyFloat_CheckExact(inner)) {
+            d = PyFloat_AS_DOUBLE(inner);
+        } else if (PyLong_CheckExact(inner)) {
+            d = PyLong_AsDouble(inner);
+            if (d == -1.0 && PyErr_Occurred()) {
+                PyErr_Clear();
+                return BAIL;
+            }
+        } else {
+            return BAIL; /* "NaN", "Infinity" and numbers in strings: general path */
+        }
+        TRY(PUT(b, "{\"doubleValue\":"));
+        TRY(put_double(b, d));
+        return PUT(b, "}");
+    }
+    return BAIL; /* bytesValue: general path */
+}
+
+static int otlp_value(Buf *b, PyObject *raw, int depth) {
+    if (raw == NULL || raw == Py_None) return PUT(b, "{}");
+    if (!PyDict_CheckExact(raw)) return BAIL;
+    PyObject *key, *inner, *values;
+    TRY(otlp_value_member(raw, &key, &inner));
+    if (key == NULL) return PUT(b, "{}");
+    if (key != k_arrayValue && key != k_kvlistValue) return otlp_scalar(b, key, inner);
+    if (depth >= MAX_FAST_DEPTH) return BAIL;
+    TRY(otlp_values(inner, &values));
+    if (key == k_kvlistValue) {
+        TRY(PUT(b, "{\"kvlistValue\":{\"values\":["));
+        if (values != NULL) TRY(otlp_key_values(b, values, depth + 1));
+        return PUT(b, "]}}");
+    }
+    TRY(PUT(b, "{\"arrayValue\":{\"values\":["));
+    if (values != NULL) {
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(values); i++) {
+            if (i) TRY(PUT(b, ","));
+            TRY(otlp_value(b, PyList_GET_ITEM(values, i), depth + 1));
+        }
+    }
+    return PUT(b, "]}}");
+}
+
+/* The KeyValues of an OTLP attributes list (a list, checked by the caller). */
+static int otlp_key_values(Buf *b, PyObject *raw, int depth) {
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(raw); i++) {
+        PyObject *item = PyList_GET_ITEM(raw, i);
+        if (!PyDict_CheckExact(item)) return BAIL;
+        PyObject *key = PyDict_GetItemWithError(item, k_key);
+        if (key == NULL) return PyErr_Occurred() ? FAIL : BAIL;
+        PyObject *value = PyDict_GetItemWithError(item, k_value);
+        if (value == NULL && PyErr_Occurred()) return FAIL;
+        if (i) TRY(PUT(b, ","));
+        TRY(put_pair_key(b, key));
+        TRY(otlp_value(b, value, depth));
+        TRY(PUT(b, "}"));
+    }
+    return OK;
+}
+
+/* `,"attributes":[...]` when there are any, then `,"droppedAttributesCount":N`. */
+static int otlp_attributes(Buf *b, PyObject *owner) {
+    PyObject *attributes = PyDict_GetItemWithError(owner, k_attributes);
+    if (attributes == NULL && PyErr_Occurred()) return FAIL;
+    if (attributes != NULL && attributes != Py_None) {
+        if (!PyList_CheckExact(attributes)) return BAIL;
+        if (PyList_GET_SIZE(attributes)) {
+            TRY(PUT(b, ",\"attributes\":["));
+            TRY(otlp_key_values(b, attributes, 0));
+            TRY(PUT(b, "]"));
+        }
+    }
+    PyObject *dropped = PyDict_GetItemWithError(owner, k_droppedAttributesCount);
+    if (dropped == NULL && PyErr_Occurred()) return FAIL;
+    return PUT_COUNT(b, ",\"droppedAttributesCount\":", dropped);
+}
+
+static PyObject *get(PyObject *dict, PyObject *key) {
+    return PyDict_GetItemWithError(dict, key);
+}
+
+/* An OTLP enum: absent/null is 0, an int in 0..count-1, or one of its names. */
+static int otlp_enum(PyObject *o, const char *const *names, int count, int *out) {
+    *out = 0;
+    if (o == NULL || o == Py_None) return OK;
+    if (PyLong_CheckExact(o)) {
+        long v = PyLong_AsLong(o);
+        if (v == -1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return BAIL;
+        }
+        if (v < 0 || v >= count) return BAIL;
+        *out = (int)v;
+        return OK;
+    }
+    const char *s;
+    Py_ssize_t n;
+    TRY(utf8_of(o, &s, &n));
+    for (int i = 0; i < count; i++) {
+        if ((Py_ssize_t)strlen(names[i]) == n && memcmp(s, names[i], n) == 0) {
+            *out = i;
+            return OK;
+        }
+    }
+    return BAIL;
+}
+
+static const char *const SPAN_KIND_NAMES[] = {
+    "SPAN_KIND_UNSPECIFIED", "SPAN_KIND_INTERNAL", "SPAN_KIND_SERVER",
+    "SPAN_KIND_CLIENT",      "SPAN_KIND_PRODUCER", "SPAN_KIND_CONSUMER"};
+static const char *const STATUS_NAMES[] = {"STATUS_CODE_UNSET", "STATUS_CODE_OK",
+                                           "STATUS_CODE_ERROR"};
+
+/* A list of objects (absent or null: NULL). */
+static int otlp_objects(PyObject *o, PyObject **out) {
+    *out = NULL;
+    if (o == NULL || o == Py_None) return OK;
+    if (!PyList_CheckExact(o)) return BAIL;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(o); i++)
+        if (!PyDict_CheckExact(PyList_GET_ITEM(o, i))) return BAIL;
+    *out = PyList_GET_SIZE(o) ? o : NULL;
+    return OK;
+}
+
+static int otlp_event(Buf *b, PyObject *raw) {
+    unsigned long long time;
+    TRY(json_unsigned(get(raw, k_timeUnixNano), MAX_UNIX_NANO, &time));
+    TRY(PUT(b, "{"));
+    if (time) {
+        TRY(PUT(b, "\"timeUnixNano\":\""));
+        TRY(put_u64(b, time));
+        TRY(PUT(b, "\","));
+    }
+    TRY(PUT(b, "\"name\":"));
+    PyObject *name = get(raw, k_name);
+    if (name == NULL || name == Py_None) {
+        TRY(PUT(b, "\"\""));
+    } else {
+        TRY(put_str(b, name));
+    }
+    TRY(otlp_attributes(b, raw));
+    return PUT(b, "}");
+}
+
+static int otlp_link(Buf *b, PyObject *raw) {
+    TRY(PUT_ID(b, "{\"traceId\":", get(raw, k_traceId), 32));
+    TRY(PUT_ID(b, ",\"spanId\":", get(raw, k_spanId), 16));
+    TRY(PUT_OPTIONAL_STRING(b, ",\"traceState\":", get(raw, k_traceState)));
+    TRY(otlp_attributes(b, raw));
+    TRY(PUT_COUNT(b, ",\"flags\":", get(raw, k_flags)));
+    return PUT(b, "}");
+}
+
+/* `,"member":[...]` for a non-empty list of events or links. */
+static int otlp_list(Buf *b, const char *label, Py_ssize_t label_len, PyObject *raw,
+                     int (*item)(Buf *, PyObject *)) {
+    PyObject *objects;
+    TRY(otlp_objects(raw, &objects));
+    if (objects == NULL) return OK;
+    TRY(put(b, label, label_len));
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(objects); i++) {
+        if (i) TRY(PUT(b, ","));
+        TRY(item(b, PyList_GET_ITEM(objects, i)));
+    }
+    return PUT(b, "]");
+}
+
+#define OTLP_LIST(b, label, raw, item) otlp_list((b), (label), sizeof(label) - 1, (raw), (item))
+
+static int otlp_status(Buf *b, PyObject *raw) {
+    if (raw == NULL || raw == Py_None) return PUT(b, ",\"status\":{\"code\":0}}");
+    if (!PyDict_CheckExact(raw)) return BAIL;
+    int code;
+    TRY(otlp_enum(get(raw, k_code), STATUS_NAMES, 3, &code));
+    TRY(PUT(b, ",\"status\":{\"code\":"));
+    TRY(put_u64(b, (unsigned long long)code));
+    TRY(PUT_OPTIONAL_STRING(b, ",\"message\":", get(raw, k_message)));
+    return PUT(b, "}}");
+}
+
+static long long otlp_pairs(PyObject *raw) {
+    PyObject *attributes = get(raw, k_attributes);
+    long long count = attributes && PyList_CheckExact(attributes) ? PyList_GET_SIZE(attributes)
+                                                                  : 0;
+    PyObject *events = get(raw, k_events);
+    if (events && PyList_CheckExact(events)) {
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(events); i++) {
+            PyObject *event = PyList_GET_ITEM(events, i);
+            if (!PyDict_CheckExact(event)) continue;
+            PyObject *event_attributes = get(event, k_attributes);
+            if (event_attributes && PyList_CheckExact(event_attributes))
+                count += PyList_GET_SIZE(event_attributes);
+        }
+    }
+    return count;
+}
+
+static int otlp_times(Buf *b, PyObject *raw) {
+    unsigned long long start, end;
+    TRY(json_unsigned(get(raw, k_startTimeUnixNano), MAX_UNIX_NANO, &start));
+    if (start == 0) return BAIL;
+    TRY(json_unsigned(get(raw, k_endTimeUnixNano), MAX_UNIX_NANO, &end));
+    TRY(PUT(b, ",\"startTimeUnixNano\":\""));
+    TRY(put_u64(b, start));
+    if (end) {
+        TRY(PUT(b, "\",\"endTimeUnixNano\":\""));
+        TRY(put_u64(b, end));
+    }
+    return PUT(b, "\"");
+}
+
+static int otlp_span(Buf *b, PyObject *raw) {
+    if (!PyDict_CheckExact(raw)) return BAIL;
+    TRY(PUT_ID(b, "{\"traceId\":", get(raw, k_traceId), 32));
+    TRY(PUT_ID(b, ",\"spanId\":", get(raw, k_spanId), 16));
+    TRY(PUT_OPTIONAL_STRING(b, ",\"traceState\":", get(raw, k_traceState)));
+    TRY(put_parent(b, get(raw, k_parentSpanId)));
+    TRY(PUT_COUNT(b, ",\"flags\":", get(raw, k_flags)));
+    PyObject *name = get(raw, k_name);
+    if (name == NULL || !PyUnicode_CheckExact(name) || PyUnicode_GET_LENGTH(name) == 0)
+        return BAIL;
+    TRY(PUT(b, ",\"name\":"));
+    TRY(put_str(b, name));
+    int kind;
+    TRY(otlp_enum(get(raw, k_kind), SPAN_KIND_NAMES, 6, &kind));
+    TRY(PUT(b, ",\"kind\":"));
+    TRY(put_u64(b, (unsigned long long)kind));
+    TRY(otlp_times(b, raw));
+    TRY(otlp_attributes(b, raw));
+    TRY(OTLP_LIST(b, ",\"events\":[", get(raw, k_events), otlp_event));
+    TRY(PUT_COUNT(b, ",\"droppedEventsCount\":", get(raw, k_droppedEventsCount)));
+    TRY(OTLP_LIST(b, ",\"links\":[", get(raw, k_links), otlp_link));
+    TRY(PUT_COUNT(b, ",\"droppedLinksCount\":", get(raw, k_droppedLinksCount)));
+    return otlp_status(b, get(raw, k_status));
+}
+
+/* -- module functions ------------------------------------------------------------- */
+
+/* (comma-joined span bytes, pairs) or None; frees the buffer either way. */
+static PyObject *finish(Buf *b, int status, long long pairs) {
+    PyObject *result = NULL;
+    if (PyErr_Occurred()) /* out of memory, or a failed lookup: an error, not a bail */
+        result = NULL;
+    else if (status == OK)
+        result = Py_BuildValue("(y#L)", b->data ? b->data : "", b->len, pairs);
+    else
+        result = Py_NewRef(Py_None);
+    PyMem_Free(b->data);
+    return result;
+}
+
+static PyObject *native_spans(PyObject *Py_UNUSED(self), PyObject *args) {
+    PyObject *spans, *trace_id, *session_id;
+    Native state = {NULL, NULL, 0, 0};
+    if (!PyArg_ParseTuple(args, "O!OOLL", &PyList_Type, &spans, &trace_id, &session_id,
+                          &state.pairs, &state.max_pairs))
+        return NULL;
+    state.trace_id = trace_id == Py_None ? NULL : trace_id;
+    if (session_id != Py_None && !PyUnicode_CheckExact(session_id)) Py_RETURN_NONE;
+    state.session_id = session_id == Py_None ? NULL : session_id;
+    Buf b = {NULL, 0, 0};
+    int status = OK;
+    for (Py_ssize_t i = 0; status == OK && i < PyList_GET_SIZE(spans); i++) {
+        if (i) status = PUT(&b, ",");
+        if (status == OK) status = native_span(&b, &state, PyList_GET_ITEM(spans, i));
+    }
+    return finish(&b, status, state.pairs);
+}
+
+static PyObject *otlp_spans(PyObject *Py_UNUSED(self), PyObject *args) {
+    PyObject *spans;
+    long long pairs, max_pairs;
+    if (!PyArg_ParseTuple(args, "O!LL", &PyList_Type, &spans, &pairs, &max_pairs)) return NULL;
+    Buf b = {NULL, 0, 0};
+    int status = OK;
+    for (Py_ssize_t i = 0; status == OK && i < PyList_GET_SIZE(spans); i++) {
+        PyObject *raw = PyList_GET_ITEM(spans, i);
+        if (PyDict_CheckExact(raw)) pairs += otlp_pairs(raw);
+        if (PyErr_Occurred()) status = FAIL;
+        else if (pairs > max_pairs) status = BAIL;
+        if (status == OK && i) status = PUT(&b, ",");
+        if (status == OK) status = otlp_span(&b, raw);
+    }
+    return finish(&b, status, pairs);
+}
+
+static PyMethodDef methods[] = {
+    {"native_spans", native_spans, METH_VARARGS,
+     "native_spans(spans, trace_id, session_id, pairs, max_pairs) -> (bytes, pairs) | None"},
+    {"otlp_spans", otlp_spans, METH_VARARGS,
+     "otlp_spans(spans, pairs, max_pairs) -> (bytes, pairs) | None"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "proto_json._fastpath",
+    "The all-valid case of span conversion, in C (see _fastpath.c).", -1, methods,
+    NULL, NULL, NULL, NULL,
+};
+
+#define INTERN(var, text)                                   \
+    do {                                                    \
+        if ((var = PyUnicode_InternFromString(text)) == NULL) return NULL; \
+    } while (0)
+
+PyMODINIT_FUNC PyInit__fastpath(void) {
+    INTERN(k_traceId, "traceId");
+    INTERN(k_spanId, "spanId");
+    INTERN(k_parentSpanId, "parentSpanId");
+    INTERN(k_name, "name");
+    INTERN(k_kind, "kind");
+    INTERN(k_startTime, "startTime");
+    INTERN(k_endTime, "endTime");
+    INTERN(k_status, "status");
+    INTERN(k_attributes, "attributes");
+    INTERN(k_events, "events");
+    INTERN(k_traceState, "traceState");
+    INTERN(k_flags, "flags");
+    INTERN(k_startTimeUnixNano, "startTimeUnixNano");
+    INTERN(k_endTimeUnixNano, "endTimeUnixNano");
+    INTERN(k_droppedAttributesCount, "droppedAttributesCount");
+    INTERN(k_droppedEventsCount, "droppedEventsCount");
+    INTERN(k_links, "links");
+    INTERN(k_droppedLinksCount, "droppedLinksCount");
+    INTERN(k_timeUnixNano, "timeUnixNano");
+    INTERN(k_code, "code");
+    INTERN(k_message, "message");
+    INTERN(k_key, "key");
+    INTERN(k_value, "value");
+    INTERN(k_values, "values");
+    INTERN(k_stringValue, "stringValue");
+    INTERN(k_boolValue, "boolValue");
+    INTERN(k_intValue, "intValue");
+    INTERN(k_doubleValue, "doubleValue");
+    INTERN(k_bytesValue, "bytesValue");
+    INTERN(k_arrayValue, "arrayValue");
+    INTERN(k_kvlistValue, "kvlistValue");
+    INTERN(k_kind_attribute, "spangate.span.kind");
+    INTERN(k_session_attribute, "session.id");
+    return PyModule_Create(&module);
+}

@@ -1,0 +1,121 @@
+/* A growing byte buffer and the JSON pieces both C modules write with it.
+ *
+ * Strings are escaped as orjson escapes them (short escapes for \b \t \n \f \r, \u00xx
+ * for other controls, UTF-8 left as is), so that bytes written here and bytes orjson
+ * writes for the same value are identical: the content hash depends on it.
+ */
+#ifndef SPANGATE_JSONBUF_H
+#define SPANGATE_JSONBUF_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <string.h>
+
+#define OK 0
+#define BAIL 1  /* not for the fast path: the caller takes the general one */
+#define FAIL -1 /* a Python exception is set */
+
+typedef struct {
+    char *data;
+    Py_ssize_t len;
+    Py_ssize_t cap;
+} Buf;
+
+static inline int grow(Buf *b, Py_ssize_t need) {
+    Py_ssize_t cap = b->cap ? b->cap : 4096;
+    while (cap - b->len < need) cap *= 2;
+    char *data = PyMem_Realloc(b->data, cap);
+    if (data == NULL) {
+        PyErr_NoMemory();
+        return FAIL;
+    }
+    b->data = data;
+    b->cap = cap;
+    return OK;
+}
+
+static inline int put(Buf *b, const char *s, Py_ssize_t n) {
+    if (b->cap - b->len < n && grow(b, n) != OK) return FAIL;
+    memcpy(b->data + b->len, s, n);
+    b->len += n;
+    return OK;
+}
+
+#define PUT(b, literal) put((b), (literal), (Py_ssize_t)sizeof(literal) - 1)
+#define TRY(call)                      \
+    do {                               \
+        int status_ = (call);          \
+        if (status_ != OK) return status_; \
+    } while (0)
+
+static const char HEX[] = "0123456789abcdef";
+
+/* Bytes a JSON string cannot hold as they are: controls, the quote and the backslash. */
+static const unsigned char ESCAPED[256] = {
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 0, 0, 1, ['\\'] = 1,
+};
+
+/* A JSON string literal for UTF-8 bytes (escaping quotes, backslashes and controls). */
+static inline int put_escaped(Buf *b, const char *s, Py_ssize_t n) {
+    if (b->cap - b->len < n + 2 && grow(b, n + 2) != OK) return FAIL;
+    b->data[b->len++] = '"';
+    Py_ssize_t run = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (!ESCAPED[c]) continue;
+        TRY(put(b, s + run, i - run));
+        run = i + 1;
+        char esc[6] = {'\\', 'u', '0', '0', HEX[c >> 4], HEX[c & 15]};
+        switch (c) {
+            case '"': TRY(PUT(b, "\\\"")); break;
+            case '\\': TRY(PUT(b, "\\\\")); break;
+            case '\n': TRY(PUT(b, "\\n")); break;
+            case '\r': TRY(PUT(b, "\\r")); break;
+            case '\t': TRY(PUT(b, "\\t")); break;
+            case '\b': TRY(PUT(b, "\\b")); break;
+            case '\f': TRY(PUT(b, "\\f")); break;
+            default: TRY(put(b, esc, 6));
+        }
+    }
+    TRY(put(b, s + run, n - run));
+    return PUT(b, "\"");
+}
+
+static inline int put_u64(Buf *b, unsigned long long v) {
+    char digits[24];
+    int i = 24;
+    do {
+        digits[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    return put(b, digits + i, 24 - i);
+}
+
+static inline int put_i64(Buf *b, long long v) {
+    if (v < 0) {
+        TRY(PUT(b, "-"));
+        return put_u64(b, (unsigned long long)(-(v + 1)) + 1);
+    }
+    return put_u64(b, (unsigned long long)v);
+}
+
+/* UTF-8 of an exact str; BAIL for anything else (or a lone surrogate). */
+static inline int utf8_of(PyObject *o, const char **s, Py_ssize_t *n) {
+    if (o == NULL || !PyUnicode_CheckExact(o)) return BAIL;
+    *s = PyUnicode_AsUTF8AndSize(o, n);
+    if (*s == NULL) {
+        PyErr_Clear();
+        return BAIL;
+    }
+    return OK;
+}
+
+static inline int put_str(Buf *b, PyObject *o) {
+    const char *s;
+    Py_ssize_t n;
+    TRY(utf8_of(o, &s, &n));
+    return put_escaped(b, s, n);
+}
+
+#endif

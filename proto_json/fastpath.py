@@ -1,0 +1,82 @@
+"""The C fast path (`_fastpath.c`): canonical bytes for requests whose spans are all valid.
+
+It is built by `pip install` where a C compiler is found, and is optional: without it,
+or when it declines a request (any span that breaks a rule or is merely unusual: an
+unknown member, a bytesValue...), the pure-Python modules convert the request, and they
+are the reference: the tests check that both give the same canonical request.
+`SPANGATE_PURE_PYTHON=1` turns it off.
+"""
+
+from __future__ import annotations
+
+import os
+from types import ModuleType
+from typing import Any
+
+from proto_json.result import Conversion, Limits
+
+
+def turned_off() -> bool:
+    """Whether SPANGATE_PURE_PYTHON asks for the pure-Python code everywhere."""
+    return os.environ.get("SPANGATE_PURE_PYTHON", "") not in ("", "0")
+
+
+_module: ModuleType | None
+try:
+    if turned_off():
+        raise ImportError("turned off by SPANGATE_PURE_PYTHON")
+    from proto_json import _fastpath as _module
+except ImportError:
+    _module = None
+
+_NATIVE_HEAD = b'{"resourceSpans":[{"resource":{},"scopeSpans":[{"scope":{},"spans":['
+_NATIVE_TAIL = b"]}]}]}"
+EMPTY_REQUEST = b'{"resourceSpans":[]}'
+
+
+def available() -> bool:
+    """Whether the C fast path was built and is on."""
+    return _module is not None
+
+
+def native_spans(
+    spans: list[Any],
+    limits: Limits,
+    trace_id: str | None = None,
+    session_id: str | None = None,
+    pairs: int = 0,
+) -> tuple[bytes, int] | None:
+    """The canonical spans of native ones, comma-joined, and the attribute pairs counted
+    so far (`pairs` plus theirs); None when the general path must convert them."""
+    if _module is None:
+        return None
+    result: tuple[bytes, int] | None = _module.native_spans(
+        spans, trace_id, session_id, pairs, limits.max_attributes
+    )
+    return result
+
+
+def otlp_spans(spans: list[Any], limits: Limits, pairs: int = 0) -> tuple[bytes, int] | None:
+    """The same for the spans of one OTLP/JSON scopeSpans."""
+    if _module is None:
+        return None
+    result: tuple[bytes, int] | None = _module.otlp_spans(spans, pairs, limits.max_attributes)
+    return result
+
+
+def native_request(spans: bytes) -> bytes:
+    """The canonical request holding native spans (see canonical.request_of)."""
+    return _NATIVE_HEAD + spans + _NATIVE_TAIL if spans else EMPTY_REQUEST
+
+
+def all_accepted(canonical: bytes, span_count: int, pairs: int, **extra: Any) -> Conversion:
+    """The conversion of a request whose spans were all accepted."""
+    return Conversion(
+        canonical=canonical,
+        accepted=span_count,
+        errors=(),
+        ignored=(),
+        span_count=span_count,
+        attribute_count=pairs,
+        **extra,
+    )

@@ -1,0 +1,19 @@
+"""The optional C fast paths of proto_json and storage (the rest is in pyproject.toml).
+
+`optional=True`: where no C compiler is found the build goes on without it, and
+proto_json converts everything with its pure-Python modules, to the same output.
+"""
+
+from setuptools import Extension, setup
+
+setup(
+    ext_modules=[
+        Extension(
+            "proto_json._fastpath",
+            ["proto_json/_fastpath.c"],
+            depends=["proto_json/_jsonbuf.h"],
+            optional=True,
+            extra_compile_args=["-O2"],
+        ),
+    ]
+)

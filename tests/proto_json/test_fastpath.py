@@ -1,0 +1,514 @@
+"""The C fast path against the pure-Python reference: the same conversion, whatever the body.
+
+Every other proto_json test runs with the fast path on and off (see conftest.py); these
+tests feed both paths the same generated bodies, valid and broken, in one process.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sysconfig
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import proto_json
+from proto_json import Conversion, fastpath
+from tests.proto_json.test_properties import JSON_VALUES, hex_id, native_span
+
+BUILT = fastpath._module
+
+
+@pytest.fixture(autouse=True, scope="module")
+def conversion_path() -> str:
+    """Overrides conftest's: these tests switch between the two paths themselves."""
+    return "both"
+
+
+@contextmanager
+def _pure() -> Iterator[None]:
+    saved = fastpath._module
+    fastpath._module = None
+    try:
+        yield
+    finally:
+        fastpath._module = saved
+
+
+def _outcome(result: Conversion) -> tuple[Any, ...]:
+    return (
+        result.request,
+        orjson.loads(result.payload),
+        result.accepted,
+        result.errors,
+        result.ignored,
+        result.span_count,
+        result.attribute_count,
+        result.refusal,
+        result.traces_accepted,
+        result.trace_errors,
+    )
+
+
+def _same(convert: Callable[[bytes], Conversion], body: bytes) -> Conversion:
+    """Convert with both paths; assert they agree; the fast path's result."""
+    with _pure():
+        reference = convert(body)
+    fast = convert(body)
+    assert _outcome(fast) == _outcome(reference)
+    return fast
+
+
+def _compiler() -> str | None:
+    cc = (sysconfig.get_config_var("CC") or "cc").split()[0]
+    return shutil.which(cc)
+
+
+def test_fast_path_is_built_wherever_a_compiler_is() -> None:
+    """`pip install` builds it when it can: a missing build must not pass unnoticed."""
+    if os.environ.get("SPANGATE_PURE_PYTHON", "") not in ("", "0"):
+        assert not fastpath.available()
+    elif _compiler() is not None:
+        assert BUILT is not None, "a C compiler is here but proto_json._fastpath is not built"
+
+
+needs_fast_path = pytest.mark.skipif(BUILT is None, reason="the C fast path is not built")
+
+# -- generated bodies -----------------------------------------------------------------
+
+TIME_TEXT = st.from_regex(
+    r"[0-9]{4}-[0-1][0-9]-[0-3][0-9][Tt ][0-2][0-9]:[0-5][0-9]:[0-6][0-9]"
+    r"([.,][0-9]{0,10})?([Zz]|[+-][0-2][0-9]:?[0-5][0-9])?",
+    fullmatch=True,
+) | st.sampled_from(
+    [
+        "2024-02-29T00:00:00Z",
+        "2023-02-29T00:00:00Z",
+        "2026-11-22T24:00:00Z",
+        "2262-04-11T23:47:16.854775807Z",
+        "2262-04-11T23:47:16.854775808Z",
+        "1970-01-01T00:00:00Z",
+        "1970-01-01T00:00:00+00:01",
+        "1969-12-31T23:59:59.999999999Z",
+        "0000-01-01T00:00:00Z",
+        "2026-11-22T10:00:00.Z",
+        "2026-11-22T10:00:00+2400",
+        "2026-11-22T10:00:00+05",
+        "２０２６-11-22T10:00:00Z",
+    ]
+)
+ID_TEXT = st.sampled_from(["", "0" * 16, "0" * 32, "g" * 16, "é" * 16, "1" * 31, "A" * 32])
+JUNK = st.one_of(JSON_VALUES, TIME_TEXT, ID_TEXT, hex_id(16), hex_id(32))
+NATIVE_FIELDS = [
+    "traceId",
+    "spanId",
+    "parentSpanId",
+    "name",
+    "kind",
+    "startTime",
+    "endTime",
+    "status",
+    "attributes",
+    "events",
+    "spangate",
+]
+
+
+@st.composite
+def native_spans(draw: st.DrawFn) -> list[Any]:
+    """Valid native spans, some with a field replaced by junk or an unknown member."""
+    spans: list[Any] = draw(st.lists(native_span(), max_size=4))
+    for span in spans:
+        if draw(st.integers(0, 3)) == 0:
+            span[draw(st.sampled_from(NATIVE_FIELDS))] = draw(JUNK)
+        if draw(st.integers(0, 5)) == 0 and type(span.get("attributes", {})) is dict:
+            span.setdefault("attributes", {})["spangate.span.kind"] = "agent"
+        if draw(st.integers(0, 5)) == 0:
+            span["startTime"] = draw(TIME_TEXT)
+    if draw(st.integers(0, 9)) == 0:
+        spans.append(draw(JUNK))
+    return spans
+
+
+#: SPANGATE_FUZZ_EXAMPLES=20000 for a longer search than the suite's.
+SETTINGS = settings(
+    max_examples=int(os.environ.get("SPANGATE_FUZZ_EXAMPLES", "200")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+
+
+@needs_fast_path
+@SETTINGS
+@given(native_spans())
+def test_native_spans_bodies(spans: list[Any]) -> None:
+    _same(proto_json.convert_spans, orjson.dumps({"spans": spans}))
+
+
+@needs_fast_path
+@SETTINGS
+@given(st.lists(native_span(), max_size=4))
+def test_valid_native_spans_take_the_fast_path(spans: list[Any]) -> None:
+    fast = _same(proto_json.convert_spans, orjson.dumps({"spans": spans}))
+    assert isinstance(fast.canonical, bytes)
+
+
+@needs_fast_path
+@SETTINGS
+@given(native_spans(), st.booleans())
+def test_ndjson_bodies(spans: list[Any], broken_line: bool) -> None:
+    lines = [orjson.dumps(span) for span in spans]
+    if broken_line:
+        lines.append(b"{not json")
+    _same(proto_json.convert_ndjson, b"\n".join(lines))
+
+
+@needs_fast_path
+@SETTINGS
+@given(
+    st.lists(
+        st.tuples(
+            st.one_of(hex_id(32), ID_TEXT),
+            st.one_of(st.none(), st.text(max_size=8), st.integers(0, 9)),
+            native_spans(),
+            st.booleans(),
+        ),
+        max_size=3,
+    )
+)
+def test_native_traces_bodies(traces: list[tuple[Any, Any, list[Any], bool]]) -> None:
+    document: list[dict[str, Any]] = []
+    for trace_id, session_id, spans, own_ids in traces:
+        for span in spans:
+            if type(span) is dict and not own_ids:
+                span.pop("traceId", None)
+        trace: dict[str, Any] = {"traceId": trace_id, "spans": spans}
+        if session_id is not None:
+            trace["sessionId"] = session_id
+        document.append(trace)
+    _same(proto_json.convert_traces, orjson.dumps({"traces": document}))
+
+
+UNSIGNED = st.one_of(
+    st.integers(min_value=-1, max_value=2**64 - 1),
+    st.integers(min_value=0, max_value=2**63).map(str),
+    st.sampled_from(["", "-0", "-1", "007", "1e3", "12a", " 1", "18446744073709551616"]),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.none(),
+    st.booleans(),
+)
+ANY_VALUE = st.recursive(
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "stringValue": st.one_of(
+                st.text(max_size=10), st.integers(-(2**63), 2**63 - 1), st.none()
+            ),
+            "boolValue": st.one_of(st.booleans(), st.integers(0, 1)),
+            "intValue": st.one_of(
+                st.integers(min_value=-(2**63), max_value=2**64 - 1),
+                st.integers(min_value=-(2**63), max_value=2**63).map(str),
+                st.sampled_from(["-", "--1", "+1", "1.0", "0x10", "-0", "0009"]),
+                st.floats(allow_nan=False),
+            ),
+            "doubleValue": st.one_of(
+                st.floats(allow_nan=False, allow_infinity=False),
+                st.integers(min_value=-(2**63), max_value=2**64 - 1),
+                st.sampled_from(["NaN", "Infinity", "-Infinity", "1.5", "x"]),
+            ),
+            "bytesValue": st.sampled_from(["aGVsbG8=", "aGVsbG8", "***"]),
+            "unknown": st.integers(-(2**63), 2**63 - 1),
+        },
+    ),
+    lambda inner: st.one_of(
+        st.fixed_dictionaries(
+            {"arrayValue": st.one_of(st.fixed_dictionaries({"values": st.lists(inner)}), st.none())}
+        ),
+        st.fixed_dictionaries(
+            {
+                "kvlistValue": st.fixed_dictionaries(
+                    {},
+                    optional={
+                        "values": st.lists(
+                            st.builds(
+                                lambda k, v: {"key": k, "value": v}, st.text(max_size=5), inner
+                            ),
+                            max_size=3,
+                        )
+                    },
+                )
+            }
+        ),
+    ),
+    max_leaves=8,
+)
+OTLP_ATTRIBUTES = st.one_of(
+    st.lists(
+        st.fixed_dictionaries(
+            {"key": st.one_of(st.text(max_size=8), st.just(None))},
+            optional={"value": st.one_of(ANY_VALUE, st.none())},
+        ),
+        max_size=4,
+    ),
+    st.none(),
+    JUNK,
+)
+
+
+VALID_UNSIGNED = st.one_of(st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1).map(str))
+VALID_TIME = st.one_of(st.integers(1, 2**63 - 1), st.integers(1, 2**63 - 1).map(str))
+VALID_ANY_VALUE = st.recursive(
+    st.one_of(
+        st.builds(lambda v: {"stringValue": v}, st.text(max_size=10)),
+        st.builds(lambda v: {"boolValue": v}, st.booleans()),
+        st.builds(lambda v: {"intValue": v}, st.integers(-(2**63), 2**63 - 1)),
+        st.builds(lambda v: {"intValue": str(v)}, st.integers(-(2**59), 2**59)),
+        st.builds(lambda v: {"doubleValue": v}, st.floats(allow_nan=False, allow_infinity=False)),
+        st.builds(lambda v: {"doubleValue": v}, st.integers(-(2**63), 2**63 - 1)),
+        st.just({}),
+        st.just({"stringValue": None, "intValue": "5"}),
+    ),
+    lambda inner: st.one_of(
+        st.builds(lambda v: {"arrayValue": {"values": v}}, st.lists(inner, max_size=3)),
+        st.builds(
+            lambda v: {"kvlistValue": {"values": v}},
+            st.lists(st.builds(lambda k, v: {"key": k, "value": v}, st.text(max_size=5), inner)),
+        ),
+        st.just({"arrayValue": {}}),
+    ),
+    max_leaves=8,
+)
+VALID_ATTRIBUTES = st.lists(
+    st.builds(lambda k, v: {"key": k, "value": v}, st.text(max_size=8), VALID_ANY_VALUE),
+    max_size=4,
+)
+VALID_MEMBERS: dict[str, st.SearchStrategy[Any]] = {
+    "attributes": VALID_ATTRIBUTES,
+    "events": st.lists(
+        st.fixed_dictionaries(
+            {},
+            optional={
+                "name": st.text(max_size=5),
+                "timeUnixNano": VALID_TIME,
+                "attributes": VALID_ATTRIBUTES,
+                "droppedAttributesCount": VALID_UNSIGNED,
+            },
+        ),
+        max_size=2,
+    ),
+    "links": st.lists(
+        st.fixed_dictionaries(
+            {"traceId": hex_id(32), "spanId": hex_id(16)},
+            optional={
+                "traceState": st.text(max_size=5),
+                "attributes": VALID_ATTRIBUTES,
+                "flags": VALID_UNSIGNED,
+            },
+        ),
+        max_size=2,
+    ),
+    "kind": st.one_of(st.integers(0, 5), st.sampled_from(["SPAN_KIND_SERVER", None])),
+    "status": st.fixed_dictionaries(
+        {},
+        optional={
+            "code": st.one_of(st.integers(0, 2), st.just("STATUS_CODE_ERROR")),
+            "message": st.text(max_size=5),
+        },
+    ),
+    "flags": VALID_UNSIGNED,
+    "traceState": st.text(max_size=5),
+    "startTimeUnixNano": VALID_TIME,
+    "endTimeUnixNano": VALID_TIME,
+    "droppedAttributesCount": VALID_UNSIGNED,
+    "droppedEventsCount": VALID_UNSIGNED,
+    "droppedLinksCount": VALID_UNSIGNED,
+    "parentSpanId": st.one_of(hex_id(16), st.sampled_from(["", "0" * 16, None])),
+    "unknownMember": JSON_VALUES,
+}
+
+
+@st.composite
+def otlp_span(draw: st.DrawFn, broken: bool = True) -> Any:
+    """An OTLP/JSON span: a native one's canonical form, then members varied (and broken)."""
+    native = draw(native_span())
+    native.pop("attributes", None)
+    native.pop("events", None)
+    with _pure():
+        canonical = proto_json.convert_spans(orjson.dumps({"spans": [native]}))
+    span: dict[str, Any] = canonical.request["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
+    optional: dict[str, st.SearchStrategy[Any]] = (
+        VALID_MEMBERS
+        if not broken
+        else {
+            "attributes": OTLP_ATTRIBUTES,
+            "events": st.lists(
+                st.fixed_dictionaries(
+                    {},
+                    optional={
+                        "name": st.one_of(
+                            st.text(max_size=5), st.none(), st.integers(-(2**63), 2**63 - 1)
+                        ),
+                        "timeUnixNano": UNSIGNED,
+                        "attributes": OTLP_ATTRIBUTES,
+                        "droppedAttributesCount": UNSIGNED,
+                    },
+                ),
+                max_size=2,
+            ),
+            "links": st.lists(
+                st.fixed_dictionaries(
+                    {"traceId": st.one_of(hex_id(32), ID_TEXT), "spanId": hex_id(16)},
+                    optional={
+                        "traceState": st.one_of(
+                            st.text(max_size=5), st.integers(-(2**63), 2**63 - 1)
+                        ),
+                        "attributes": OTLP_ATTRIBUTES,
+                        "flags": UNSIGNED,
+                    },
+                ),
+                max_size=2,
+            ),
+            "kind": st.one_of(st.integers(-1, 7), st.sampled_from(["SPAN_KIND_SERVER", "server"])),
+            "status": st.one_of(
+                st.none(),
+                st.fixed_dictionaries(
+                    {},
+                    optional={
+                        "code": st.one_of(st.integers(-1, 3), st.just("STATUS_CODE_ERROR")),
+                        "message": st.one_of(st.text(max_size=5), st.integers(-(2**63), 2**63 - 1)),
+                    },
+                ),
+                st.integers(-(2**63), 2**63 - 1),
+            ),
+            "flags": UNSIGNED,
+            "traceState": st.one_of(
+                st.text(max_size=5), st.none(), st.integers(-(2**63), 2**63 - 1)
+            ),
+            "startTimeUnixNano": UNSIGNED,
+            "endTimeUnixNano": UNSIGNED,
+            "droppedAttributesCount": UNSIGNED,
+            "droppedEventsCount": UNSIGNED,
+            "droppedLinksCount": UNSIGNED,
+            "traceId": st.one_of(hex_id(32), ID_TEXT),
+            "parentSpanId": st.one_of(hex_id(16), ID_TEXT, st.none()),
+            "unknownMember": JUNK,
+        }
+    )
+    for member, strategy in optional.items():
+        if draw(st.integers(0, 3 if broken else 1)) == 0:
+            span[member] = draw(strategy)
+    return span if not broken or draw(st.integers(0, 19)) else draw(JUNK)
+
+
+@needs_fast_path
+@SETTINGS
+@given(
+    st.booleans().flatmap(
+        lambda broken: st.lists(
+            st.lists(st.lists(otlp_span(broken), max_size=3), max_size=2), max_size=2
+        )
+    )
+)
+def test_otlp_bodies(resources: list[list[list[Any]]]) -> None:
+    document = {
+        "resourceSpans": [
+            {
+                "resource": {
+                    "attributes": [{"key": "service.name", "value": {"stringValue": "a"}}]
+                },
+                "scopeSpans": [
+                    {"scope": {"name": f"scope{j}"}, "spans": spans, "schemaUrl": "s"}
+                    for j, spans in enumerate(scopes)
+                ],
+            }
+            for scopes in resources
+        ]
+    }
+    _same(proto_json.convert_otlp, orjson.dumps(document))
+
+
+@needs_fast_path
+@SETTINGS
+@given(st.lists(otlp_span(broken=False), max_size=4))
+def test_valid_otlp_spans_take_the_fast_path(spans: list[Any]) -> None:
+    body = orjson.dumps({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]})
+    fast = _same(proto_json.convert_otlp, body)
+    assert isinstance(fast.canonical, bytes)
+
+
+# -- chosen cases ---------------------------------------------------------------------
+
+SPAN = {
+    "traceId": "4bf92f3577b34da6a3ce929d0e0e4736",
+    "spanId": "00f067aa0ba902b7",
+    "name": "step",
+    "startTime": "2026-11-22T10:00:00.123456789Z",
+}
+
+
+@needs_fast_path
+@pytest.mark.parametrize(
+    "value",
+    [
+        "plain",
+        'quote " backslash \\ slash /',
+        "controls \x00\x01\x08\t\n\r\x1f\x7f",
+        "unicode é 漢字 😀",
+        "\u2028\u2029",
+        "",
+        1e16,
+        1e-7,
+        -0.0,
+        5e-324,
+        1.7976931348623157e308,
+        0.1,
+        2**63 - 1,
+        -(2**63),
+        2**63,
+        True,
+        None,
+        [],
+        {},
+        [1, "a", [2.5, {"k": None}]],
+        {"nested": {"deeper": [True, False]}},
+    ],
+)
+def test_attribute_values(value: Any) -> None:
+    span = {**SPAN, "attributes": {"v": value, "after": "x"}}
+    fast = _same(proto_json.convert_spans, orjson.dumps({"spans": [span]}))
+    assert isinstance(fast.canonical, bytes) == (value != 2**63)
+
+
+@needs_fast_path
+def test_deep_nesting_takes_the_general_path() -> None:
+    value: Any = "leaf"
+    for _ in range(40):
+        value = {"k": [value]}
+    fast = _same(
+        proto_json.convert_spans, orjson.dumps({"spans": [{**SPAN, "attributes": {"v": value}}]})
+    )
+    assert fast.errors and fast.errors[0].reason.startswith("INVALID_ATTRIBUTES")
+
+
+_EXAMPLES = {
+    "spans.json": proto_json.convert_spans,
+    "batch.ndjson": proto_json.convert_ndjson,
+    "traces.json": proto_json.convert_traces,
+    "otlp_agent.json": proto_json.convert_otlp,
+    "otlp_trace_example.json": proto_json.convert_otlp,
+}
+
+
+@needs_fast_path
+@pytest.mark.parametrize("name", sorted(_EXAMPLES))
+def test_examples(name: str) -> None:
+    body = (Path(__file__).parents[2] / "examples" / name).read_bytes()
+    fast = _same(_EXAMPLES[name], body)
+    assert isinstance(fast.canonical, bytes), "the examples are valid: the fast path takes them"
