@@ -15,5 +15,12 @@ setup(
             optional=True,
             extra_compile_args=["-O2"],
         ),
+        Extension(
+            "storage._rows",
+            ["storage/_rows.c"],
+            depends=["proto_json/_jsonbuf.h"],
+            optional=True,
+            extra_compile_args=["-O2"],
+        ),
     ]
 )

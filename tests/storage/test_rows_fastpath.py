@@ -1,0 +1,110 @@
+"""The C row builder (storage/_rows.c) against rows_of in Python: the very same rows."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import proto_json
+from storage import span_rows
+from tests.proto_json.test_fastpath import BUILT as CONVERTER_BUILT
+from tests.proto_json.test_fastpath import otlp_span
+from tests.proto_json.test_properties import JSON_VALUES, native_span
+
+FAST = span_rows._fast
+pytestmark = pytest.mark.skipif(FAST is None, reason="the C row builder is not built")
+
+SETTINGS = settings(
+    max_examples=int(os.environ.get("SPANGATE_FUZZ_EXAMPLES", "200")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+
+
+def test_built_together_with_the_converter() -> None:
+    """Both extensions build the same way: one missing alone is a broken build."""
+    assert (span_rows._fast is None) == (CONVERTER_BUILT is None)
+
+
+def _same_rows(request: dict[str, Any]) -> None:
+    assert FAST is not None
+    reference = span_rows.python_rows_of(request, "project", 1234)
+    fast = FAST.span_rows(request, "project", 1234, span_rows.SpanRow)
+    assert fast is not None, "the C builder must take every canonical request"
+    assert fast == reference
+    assert all(type(row) is span_rows.SpanRow for row in fast)
+
+
+@SETTINGS
+@given(st.lists(native_span(), max_size=4))
+def test_rows_of_native_spans(spans: list[dict[str, Any]]) -> None:
+    conversion = proto_json.convert_spans(orjson.dumps({"spans": spans}))
+    _same_rows(conversion.request)
+
+
+@SETTINGS
+@given(st.lists(otlp_span(broken=False), max_size=4))
+def test_rows_of_otlp_spans(spans: list[Any]) -> None:
+    body = {
+        "resourceSpans": [
+            {
+                "resource": {"attributes": [{"key": "k", "value": {"doubleValue": 0.5}}]},
+                "scopeSpans": [{"scope": {"name": "s", "version": "1"}, "spans": spans}],
+                "schemaUrl": "https://opentelemetry.io/schemas/1.21.0",
+            }
+        ]
+    }
+    _same_rows(proto_json.convert_otlp(orjson.dumps(body)).request)
+
+
+@SETTINGS
+@given(JSON_VALUES)
+def test_unexpected_shapes_are_declined_or_identical(junk: Any) -> None:
+    """Non-canonical input: the C builder returns None (Python decides) or the same rows."""
+    assert FAST is not None
+    span = {
+        "traceId": "1" * 32,
+        "spanId": "2" * 16,
+        "name": "n",
+        "kind": 1,
+        "startTimeUnixNano": "5",
+        "status": {"code": 0},
+    }
+    for member in ("attributes", "events", "status", "kind", "extra", "name"):
+        request = {"resourceSpans": [{"scopeSpans": [{"spans": [{**span, member: junk}]}]}]}
+        fast = FAST.span_rows(request, "p", 1, span_rows.SpanRow)
+        try:
+            reference = span_rows.python_rows_of(request, "p", 1)
+        except (KeyError, ValueError, TypeError, AttributeError, IndexError):
+            assert fast is None  # the worker dead-letters what Python cannot read
+            continue
+        assert fast is None or fast == reference
+
+
+@pytest.mark.parametrize(
+    "value",
+    ['a\x00\x08\x0c\x1f"\\é😀', 1e16, 1e-7, 0.00001, -0.0, 2**63 - 1, True, None],
+)
+def test_content_hash_matches_on_awkward_values(value: Any) -> None:
+    assert FAST is not None
+    span = proto_json.convert_spans(
+        orjson.dumps(
+            {
+                "spans": [
+                    {
+                        "traceId": "1" * 32,
+                        "spanId": "2" * 16,
+                        "name": "n",
+                        "startTime": "2026-11-22T10:00:00Z",
+                        "attributes": {"z": value, "a": [value, {"y": value, "b": 1}], "m": 1},
+                    }
+                ]
+            }
+        )
+    ).request["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
+    assert FAST.content_hash(span) == proto_json.span_content_hash(span)
