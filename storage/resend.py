@@ -21,7 +21,11 @@ from storage.span_rows import SpanRow
 
 def window_key(project_id: str, trace_id: str, span_id: str) -> str:
     """The key holding a span's first content hash while its window lasts."""
-    return f"spangate:{{{project_id}}}:sent:{trace_id}:{span_id}"
+    return f"{_window_prefix(project_id)}{trace_id}:{span_id}"
+
+
+def _window_prefix(project_id: str) -> str:
+    return f"spangate:{{{project_id}}}:sent:"
 
 
 def refused_counter(project_id: str) -> str:
@@ -30,25 +34,21 @@ def refused_counter(project_id: str) -> str:
 
 
 #: KEYS[1] is the project's refused counter, KEYS[2..] the window keys; ARGV holds each
-#: window key's hash and expiry (ms) in turn. Answers 0 (write) or 1 (refused) per key.
+#: window key's hash and expiry (ms) in turn. Answers the positions (1-based, among the
+#: window keys) of the refused spans: usually none, so the reply stays small.
 _WINDOW_SCRIPT = """
-local answers, refused = {}, 0
+local refused = {}
 for i = 2, #KEYS do
   local hash = ARGV[2 * i - 3]
-  if redis.call('SET', KEYS[i], hash, 'NX', 'PXAT', ARGV[2 * i - 2]) then
-    answers[i - 1] = 0
-  else
+  if not redis.call('SET', KEYS[i], hash, 'NX', 'PXAT', ARGV[2 * i - 2]) then
     local holder = redis.call('GET', KEYS[i])
-    if (not holder) or holder == hash then
-      answers[i - 1] = 0
-    else
-      answers[i - 1] = 1
-      refused = refused + 1
+    if holder and holder ~= hash then
+      refused[#refused + 1] = i - 1
     end
   end
 end
-if refused > 0 then redis.call('INCRBY', KEYS[1], refused) end
-return answers
+if #refused > 0 then redis.call('INCRBY', KEYS[1], #refused) end
+return refused
 """
 #: Spans per script call: a script blocks Redis while it runs, so keep each one short
 #: (about a millisecond) and never hold up the collectors' XADDs for long.
@@ -78,19 +78,17 @@ class ResendWindow:
         by_project: dict[str, list[SpanRow]] = {}
         for row in rows:
             by_project.setdefault(row.project_id, []).append(row)
-        refused_rows: set[int] = set()
+        refused: list[SpanRow] = []
         for project_id, project_rows in by_project.items():
+            prefix, counter = _window_prefix(project_id), refused_counter(project_id)
             for at in range(0, len(project_rows), CHUNK):
                 chunk = project_rows[at : at + CHUNK]
-                keys = [refused_counter(project_id)]
-                args: list[str | int] = []
-                for row in chunk:
-                    keys.append(window_key(project_id, row.trace_id, row.span_id))
-                    args += (row.content_hash, row.received_ms + self.window_ms)
-                answers = self._script(keys=keys, args=args)
-                refused_rows.update(
-                    id(row) for row, answer in zip(chunk, answers, strict=True) if answer
-                )
-        write = [row for row in rows if id(row) not in refused_rows]
-        refused = [row for row in rows if id(row) in refused_rows]
-        return Decision(write, refused)
+                keys = [counter, *[f"{prefix}{row.trace_id}:{row.span_id}" for row in chunk]]
+                expiry = self.window_ms
+                args = [x for row in chunk for x in (row.content_hash, row.received_ms + expiry)]
+                positions: list[int] = self._script(keys=keys, args=args)
+                refused.extend(chunk[position - 1] for position in positions)
+        if not refused:
+            return Decision(rows, [])
+        refused_ids = {id(row) for row in refused}
+        return Decision([row for row in rows if id(row) not in refused_ids], refused)
