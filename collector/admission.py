@@ -104,7 +104,8 @@ class Admission:
         ]
         args = [int(time.time() * 1000), *self.project_limit, *self.ip_limit, self.max_depth]
         try:
-            answer = await asyncio.wait_for(self.script(keys=keys, args=args), self.timeout_s)
+            async with asyncio.timeout(self.timeout_s):  # no extra task, unlike wait_for
+                answer = await self.script(keys=keys, args=args)
         except (TimeoutError, RedisError) as e:
             raise refusal(
                 e, "QUEUE_DEPTH_UNKNOWN", "the depth of the project's queue cannot be read"

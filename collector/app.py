@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import re
-import uuid
 from collections.abc import Awaitable, Callable
 
 from quart import Quart, Response, g, request
@@ -112,7 +112,7 @@ def _install_handlers(app: Quart, metrics: Metrics) -> None:
     @app.before_request
     async def tag_request() -> None:
         incoming = request.headers.get("X-Request-Id", "")
-        g.request_id = incoming if _REQUEST_ID.fullmatch(incoming) else uuid.uuid4().hex[:16]
+        g.request_id = incoming if _REQUEST_ID.fullmatch(incoming) else os.urandom(8).hex()
         request_id.set(g.request_id)
 
     @app.after_request

@@ -62,7 +62,8 @@ class SpanQueue:
             async with self.client.pipeline(transaction=True) as pipeline:
                 pipeline.xadd(stream_key(item.project_id), item.fields())  # type: ignore[arg-type]
                 pipeline.incrby(depth_key(item.project_id), item.span_count)
-                entry_id, _ = await asyncio.wait_for(pipeline.execute(), self.timeout_s)
+                async with asyncio.timeout(self.timeout_s):  # no extra task, unlike wait_for
+                    entry_id, _ = await pipeline.execute()
         except TimeoutError as e:
             raise unavailable(
                 "ENQUEUE_UNCONFIRMED", f"the queue did not confirm within {self.timeout_s:g} s"
