@@ -63,22 +63,96 @@ class Decision:
     refused: list[SpanRow]
 
 
+_Call = tuple[list[SpanRow], list[str], list[str | int]]
+
+
+class Pending:
+    """Window decisions in flight on one connection: scripts sent, answers not read yet.
+
+    The worker sends each entry's rows as soon as it has decoded them, so Redis decides
+    on one entry while the next is decoded; `result` reads every answer. Use it as a
+    context manager: the connection goes back to the pool (dropped if answers are left
+    unread).
+    """
+
+    def __init__(self, window: ResendWindow) -> None:
+        self._window = window
+        self._connection: Any = window.client.connection_pool.get_connection()
+        self._calls: list[_Call] = []
+
+    def __enter__(self) -> Pending:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._connection is not None:
+            self._connection.disconnect()
+            self._release()
+
+    def send(self, rows: list[SpanRow]) -> None:
+        """Send the window's scripts for these rows: one call per project and chunk.
+
+        Keys of one project share a hash tag, so each call stays on one Redis Cluster slot.
+        """
+        for call in self._window.calls(rows):
+            _, keys, args = call
+            self._connection.send_command(
+                "EVALSHA", self._window.script_sha, len(keys), *keys, *args
+            )
+            self._calls.append(call)
+
+    def result(self) -> Decision:
+        """The decision on every row sent, in the order sent."""
+        refused: list[SpanRow] = []
+        for chunk, keys, args in self._calls:
+            try:
+                positions: list[int] = self._connection.read_response()
+            except redis.exceptions.NoScriptError:  # Redis restarted or flushed its scripts
+                positions = self._window.run(keys, args)
+            refused.extend(chunk[position - 1] for position in positions)
+        self._release()
+        return _decision([row for chunk, _, _ in self._calls for row in chunk], refused)
+
+    def _release(self) -> None:
+        self._window.client.connection_pool.release(self._connection)
+        self._connection = None
+
+
+def _decision(rows: list[SpanRow], refused: list[SpanRow]) -> Decision:
+    if not refused:
+        return Decision(rows, [])
+    refused_ids = {id(row) for row in refused}
+    return Decision([row for row in rows if id(row) not in refused_ids], refused)
+
+
 class ResendWindow:
     """The window of one worker: its Redis client and the script, registered once."""
 
     def __init__(self, client: redis.Redis, window_ms: int) -> None:
+        self.client = client
         self.window_ms = window_ms
         self._script: Any = client.register_script(_WINDOW_SCRIPT)
 
-    def decide(self, rows: list[SpanRow]) -> Decision:
-        """Apply the window to a batch, in order: one script call per project and chunk.
+    @property
+    def script_sha(self) -> str:
+        sha: str = self._script.sha
+        return sha
 
-        Keys of one project share a hash tag, so each call stays on one Redis Cluster slot.
-        """
+    def decide(self, rows: list[SpanRow]) -> Decision:
+        """Apply the window to a batch, in order, and wait for the decision."""
+        with self.begin() as pending:
+            pending.send(rows)
+            return pending.result()
+
+    def begin(self) -> Pending:
+        """Decisions to send piecemeal and read at once (see Pending)."""
+        return Pending(self)
+
+    def calls(self, rows: list[SpanRow]) -> list[_Call]:
+        """The script calls for these rows: (rows, keys, args), per project and chunk."""
         by_project: dict[str, list[SpanRow]] = {}
         for row in rows:
             by_project.setdefault(row.project_id, []).append(row)
-        refused: list[SpanRow] = []
+        calls: list[_Call] = []
         for project_id, project_rows in by_project.items():
             prefix, counter = _window_prefix(project_id), refused_counter(project_id)
             for at in range(0, len(project_rows), CHUNK):
@@ -86,9 +160,10 @@ class ResendWindow:
                 keys = [counter, *[f"{prefix}{row.trace_id}:{row.span_id}" for row in chunk]]
                 expiry = self.window_ms
                 args = [x for row in chunk for x in (row.content_hash, row.received_ms + expiry)]
-                positions: list[int] = self._script(keys=keys, args=args)
-                refused.extend(chunk[position - 1] for position in positions)
-        if not refused:
-            return Decision(rows, [])
-        refused_ids = {id(row) for row in refused}
-        return Decision([row for row in rows if id(row) not in refused_ids], refused)
+                calls.append((chunk, keys, args))
+        return calls
+
+    def run(self, keys: list[str], args: list[str | int]) -> list[int]:
+        """One script call, waiting for its answer (loads the script when Redis lacks it)."""
+        positions: list[int] = self._script(keys=keys, args=args)
+        return positions

@@ -27,7 +27,7 @@ import orjson
 import redis
 
 from storage.errors import StoreError, StoreUnavailable
-from storage.resend import ResendWindow
+from storage.resend import Decision, Pending, ResendWindow
 from storage.span_rows import SpanRow, rows_of
 from storage.spans import SpanStore
 from storage.streams import STREAM_PATTERN, QueuedRequest, depth_key, project_of_stream
@@ -74,7 +74,8 @@ class _Decoded:
     poison: list[tuple[Entry, str]] = field(default_factory=list)
 
 
-def _decode(entries: list[Entry]) -> _Decoded:
+def _decode(entries: list[Entry], window: Pending) -> _Decoded:
+    """Rows of each entry, each entry's sent to the window as soon as it is decoded."""
     decoded = _Decoded()
     for entry in entries:
         try:
@@ -83,6 +84,7 @@ def _decode(entries: list[Entry]) -> _Decoded:
         except (KeyError, ValueError, TypeError, AttributeError, IndexError) as e:
             decoded.poison.append((entry, f"undecodable entry: {type(e).__name__}: {e}"))
             continue
+        window.send(rows)
         decoded.entries.append(entry)
         decoded.rows.append(rows)
     return decoded
@@ -261,7 +263,9 @@ class Worker:
             )
 
     def _write(self, rows: list[SpanRow]) -> None:
-        decision = self.window.decide(rows)
+        self._store(self.window.decide(rows))
+
+    def _store(self, decision: Decision) -> None:
         self.store.upsert(decision.write)
         self.stats.spans_written += len(decision.write)
         self.stats.spans_refused += len(decision.refused)
@@ -277,11 +281,13 @@ class Worker:
             self._process(entries)
 
     def _process(self, entries: list[Entry]) -> None:
-        decoded = _decode(entries)
+        with self.window.begin() as window:  # Redis decides while the next entry decodes
+            decoded = _decode(entries, window)
+            decision = window.result()
         for entry, reason in decoded.poison:
             self._failed(entry, reason)
         try:
-            self._write([row for rows in decoded.rows for row in rows])
+            self._store(decision)
         except StoreUnavailable:
             raise
         except StoreError:
