@@ -18,7 +18,7 @@ setup(
         Extension(
             "storage._rows",
             ["storage/_rows.c"],
-            depends=["proto_json/_jsonbuf.h"],
+            depends=["proto_json/_jsonbuf.h", "proto_json/_jsonscan.h", "storage/_rows_json.h"],
             optional=True,
             extra_compile_args=["-O2"],
         ),

@@ -507,9 +507,13 @@ static PyObject *content_hash(PyObject *Py_UNUSED(self), PyObject *span) {
     return digest;
 }
 
+#include "_rows_json.h"
+
 static PyMethodDef methods[] = {
     {"span_rows", span_rows, METH_VARARGS,
      "span_rows(request, project_id, received_ms, row_type) -> list[row_type] | None"},
+    {"span_rows_json", span_rows_json, METH_VARARGS,
+     "span_rows_json(body, project_id, received_ms, row_type) -> list[row_type] | None"},
     {"content_hash", content_hash, METH_O, "content_hash(span) -> str | None"},
     {NULL, NULL, 0, NULL},
 };

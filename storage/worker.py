@@ -23,12 +23,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
 import redis
 
 from storage.errors import StoreError, StoreUnavailable
 from storage.resend import Decision, Pending, ResendWindow
-from storage.span_rows import SpanRow, rows_of
+from storage.span_rows import SpanRow, rows_of_json
 from storage.spans import SpanStore
 from storage.streams import STREAM_PATTERN, QueuedRequest, depth_key, project_of_stream
 
@@ -80,7 +79,7 @@ def _decode(entries: list[Entry], window: Pending) -> _Decoded:
     for entry in entries:
         try:
             item = QueuedRequest.from_fields(entry.fields)
-            rows = rows_of(orjson.loads(item.body), item.project_id, item.received_ms)
+            rows = rows_of_json(item.body, item.project_id, item.received_ms)
         except (KeyError, ValueError, TypeError, AttributeError, IndexError) as e:
             decoded.poison.append((entry, f"undecodable entry: {type(e).__name__}: {e}"))
             continue

@@ -108,3 +108,95 @@ def test_content_hash_matches_on_awkward_values(value: Any) -> None:
         )
     ).request["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
     assert FAST.content_hash(span) == proto_json.span_content_hash(span)
+
+
+# -- rows straight from the bytes (span_rows_json) -------------------------------------
+
+
+def _same_rows_from_bytes(body: bytes, must_take: bool) -> None:
+    """The fused C path gives python_rows_of(orjson.loads(body)), or declines."""
+    assert FAST is not None
+    fast = FAST.span_rows_json(body, "project", 1234, span_rows.SpanRow)
+    try:
+        reference = span_rows.python_rows_of(orjson.loads(body), "project", 1234)
+    except (KeyError, ValueError, TypeError, AttributeError, IndexError):
+        assert fast is None  # the worker dead-letters what Python cannot read
+        return
+    if must_take and b"\\" not in body:  # escaped keys are sorted in Python
+        assert fast is not None, "bytes written by spangate must take the fused path"
+    assert fast is None or fast == reference
+    assert span_rows.rows_of_json(body, "project", 1234) == reference
+
+
+@SETTINGS
+@given(st.lists(native_span(), max_size=4))
+def test_rows_from_bytes_of_native_spans(spans: list[dict[str, Any]]) -> None:
+    conversion = proto_json.convert_spans(orjson.dumps({"spans": spans}))
+    _same_rows_from_bytes(conversion.payload, must_take=True)  # written by the C converter
+    _same_rows_from_bytes(orjson.dumps(conversion.request), must_take=True)  # by orjson
+
+
+@SETTINGS
+@given(st.lists(otlp_span(broken=False), max_size=4))
+def test_rows_from_bytes_of_otlp_spans(spans: list[Any]) -> None:
+    body = {
+        "resourceSpans": [
+            {
+                "resource": {"attributes": [{"key": "k", "value": {"doubleValue": 1e-7}}]},
+                "scopeSpans": [{"scope": {"name": "s"}, "spans": spans}],
+            }
+        ]
+    }
+    conversion = proto_json.convert_otlp(orjson.dumps(body))
+    _same_rows_from_bytes(conversion.payload, must_take=True)
+    _same_rows_from_bytes(orjson.dumps(conversion.request), must_take=True)
+
+
+@SETTINGS
+@given(JSON_VALUES, st.sampled_from(["attributes", "events", "status", "kind", "x", "name"]))
+def test_rows_from_bytes_of_unexpected_shapes(junk: Any, member: str) -> None:
+    span = {
+        "traceId": "1" * 32,
+        "spanId": "2" * 16,
+        "name": "n",
+        "kind": 1,
+        "startTimeUnixNano": "5",
+        "status": {"code": 0},
+    }
+    request = {"resourceSpans": [{"scopeSpans": [{"spans": [{**span, member: junk}]}]}]}
+    _same_rows_from_bytes(orjson.dumps(request), must_take=False)
+    _same_rows_from_bytes(orjson.dumps(junk), must_take=False)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"",
+        b"{",
+        b"[]",
+        b"null",
+        b'{"resourceSpans": null}',
+        b'{"resourceSpans":[]} x',
+        b' {"resourceSpans" : [ ] } ',
+        b'{"resourceSpans":[],"resourceSpans":[{}]}',
+        b'{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"\\u0031"}]}]}]}',
+        b'{"a":"\\/"}',
+        b'{"a":"\\ud83d\\ude00"}',
+        b'{"a":"\xff"}',
+        b'{"a":"\xed\xa0\x80"}',
+        b'{"a":1e400}',
+        b'{"a":-0}',
+        b'{"a":01}',
+        b'{"a":[1,]}',
+        b'{"a":"\x01"}',
+        b"[" * 100 + b"]" * 100,
+    ],
+)
+def test_rows_from_odd_bytes(body: bytes) -> None:
+    _same_rows_from_bytes(body, must_take=False)
+
+
+@SETTINGS
+@given(st.binary(max_size=300))
+def test_rows_from_random_bytes(body: bytes) -> None:
+    _same_rows_from_bytes(body, must_take=False)

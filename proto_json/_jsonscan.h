@@ -1,0 +1,271 @@
+/* A strict JSON scanner into a flat array of nodes, for bytes spangate itself wrote.
+ *
+ * No Python objects are made: each node records its kind and where its text is.
+ * It accepts RFC 8259 JSON whose strings are escaped as orjson escapes them (\" \\ \b
+ * \f \n \r \t and \u00xx for other controls; UTF-8 otherwise), so that a string's raw
+ * bytes are exactly what orjson would write for its value. Anything else, including
+ * valid JSON written another way, is refused (SCAN_OTHER): the caller then parses with
+ * orjson, which is the reference.
+ */
+#ifndef SPANGATE_JSONSCAN_H
+#define SPANGATE_JSONSCAN_H
+
+#include "_jsonbuf.h"
+
+#include <math.h>
+#include <stdint.h>
+
+enum { J_OBJECT, J_ARRAY, J_STRING, J_INT, J_FLOAT, J_TRUE, J_FALSE, J_NULL };
+#define J_ESCAPED 1 /* a string with at least one escape */
+#define MAX_SCAN_DEPTH 64
+
+typedef struct {
+    uint8_t type;
+    uint8_t flags;
+    uint32_t start; /* strings: after the opening quote; others: first byte */
+    uint32_t len;   /* strings: raw content bytes; containers: their whole text */
+    uint32_t count; /* members of an object, items of an array */
+    uint32_t next;  /* the index of the node after this one's subtree */
+} Node;
+
+typedef struct {
+    const unsigned char *text;
+    Py_ssize_t size, at;
+    Node *nodes;
+    uint32_t count, cap;
+} Scan;
+
+#define SCAN_OTHER BAIL
+
+static inline void skip_space(Scan *s) {
+    while (s->at < s->size) {
+        unsigned char c = s->text[s->at];
+        if (c != ' ' && c != '\n' && c != '\r' && c != '\t') return;
+        s->at++;
+    }
+}
+
+static int new_node(Scan *s, uint8_t type, uint32_t *index) {
+    if (s->count == s->cap) {
+        uint32_t cap = s->cap ? s->cap * 2 : 1024;
+        Node *nodes = PyMem_Realloc(s->nodes, sizeof(Node) * cap);
+        if (nodes == NULL) {
+            PyErr_NoMemory();
+            return FAIL;
+        }
+        s->nodes = nodes;
+        s->cap = cap;
+    }
+    *index = s->count++;
+    Node *n = &s->nodes[*index];
+    n->type = type;
+    n->flags = 0;
+    n->start = (uint32_t)s->at;
+    n->len = 0;
+    n->count = 0;
+    return OK;
+}
+
+/* The length of a valid UTF-8 sequence starting at p (0 when invalid). */
+static inline int utf8_length(const unsigned char *p, Py_ssize_t left) {
+    unsigned char c = p[0];
+    if (c < 0x80) return 1;
+    if (c >= 0xC2 && c <= 0xDF) return left >= 2 && (p[1] & 0xC0) == 0x80 ? 2 : 0;
+    if (c >= 0xE0 && c <= 0xEF) {
+        if (left < 3 || (p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80) return 0;
+        if (c == 0xE0 && p[1] < 0xA0) return 0; /* overlong */
+        if (c == 0xED && p[1] >= 0xA0) return 0; /* surrogates */
+        return 3;
+    }
+    if (c >= 0xF0 && c <= 0xF4) {
+        if (left < 4 || (p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80 ||
+            (p[3] & 0xC0) != 0x80)
+            return 0;
+        if (c == 0xF0 && p[1] < 0x90) return 0;  /* overlong */
+        if (c == 0xF4 && p[1] >= 0x90) return 0; /* past U+10FFFF */
+        return 4;
+    }
+    return 0;
+}
+
+static int scan_string(Scan *s, uint32_t *index) {
+    s->at++; /* the opening quote */
+    TRY(new_node(s, J_STRING, index));
+    const unsigned char *t = s->text;
+    while (s->at < s->size) {
+        unsigned char c = t[s->at];
+        if (c == '"') {
+            Node *n = &s->nodes[*index];
+            n->len = (uint32_t)(s->at - n->start);
+            n->next = s->count;
+            s->at++;
+            return OK;
+        }
+        if (c == '\\') {
+            s->nodes[*index].flags |= J_ESCAPED;
+            if (s->at + 1 >= s->size) return SCAN_OTHER;
+            unsigned char e = t[s->at + 1];
+            if (e == '"' || e == '\\' || e == 'b' || e == 'f' || e == 'n' || e == 'r' ||
+                e == 't') {
+                s->at += 2;
+                continue;
+            }
+            /* \u00xx for a control that has no short escape, lowercase, as orjson writes */
+            if (e != 'u' || s->at + 5 >= s->size || t[s->at + 2] != '0' ||
+                t[s->at + 3] != '0' || (t[s->at + 4] != '0' && t[s->at + 4] != '1'))
+                return SCAN_OTHER;
+            unsigned char low = t[s->at + 5];
+            int value = (t[s->at + 4] - '0') * 16 +
+                        (low >= '0' && low <= '9' ? low - '0'
+                         : low >= 'a' && low <= 'f' ? low - 'a' + 10
+                                                    : -100);
+            if (value < 0 || value == '\b' || value == '\f' || value == '\n' ||
+                value == '\r' || value == '\t')
+                return SCAN_OTHER;
+            s->at += 6;
+            continue;
+        }
+        if (c < 0x20) return SCAN_OTHER;
+        int length = utf8_length(t + s->at, s->size - s->at);
+        if (length == 0) return SCAN_OTHER;
+        s->at += length;
+    }
+    return SCAN_OTHER;
+}
+
+static int scan_number(Scan *s, uint32_t *index) {
+    TRY(new_node(s, J_INT, index));
+    const unsigned char *t = s->text;
+    Py_ssize_t at = s->at;
+    if (at < s->size && t[at] == '-') at++;
+    if (at >= s->size) return SCAN_OTHER;
+    if (t[at] == '0') {
+        at++;
+    } else if (t[at] >= '1' && t[at] <= '9') {
+        while (at < s->size && t[at] >= '0' && t[at] <= '9') at++;
+    } else {
+        return SCAN_OTHER;
+    }
+    int is_float = 0;
+    if (at < s->size && t[at] == '.') {
+        is_float = 1;
+        Py_ssize_t digits = ++at;
+        while (at < s->size && t[at] >= '0' && t[at] <= '9') at++;
+        if (at == digits) return SCAN_OTHER;
+    }
+    if (at < s->size && (t[at] == 'e' || t[at] == 'E')) {
+        is_float = 1;
+        at++;
+        if (at < s->size && (t[at] == '+' || t[at] == '-')) at++;
+        Py_ssize_t digits = at;
+        while (at < s->size && t[at] >= '0' && t[at] <= '9') at++;
+        if (at == digits) return SCAN_OTHER;
+    }
+    Py_ssize_t len = at - s->at;
+    if (is_float) { /* orjson refuses a double that overflows */
+        char copy[64];
+        if (len >= (Py_ssize_t)sizeof(copy)) return SCAN_OTHER;
+        memcpy(copy, t + s->at, (size_t)len);
+        copy[len] = '\0';
+        double value = PyOS_string_to_double(copy, NULL, NULL);
+        if (value == -1.0 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return SCAN_OTHER;
+        }
+        if (!isfinite(value)) return SCAN_OTHER;
+    } else if (len > 20) { /* past 64 bits orjson reads a double, or refuses */
+        return SCAN_OTHER;
+    }
+    Node *n = &s->nodes[*index];
+    n->type = is_float ? J_FLOAT : J_INT;
+    n->len = (uint32_t)len;
+    n->next = s->count;
+    s->at = at;
+    return OK;
+}
+
+static int scan_value(Scan *s, int depth, uint32_t *index);
+
+static int scan_literal(Scan *s, const char *word, uint8_t type, uint32_t *index) {
+    Py_ssize_t n = (Py_ssize_t)strlen(word);
+    if (s->size - s->at < n || memcmp(s->text + s->at, word, (size_t)n) != 0)
+        return SCAN_OTHER;
+    TRY(new_node(s, type, index));
+    s->nodes[*index].len = (uint32_t)n;
+    s->nodes[*index].next = s->count;
+    s->at += n;
+    return OK;
+}
+
+static int scan_container(Scan *s, int depth, uint32_t *index) {
+    int object = s->text[s->at] == '{';
+    if (depth >= MAX_SCAN_DEPTH) return SCAN_OTHER;
+    TRY(new_node(s, object ? J_OBJECT : J_ARRAY, index));
+    s->at++;
+    uint32_t count = 0, child;
+    skip_space(s);
+    if (s->at < s->size && s->text[s->at] == (object ? '}' : ']')) {
+        s->at++;
+    } else {
+        for (;;) {
+            if (object) {
+                skip_space(s);
+                if (s->at >= s->size || s->text[s->at] != '"') return SCAN_OTHER;
+                TRY(scan_string(s, &child));
+                skip_space(s);
+                if (s->at >= s->size || s->text[s->at] != ':') return SCAN_OTHER;
+                s->at++;
+            }
+            TRY(scan_value(s, depth + 1, &child));
+            count++;
+            skip_space(s);
+            if (s->at >= s->size) return SCAN_OTHER;
+            unsigned char c = s->text[s->at++];
+            if (c == ',') continue;
+            if (c == (object ? '}' : ']')) break;
+            return SCAN_OTHER;
+        }
+    }
+    Node *n = &s->nodes[*index];
+    n->count = count;
+    n->len = (uint32_t)(s->at - n->start);
+    n->next = s->count;
+    return OK;
+}
+
+static int scan_value(Scan *s, int depth, uint32_t *index) {
+    skip_space(s);
+    if (s->at >= s->size) return SCAN_OTHER;
+    unsigned char c = s->text[s->at];
+    if (c == '{' || c == '[') return scan_container(s, depth, index);
+    if (c == '"') return scan_string(s, index);
+    if (c == 't') return scan_literal(s, "true", J_TRUE, index);
+    if (c == 'f') return scan_literal(s, "false", J_FALSE, index);
+    if (c == 'n') return scan_literal(s, "null", J_NULL, index);
+    return scan_number(s, index);
+}
+
+/* Scan a whole document (node 0 is its value). The caller frees s->nodes. */
+static int scan_document(Scan *s, const char *text, Py_ssize_t size) {
+    if (size > (Py_ssize_t)UINT32_MAX - 1) return SCAN_OTHER;
+    s->text = (const unsigned char *)text;
+    s->size = size;
+    s->at = 0;
+    uint32_t root;
+    TRY(scan_value(s, 0, &root));
+    skip_space(s);
+    return s->at == s->size ? OK : SCAN_OTHER;
+}
+
+/* The first node of an object member's value given its key node (key + 1). */
+#define VALUE_OF(key) ((key) + 1)
+
+/* Whether a string node's raw bytes equal `text` (an unescaped ASCII name). */
+static inline int node_is(const Scan *s, uint32_t i, const char *text, size_t n) {
+    const Node *node = &s->nodes[i];
+    return node->len == n && memcmp(s->text + node->start, text, n) == 0;
+}
+
+#define NODE_IS(s, i, literal) node_is((s), (i), (literal), sizeof(literal) - 1)
+
+#endif
