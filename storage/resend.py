@@ -16,7 +16,7 @@ from typing import Any
 
 import redis
 
-from storage.span_rows import SpanRow
+from storage.span_rows import FAST_ROWS, SpanRow
 
 
 def window_key(project_id: str, trace_id: str, span_id: str) -> str:
@@ -63,7 +63,7 @@ class Decision:
     refused: list[SpanRow]
 
 
-_Call = tuple[list[SpanRow], list[str], list[str | int]]
+_Call = tuple[str, list[SpanRow]]  # a project and a chunk of its rows
 
 
 class Pending:
@@ -93,24 +93,31 @@ class Pending:
 
         Keys of one project share a hash tag, so each call stays on one Redis Cluster slot.
         """
-        for call in self._window.calls(rows):
-            _, keys, args = call
-            self._connection.send_command(
-                "EVALSHA", self._window.script_sha, len(keys), *keys, *args
-            )
-            self._calls.append(call)
+        window = self._window
+        for project_id, chunk in window.calls(rows):
+            if FAST_ROWS is not None:
+                counter, prefix = refused_counter(project_id), _window_prefix(project_id)
+                command = FAST_ROWS.window_command(
+                    window.script_sha, counter, prefix, chunk, window.window_ms
+                )
+                self._connection.send_packed_command([command])
+            else:
+                keys, args = window.keys_and_args(project_id, chunk)
+                send: Any = self._connection.send_command
+                send("EVALSHA", window.script_sha, len(keys), *keys, *args)
+            self._calls.append((project_id, chunk))
 
     def result(self) -> Decision:
         """The decision on every row sent, in the order sent."""
         refused: list[SpanRow] = []
-        for chunk, keys, args in self._calls:
+        for project_id, chunk in self._calls:
             try:
                 positions: list[int] = self._connection.read_response()
             except redis.exceptions.NoScriptError:  # Redis restarted or flushed its scripts
-                positions = self._window.run(keys, args)
+                positions = self._window.run(project_id, chunk)
             refused.extend(chunk[position - 1] for position in positions)
         self._release()
-        return _decision([row for chunk, _, _ in self._calls for row in chunk], refused)
+        return _decision([row for _, chunk in self._calls for row in chunk], refused)
 
     def _release(self) -> None:
         self._window.client.connection_pool.release(self._connection)
@@ -148,22 +155,28 @@ class ResendWindow:
         return Pending(self)
 
     def calls(self, rows: list[SpanRow]) -> list[_Call]:
-        """The script calls for these rows: (rows, keys, args), per project and chunk."""
+        """The script calls for these rows: (project, rows), per project and chunk."""
         by_project: dict[str, list[SpanRow]] = {}
         for row in rows:
             by_project.setdefault(row.project_id, []).append(row)
-        calls: list[_Call] = []
-        for project_id, project_rows in by_project.items():
-            prefix, counter = _window_prefix(project_id), refused_counter(project_id)
-            for at in range(0, len(project_rows), CHUNK):
-                chunk = project_rows[at : at + CHUNK]
-                keys = [counter, *[f"{prefix}{row.trace_id}:{row.span_id}" for row in chunk]]
-                expiry = self.window_ms
-                args = [x for row in chunk for x in (row.content_hash, row.received_ms + expiry)]
-                calls.append((chunk, keys, args))
-        return calls
+        return [
+            (project_id, project_rows[at : at + CHUNK])
+            for project_id, project_rows in by_project.items()
+            for at in range(0, len(project_rows), CHUNK)
+        ]
 
-    def run(self, keys: list[str], args: list[str | int]) -> list[int]:
+    def run(self, project_id: str, chunk: list[SpanRow]) -> list[int]:
         """One script call, waiting for its answer (loads the script when Redis lacks it)."""
+        keys, args = self.keys_and_args(project_id, chunk)
         positions: list[int] = self._script(keys=keys, args=args)
         return positions
+
+    def keys_and_args(
+        self, project_id: str, chunk: list[SpanRow]
+    ) -> tuple[list[str], list[str | int]]:
+        """The script's KEYS and ARGV for one call."""
+        prefix, expiry = _window_prefix(project_id), self.window_ms
+        keys = [refused_counter(project_id)]
+        keys += [f"{prefix}{row.trace_id}:{row.span_id}" for row in chunk]
+        args = [x for row in chunk for x in (row.content_hash, row.received_ms + expiry)]
+        return keys, args

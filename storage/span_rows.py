@@ -11,13 +11,13 @@ import orjson
 from proto_json import KIND_ATTRIBUTE, SESSION_ATTRIBUTE, fastpath, span_content_hash
 
 #: The C row builder (storage/_rows.c), where it was built: the same rows, faster.
-_fast: ModuleType | None
+FAST_ROWS: ModuleType | None
 try:
     if fastpath.turned_off():
         raise ImportError("turned off by SPANGATE_PURE_PYTHON")
-    from storage import _rows as _fast
+    from storage import _rows as FAST_ROWS
 except ImportError:
-    _fast = None
+    FAST_ROWS = None
 
 _NANOS_PER_DAY = 86_400 * 10**9
 OTEL_KIND_NAMES = ("unspecified", "internal", "server", "client", "producer", "consumer")
@@ -144,8 +144,8 @@ def row_of(
 
 def rows_of(request: dict[str, Any], project_id: str, received_ms: int) -> list[SpanRow]:
     """Every span of a canonical request, in order."""
-    if _fast is not None:
-        built: list[SpanRow] | None = _fast.span_rows(request, project_id, received_ms, SpanRow)
+    if FAST_ROWS is not None:
+        built: list[SpanRow] | None = FAST_ROWS.span_rows(request, project_id, received_ms, SpanRow)
         if built is not None:
             return built
     return python_rows_of(request, project_id, received_ms)
@@ -158,8 +158,10 @@ def rows_of_json(body: bytes, project_id: str, received_ms: int) -> list[SpanRow
     written as spangate writes them; otherwise they are parsed with orjson (a
     JSONDecodeError, a ValueError, for bytes that are not JSON).
     """
-    if _fast is not None:
-        built: list[SpanRow] | None = _fast.span_rows_json(body, project_id, received_ms, SpanRow)
+    if FAST_ROWS is not None:
+        built: list[SpanRow] | None = FAST_ROWS.span_rows_json(
+            body, project_id, received_ms, SpanRow
+        )
         if built is not None:
             return built
     return rows_of(orjson.loads(body), project_id, received_ms)

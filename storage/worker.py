@@ -57,6 +57,47 @@ class WorkerStats:
     dead_lettered: int = 0
 
 
+class _ReadAhead:
+    """An XREADGROUP of new entries sent on a connection of its own, answer not read yet."""
+
+    def __init__(self, worker: Worker, streams: list[str]) -> None:
+        self._pool = worker.client.connection_pool
+        self._connection: Any = self._pool.get_connection()
+        send: Any = self._connection.send_command
+        try:
+            send(
+                "XREADGROUP", "GROUP", GROUP, worker.consumer, "COUNT", worker.batch_entries,
+                "STREAMS", *streams, *[">"] * len(streams),
+            )  # fmt: skip
+        except BaseException:
+            self.close()
+            raise
+
+    def result(self) -> list[Entry]:
+        """The entries read (none when the streams had nothing new)."""
+        try:
+            reply: Any = self._connection.read_response()
+        except BaseException:
+            self.close()
+            raise
+        self._pool.release(self._connection)
+        self._connection = None
+        # a map of streams (how redis-py's parsers hand over this reply) or a list of pairs
+        by_stream = reply.items() if isinstance(reply, dict) else reply or []
+        return [
+            Entry(stream.decode(), entry_id, dict(zip(fields[::2], fields[1::2], strict=True)))
+            for stream, messages in by_stream
+            for entry_id, fields in messages
+        ]
+
+    def close(self) -> None:
+        """Drop the connection (its answer unread); the entries stay pending."""
+        if self._connection is not None:
+            self._connection.disconnect()
+            self._pool.release(self._connection)
+            self._connection = None
+
+
 @dataclass(frozen=True, slots=True)
 class Entry:
     """One stream entry as read."""
@@ -157,6 +198,8 @@ class Worker:
         self.window = ResendWindow(client, window_s * 1000)
         self._streams: list[str] = []
         self._discovered_at = 0.0
+        self._ahead: _ReadAhead | None = None
+        self._reading_ahead = False
 
     # -- streams and groups -----------------------------------------------------------
 
@@ -285,6 +328,7 @@ class Worker:
             decision = window.result()
         for entry, reason in decoded.poison:
             self._failed(entry, reason)
+        self._read_ahead()  # Redis prepares the next batch while the database writes
         try:
             self._store(decision)
         except StoreUnavailable:
@@ -309,10 +353,29 @@ class Worker:
 
     # -- the loop -------------------------------------------------------------------------
 
+    def _read_ahead(self) -> None:
+        """Within `run`, ask for the next batch of new entries before writing this one.
+
+        Not when stream discovery is due: that step rediscovers streams and takes over
+        stale entries (XAUTOCLAIM) first, so neither waits while the queue is busy.
+        """
+        due = time.monotonic() - self._discovered_at > DISCOVER_EVERY_S
+        if self._reading_ahead and self._ahead is None and self._streams and not due:
+            self._ahead = _ReadAhead(self, self._streams)
+
+    def _drop_ahead(self) -> None:
+        if self._ahead is not None:
+            self._ahead.close()
+            self._ahead = None
+
     def run_once(self, block: bool = True) -> int:
         """One step: claim stale entries or read new ones, and process them; entries seen."""
-        streams = self._discover()
-        entries = self._claim(streams) or self._read_new(streams, block)
+        if self._ahead is not None:
+            ahead, self._ahead = self._ahead, None
+            entries = ahead.result()
+        else:
+            streams = self._discover()
+            entries = self._claim(streams) or self._read_new(streams, block)
         if entries:
             self.process(entries)
         return len(entries)
@@ -321,19 +384,25 @@ class Worker:
         """Until `stop` is set (or, in burst mode, until nothing is left to do)."""
         stop = stop or threading.Event()
         self._discover(force=True)
-        while not stop.is_set():
-            try:
-                seen = self.run_once(block=not burst)
-            except StoreUnavailable as e:
-                log.warning("database unavailable; retrying", extra={"error": str(e)})
-                stop.wait(UNAVAILABLE_BACKOFF_S)
-                continue
-            except redis.ConnectionError as e:
-                log.warning("queue unavailable; retrying", extra={"error": str(e)})
-                stop.wait(UNAVAILABLE_BACKOFF_S)
-                continue
-            if burst and seen == 0:
-                self._discover(force=True)
-                if self.run_once(block=False) == 0:
-                    break
+        self._reading_ahead = True
+        try:
+            while not stop.is_set():
+                try:
+                    seen = self.run_once(block=not burst)
+                except (StoreUnavailable, redis.ConnectionError) as e:
+                    self._drop_ahead()  # its entries stay pending: taken over later
+                    what = "database" if isinstance(e, StoreUnavailable) else "queue"
+                    log.warning(f"{what} unavailable; retrying", extra={"error": str(e)})
+                    stop.wait(UNAVAILABLE_BACKOFF_S)
+                    continue
+                if burst and seen == 0:
+                    self._discover(force=True)
+                    if self.run_once(block=False) == 0:
+                        break
+            self._reading_ahead = False
+            if self._ahead is not None:  # stopping: finish what was already read
+                self.run_once(block=False)
+        finally:
+            self._reading_ahead = False
+            self._drop_ahead()
         return self.stats

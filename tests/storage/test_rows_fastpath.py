@@ -16,7 +16,7 @@ from tests.proto_json.test_fastpath import BUILT as CONVERTER_BUILT
 from tests.proto_json.test_fastpath import otlp_span
 from tests.proto_json.test_properties import JSON_VALUES, native_span
 
-FAST = span_rows._fast
+FAST = span_rows.FAST_ROWS
 pytestmark = pytest.mark.skipif(FAST is None, reason="the C row builder is not built")
 
 SETTINGS = settings(
@@ -28,7 +28,7 @@ SETTINGS = settings(
 
 def test_built_together_with_the_converter() -> None:
     """Both extensions build the same way: one missing alone is a broken build."""
-    assert (span_rows._fast is None) == (CONVERTER_BUILT is None)
+    assert (span_rows.FAST_ROWS is None) == (CONVERTER_BUILT is None)
 
 
 def _same_rows(request: dict[str, Any]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -226,3 +227,63 @@ def test_entry_the_database_cannot_hold_is_dead_lettered_not_fatal(
     assert store.count(queue.project_id) == 1
     [(_, dead)] = client.xrange(dead_letter_key(queue.project_id))
     assert b"rows refused by the database" in dead[b"reason"]
+
+
+class _StopAfter(SpanStore):
+    """A span store that sets `stop` after `writes` batches (and fails after that, if asked)."""
+
+    def __init__(self, db: Database, stop: Any, writes: int, then_fail: bool = False) -> None:
+        super().__init__(db)
+        self.stop, self.writes, self.then_fail = stop, writes, then_fail
+
+    def upsert(self, rows: list[Any]) -> None:
+        if self.writes == 0 and self.then_fail:
+            self.stop.set()
+            raise StoreUnavailable("the database went away")
+        super().upsert(rows)
+        self.writes -= 1
+        if self.writes == 0 and not self.then_fail:
+            self.stop.set()
+
+
+def test_batches_read_ahead_are_each_stored_once(
+    client: redis.Redis, queue: Queue, store: SpanStore
+) -> None:
+    """`run` asks for the next batch while writing one: every entry once, none left pending."""
+    for i in range(7):
+        queue.send(span(spanId=f"{i + 1:016x}"))
+    worker = drain(client, store, batch_entries=2)
+    assert store.count(queue.project_id) == 7 and worker.stats.entries == 7
+    assert queue.length() == 0
+    assert client.xpending(stream_key(queue.project_id), GROUP)["pending"] == 0
+
+
+def test_stopping_finishes_the_batch_read_ahead(
+    client: redis.Redis, queue: Queue, database: Database
+) -> None:
+    """Stopped after one batch, the worker stores the batch it had already read, and leaves
+    nothing pending (unread entries stay in the stream for the next worker)."""
+    for i in range(7):
+        queue.send(span(spanId=f"{i + 1:016x}"))
+    stop = threading.Event()
+    store = _StopAfter(database, stop, writes=1)
+    Worker(client, store, WINDOW_S, block_ms=10, batch_entries=2).run(stop)
+    assert store.count(queue.project_id) == 4
+    assert client.xpending(stream_key(queue.project_id), GROUP)["pending"] == 0
+    assert queue.length() == 3
+
+
+def test_database_lost_with_a_batch_read_ahead(
+    client: redis.Redis, queue: Queue, database: Database
+) -> None:
+    """The database fails while a batch was read ahead: both batches stay pending and are
+    taken over later; every span is stored once."""
+    for i in range(7):
+        queue.send(span(spanId=f"{i + 1:016x}"))
+    stop = threading.Event()
+    failing = _StopAfter(database, stop, writes=1, then_fail=True)
+    Worker(client, failing, WINDOW_S, block_ms=10, batch_entries=2, consumer="a").run(stop)
+    assert client.xpending(stream_key(queue.project_id), GROUP)["pending"] == 4
+    store = SpanStore(database)
+    drain(client, store, claim_idle_ms=0, consumer="b")
+    assert store.count(queue.project_id) == 7 and queue.length() == 0
