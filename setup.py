@@ -11,7 +11,11 @@ setup(
         Extension(
             "proto_json._fastpath",
             ["proto_json/_fastpath.c"],
-            depends=["proto_json/_jsonbuf.h"],
+            depends=[
+                "proto_json/_jsonbuf.h",
+                "proto_json/_jsonscan.h",
+                "proto_json/_native_bytes.h",
+            ],
             optional=True,
             extra_compile_args=["-O2"],
         ),

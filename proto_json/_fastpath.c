@@ -54,10 +54,7 @@ static inline int hex_digit(unsigned char c) {
 }
 
 /* A `length`-hex-character id, not all zeros, written lowercase into out[length]. */
-static int read_id(PyObject *o, Py_ssize_t length, char *out) {
-    const char *s;
-    Py_ssize_t n;
-    TRY(utf8_of(o, &s, &n));
+static int hex_id(const char *s, Py_ssize_t n, Py_ssize_t length, char *out) {
     if (n != length) return BAIL;
     int nonzero = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -67,6 +64,13 @@ static int read_id(PyObject *o, Py_ssize_t length, char *out) {
         out[i] = HEX[d];
     }
     return nonzero ? OK : BAIL;
+}
+
+static int read_id(PyObject *o, Py_ssize_t length, char *out) {
+    const char *s;
+    Py_ssize_t n;
+    TRY(utf8_of(o, &s, &n));
+    return hex_id(s, n, length, out);
 }
 
 static int put_id(Buf *b, const char *label, Py_ssize_t label_len, PyObject *o,
@@ -118,10 +122,7 @@ static int days_in_month(int y, int m) {
 }
 
 /* An ISO 8601 time as proto_json.timestamps reads it, as Unix nanoseconds. */
-static int iso8601(PyObject *o, unsigned long long *out) {
-    const char *s;
-    Py_ssize_t n;
-    TRY(utf8_of(o, &s, &n));
+static int iso8601_text(const char *s, Py_ssize_t n, unsigned long long *out) {
     int year, month, day, hour, minute, second;
     if (n < 19 || !digits(s, 4, &year) || s[4] != '-' || !digits(s + 5, 2, &month) ||
         s[7] != '-' || !digits(s + 8, 2, &day) ||
@@ -165,6 +166,13 @@ static int iso8601(PyObject *o, unsigned long long *out) {
     if (nanos > MAX_UNIX_NANO) return BAIL;
     *out = nanos;
     return OK;
+}
+
+static int iso8601(PyObject *o, unsigned long long *out) {
+    const char *s;
+    Py_ssize_t n;
+    TRY(utf8_of(o, &s, &n));
+    return iso8601_text(s, n, out);
 }
 
 /* An unsigned integer as OTLP/JSON writes one: an int or a string of decimal digits
@@ -299,14 +307,9 @@ static const char *const AGENT_KINDS[] = {"agent",      "llm_call",     "tool_ca
                                           "coordination", "message",    "think",
                                           "decide",     "observe",      "reflect"};
 
-/* The OTel kind number; *agent is set to the agent kind's str when it is one. */
-static int native_kind(PyObject *o, int *number, PyObject **agent) {
-    *number = 0;
-    *agent = NULL;
-    if (o == NULL || o == Py_None) return OK;
-    const char *s;
-    Py_ssize_t n;
-    TRY(utf8_of(o, &s, &n));
+/* The OTel kind number of an SDK kind; *agent set when it is one of the agent kinds. */
+static int kind_text(const char *s, Py_ssize_t n, int *number, int *agent) {
+    *agent = 0;
     for (int i = 0; i < 5; i++) {
         if ((Py_ssize_t)strlen(OTEL_KINDS[i]) == n && memcmp(s, OTEL_KINDS[i], n) == 0) {
             *number = i + 1;
@@ -316,19 +319,29 @@ static int native_kind(PyObject *o, int *number, PyObject **agent) {
     for (int i = 0; i < 12; i++) {
         if ((Py_ssize_t)strlen(AGENT_KINDS[i]) == n && memcmp(s, AGENT_KINDS[i], n) == 0) {
             *number = 1;
-            *agent = o;
+            *agent = 1;
             return OK;
         }
     }
     return BAIL;
 }
 
-static int native_status(PyObject *o, int *code) {
-    *code = 0;
+/* The OTel kind number; *agent is set to the agent kind's str when it is one. */
+static int native_kind(PyObject *o, int *number, PyObject **agent) {
+    *number = 0;
+    *agent = NULL;
     if (o == NULL || o == Py_None) return OK;
     const char *s;
     Py_ssize_t n;
+    int is_agent;
     TRY(utf8_of(o, &s, &n));
+    TRY(kind_text(s, n, number, &is_agent));
+    if (is_agent) *agent = o;
+    return OK;
+}
+
+static int status_text(const char *s, Py_ssize_t n, int *code) {
+    *code = 0;
     if (n == 5 && memcmp(s, "unset", 5) == 0) return OK;
     if (n == 2 && memcmp(s, "ok", 2) == 0) {
         *code = 1;
@@ -339,6 +352,15 @@ static int native_status(PyObject *o, int *code) {
         return OK;
     }
     return BAIL;
+}
+
+static int native_status(PyObject *o, int *code) {
+    *code = 0;
+    if (o == NULL || o == Py_None) return OK;
+    const char *s;
+    Py_ssize_t n;
+    TRY(utf8_of(o, &s, &n));
+    return status_text(s, n, code);
 }
 
 static int count_native_pairs(Native *state, PyObject *attributes, PyObject *events) {
@@ -794,6 +816,8 @@ static int otlp_span(Buf *b, PyObject *raw) {
     return otlp_status(b, get(raw, k_status));
 }
 
+#include "_native_bytes.h"
+
 /* -- module functions ------------------------------------------------------------- */
 
 /* (comma-joined span bytes, pairs) or None; frees the buffer either way. */
@@ -847,6 +871,8 @@ static PyObject *otlp_spans(PyObject *Py_UNUSED(self), PyObject *args) {
 static PyMethodDef methods[] = {
     {"native_spans", native_spans, METH_VARARGS,
      "native_spans(spans, trace_id, session_id, pairs, max_pairs) -> (bytes, pairs) | None"},
+    {"native_body", native_body, METH_VARARGS,
+     "native_body(data, max_spans, max_pairs) -> (bytes, spans, pairs) | None"},
     {"otlp_spans", otlp_spans, METH_VARARGS,
      "otlp_spans(spans, pairs, max_pairs) -> (bytes, pairs) | None"},
     {NULL, NULL, 0, NULL},

@@ -268,4 +268,19 @@ static inline int node_is(const Scan *s, uint32_t i, const char *text, size_t n)
 
 #define NODE_IS(s, i, literal) node_is((s), (i), (literal), sizeof(literal) - 1)
 
+/* The value of member `name` of an object node, 0 when absent; BAIL when repeated. */
+static inline int member_of(const Scan *s, uint32_t object, const char *name, uint32_t *value) {
+    size_t n = strlen(name);
+    uint32_t key = object + 1;
+    *value = 0;
+    for (uint32_t m = 0; m < s->nodes[object].count; m++) {
+        if (node_is(s, key, name, n)) {
+            if (*value) return BAIL;
+            *value = VALUE_OF(key);
+        }
+        key = s->nodes[VALUE_OF(key)].next;
+    }
+    return OK;
+}
+
 #endif

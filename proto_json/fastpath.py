@@ -56,6 +56,17 @@ def native_spans(
     return result
 
 
+def native_body(data: bytes, limits: Limits) -> Conversion | None:
+    """A whole /v1/spans body converted from its bytes, without parsing it into Python
+    objects; None when any of it needs another path (see _native_bytes.h)."""
+    if _module is None:
+        return None
+    result: tuple[bytes, int, int] | None = _module.native_body(
+        data, limits.max_spans, limits.max_attributes
+    )
+    return None if result is None else all_accepted(*result)
+
+
 def otlp_spans(spans: list[Any], limits: Limits, pairs: int = 0) -> tuple[bytes, int] | None:
     """The same for the spans of one OTLP/JSON scopeSpans."""
     if _module is None:

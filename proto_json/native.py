@@ -78,6 +78,9 @@ def _note_top_level(document: dict[str, Any], known: str, ignored: Ignored) -> N
 
 def convert_spans(data: bytes, limits: Limits = DEFAULT_LIMITS) -> Conversion:
     """Convert a /v1/spans body: `{"spans": [Span, ...]}`."""
+    converted = fastpath.native_body(data, limits)  # from the bytes, when it can
+    if converted is not None:
+        return converted
     document = load_object(data)
     spans = document.get("spans")
     if type(spans) is not list:

@@ -13,21 +13,6 @@
 
 #define NODE(s, i) (&(s)->nodes[(i)])
 
-/* The value of member `name` of an object node, 0 when absent; BAIL when repeated. */
-static int member_of(const Scan *s, uint32_t object, const char *name, uint32_t *value) {
-    size_t n = strlen(name);
-    uint32_t key = object + 1;
-    *value = 0;
-    for (uint32_t m = 0; m < NODE(s, object)->count; m++) {
-        if (node_is(s, key, name, n)) {
-            if (*value) return BAIL;
-            *value = VALUE_OF(key);
-        }
-        key = NODE(s, VALUE_OF(key))->next;
-    }
-    return OK;
-}
-
 /* An object's members with their keys sorted (unescaped keys only, none repeated). */
 static int sorted_members(const Scan *s, uint32_t object, Keyed *members, int sort) {
     uint32_t count = NODE(s, object)->count, key = object + 1;

@@ -6,6 +6,7 @@ tests feed both paths the same generated bodies, valid and broken, in one proces
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sysconfig
@@ -20,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import proto_json
-from proto_json import Conversion, fastpath
+from proto_json import Conversion, Limits, fastpath
 from tests.proto_json.test_properties import JSON_VALUES, hex_id, native_span
 
 BUILT = fastpath._module
@@ -156,8 +157,23 @@ def test_native_spans_bodies(spans: list[Any]) -> None:
 @SETTINGS
 @given(st.lists(native_span(), max_size=4))
 def test_valid_native_spans_take_the_fast_path(spans: list[Any]) -> None:
-    fast = _same(proto_json.convert_spans, orjson.dumps({"spans": spans}))
+    body = orjson.dumps({"spans": spans})
+    fast = _same(proto_json.convert_spans, body)
     assert isinstance(fast.canonical, bytes)
+    assert fastpath.native_body(body, Limits()) is not None, "straight from the bytes"
+
+
+@needs_fast_path
+@SETTINGS
+@given(
+    native_spans(),
+    st.sampled_from(
+        [{}, {"indent": 1}, {"ensure_ascii": False}, {"separators": (",", ":")}, {"indent": "\t"}]
+    ),
+)
+def test_native_bodies_written_otherwise(spans: list[Any], options: dict[str, Any]) -> None:
+    """Bodies as other JSON writers write them (escaped non-ASCII, whitespace)."""
+    _same(proto_json.convert_spans, json.dumps({"spans": spans}, **options).encode())
 
 
 @needs_fast_path

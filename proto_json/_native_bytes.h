@@ -1,0 +1,319 @@
+/* A /v1/spans body straight from its bytes to canonical bytes (part of _fastpath.c).
+ *
+ * The body is scanned into nodes (_jsonscan.h), not parsed into Python objects, and
+ * each span is written from its nodes by the rules of native_span above. Declined
+ * (None) whenever the dict-based path could answer otherwise: any string escaped
+ * otherwise than orjson escapes, repeated members, numbers orjson would read as
+ * something else, and everything native_span declines.
+ */
+#include "_jsonscan.h"
+
+#define NB(s, i) (&(s)->nodes[(i)])
+#define NB_TEXT(s, i) ((const char *)(s)->text + NB(s, i)->start)
+
+/* An unescaped string node's bytes (ids, times, kinds and statuses are never escaped). */
+static int nb_plain(const Scan *s, uint32_t i, const char **text, Py_ssize_t *n) {
+    if (NB(s, i)->type != J_STRING || NB(s, i)->flags & J_ESCAPED) return BAIL;
+    *text = NB_TEXT(s, i);
+    *n = NB(s, i)->len;
+    return OK;
+}
+
+/* The int64 value of an integer node as orjson reads it ("-0" is 0); BAIL past int64
+ * (orjson reads an unsigned 64-bit int or a double there: the general path decides). */
+static int nb_int(const Scan *s, uint32_t i, long long *out) {
+    const Node *n = NB(s, i);
+    const char *t = NB_TEXT(s, i);
+    int negative = t[0] == '-';
+    if (n->len - negative > 19) return BAIL;
+    unsigned long long v = 0;
+    for (uint32_t k = negative; k < n->len; k++) v = v * 10 + (unsigned long long)(t[k] - '0');
+    if (v > 9223372036854775807ULL + negative) return BAIL;
+    *out = negative ? (long long)(0 - v) : (long long)v;
+    return OK;
+}
+
+/* Whether an object repeats a member name (orjson would keep the last of them). */
+static int nb_repeats(const Scan *s, uint32_t object) {
+    uint32_t count = NB(s, object)->count, keys[64], key = object + 1;
+    if (count > 64) return 1;
+    for (uint32_t m = 0; m < count; m++) {
+        keys[m] = key;
+        for (uint32_t o = 0; o < m; o++)
+            if (NB(s, keys[o])->len == NB(s, key)->len &&
+                memcmp(NB_TEXT(s, keys[o]), NB_TEXT(s, key), NB(s, key)->len) == 0)
+                return 1;
+        key = NB(s, VALUE_OF(key))->next;
+    }
+    return 0;
+}
+
+static int nb_key_values(Buf *b, const Scan *s, uint32_t object, int depth);
+
+/* The AnyValue of a native attribute value (native_value's rules). */
+static int nb_value(Buf *b, const Scan *s, uint32_t i, int depth) {
+    const Node *n = NB(s, i);
+    long long number;
+    switch (n->type) {
+        case J_STRING:
+            TRY(PUT(b, "{\"stringValue\":\""));
+            TRY(put(b, NB_TEXT(s, i), n->len));
+            return PUT(b, "\"}");
+        case J_TRUE: return PUT(b, "{\"boolValue\":true}");
+        case J_FALSE: return PUT(b, "{\"boolValue\":false}");
+        case J_NULL: return PUT(b, "{}");
+        case J_INT:
+            TRY(nb_int(s, i, &number));
+            TRY(PUT(b, "{\"intValue\":\""));
+            TRY(put_i64(b, number));
+            return PUT(b, "\"}");
+        case J_FLOAT: /* the number as written: the same double (the scanner checked it) */
+            TRY(PUT(b, "{\"doubleValue\":"));
+            TRY(put(b, NB_TEXT(s, i), n->len));
+            return PUT(b, "}");
+        default: break;
+    }
+    if (depth >= MAX_FAST_DEPTH) return BAIL;
+    if (n->type == J_ARRAY) {
+        TRY(PUT(b, "{\"arrayValue\":{\"values\":["));
+        for (uint32_t k = 0, item = i + 1; k < n->count; k++, item = NB(s, item)->next) {
+            if (k) TRY(PUT(b, ","));
+            TRY(nb_value(b, s, item, depth + 1));
+        }
+        return PUT(b, "]}}");
+    }
+    TRY(PUT(b, "{\"kvlistValue\":{\"values\":["));
+    TRY(nb_key_values(b, s, i, depth + 1));
+    return PUT(b, "]}}");
+}
+
+/* The KeyValues of a native attributes object, in its member order. */
+static int nb_key_values(Buf *b, const Scan *s, uint32_t object, int depth) {
+    if (nb_repeats(s, object)) return BAIL;
+    uint32_t key = object + 1;
+    for (uint32_t m = 0; m < NB(s, object)->count; m++) {
+        if (m) TRY(PUT(b, ","));
+        TRY(PUT(b, "{\"key\":\""));
+        TRY(put(b, NB_TEXT(s, key), NB(s, key)->len));
+        TRY(PUT(b, "\",\"value\":"));
+        TRY(nb_value(b, s, VALUE_OF(key), depth));
+        TRY(PUT(b, "}"));
+        key = NB(s, VALUE_OF(key))->next;
+    }
+    return OK;
+}
+
+typedef struct {
+    uint32_t trace_id, span_id, parent, name, kind, start, end, status, attributes, events;
+} NativeNodes;
+
+static const char *const NATIVE_MEMBERS[] = {"traceId", "spanId",  "parentSpanId",
+                                             "name",    "kind",    "startTime",
+                                             "endTime", "status",  "attributes",
+                                             "events"};
+
+/* The members of a native span; BAIL for an unknown (reported) or repeated one. */
+static int nb_members(const Scan *s, uint32_t span, NativeNodes *m) {
+    uint32_t *slots[] = {&m->trace_id, &m->span_id, &m->parent,     &m->name,
+                         &m->kind,     &m->start,   &m->end,        &m->status,
+                         &m->attributes, &m->events};
+    memset(m, 0, sizeof(*m));
+    uint32_t key = span + 1;
+    for (uint32_t k = 0; k < NB(s, span)->count; k++) {
+        size_t c = 0;
+        while (c < 10 && !node_is(s, key, NATIVE_MEMBERS[c], strlen(NATIVE_MEMBERS[c]))) c++;
+        if (c == 10 || *slots[c]) return BAIL;
+        *slots[c] = VALUE_OF(key);
+        key = NB(s, VALUE_OF(key))->next;
+    }
+    return OK;
+}
+
+static inline int nb_absent(const Scan *s, uint32_t i) {
+    return i == 0 || NB(s, i)->type == J_NULL;
+}
+
+/* Span and event attribute pairs (attribute_pairs in native_span.py). */
+static long long nb_pairs(const Scan *s, const NativeNodes *m) {
+    long long count = m->attributes && NB(s, m->attributes)->type == J_OBJECT
+                          ? NB(s, m->attributes)->count
+                          : 0;
+    if (m->events && NB(s, m->events)->type == J_ARRAY) {
+        uint32_t event = m->events + 1;
+        for (uint32_t k = 0; k < NB(s, m->events)->count; k++, event = NB(s, event)->next) {
+            uint32_t attributes;
+            if (NB(s, event)->type == J_OBJECT &&
+                member_of(s, event, "attributes", &attributes) == OK && attributes &&
+                NB(s, attributes)->type == J_OBJECT)
+                count += NB(s, attributes)->count;
+        }
+    }
+    return count;
+}
+
+static int nb_id(Buf *b, const Scan *s, uint32_t i, const char *label, Py_ssize_t length) {
+    const char *text;
+    Py_ssize_t n;
+    char id[32];
+    if (i == 0) return BAIL;
+    TRY(nb_plain(s, i, &text, &n));
+    TRY(hex_id(text, n, length, id));
+    TRY(put(b, label, (Py_ssize_t)strlen(label)));
+    TRY(PUT(b, "\""));
+    TRY(put(b, id, length));
+    return PUT(b, "\"");
+}
+
+static int nb_time(const Scan *s, uint32_t i, unsigned long long *nanos) {
+    const char *text;
+    Py_ssize_t n;
+    if (i == 0) return BAIL;
+    TRY(nb_plain(s, i, &text, &n));
+    return iso8601_text(text, n, nanos);
+}
+
+static int nb_attributes(Buf *b, const Scan *s, uint32_t raw, const char *agent,
+                         Py_ssize_t agent_len) {
+    if (nb_absent(s, raw)) raw = 0;
+    if (raw && NB(s, raw)->type != J_OBJECT) return BAIL;
+    uint32_t reserved = 0;
+    if (raw) TRY(member_of(s, raw, "spangate.span.kind", &reserved));
+    if (reserved) return BAIL; /* reported as ignored: general path */
+    Py_ssize_t mark = b->len;
+    TRY(PUT(b, ",\"attributes\":["));
+    Py_ssize_t start = b->len;
+    if (raw) TRY(nb_key_values(b, s, raw, 0));
+    if (agent) {
+        if (b->len > start) TRY(PUT(b, ","));
+        TRY(PUT(b, "{\"key\":\"spangate.span.kind\",\"value\":{\"stringValue\":\""));
+        TRY(put(b, agent, agent_len));
+        TRY(PUT(b, "\"}}"));
+    }
+    if (b->len == start) {
+        b->len = mark;
+        return OK;
+    }
+    return PUT(b, "]");
+}
+
+static int nb_events(Buf *b, const Scan *s, uint32_t events) {
+    if (nb_absent(s, events)) return OK;
+    if (NB(s, events)->type != J_ARRAY) return BAIL;
+    if (NB(s, events)->count == 0) return OK;
+    TRY(PUT(b, ",\"events\":["));
+    uint32_t event = events + 1;
+    for (uint32_t k = 0; k < NB(s, events)->count; k++, event = NB(s, event)->next) {
+        uint32_t name, attributes, found = 0;
+        if (NB(s, event)->type != J_OBJECT || nb_repeats(s, event)) return BAIL;
+        TRY(member_of(s, event, "name", &name));
+        TRY(member_of(s, event, "attributes", &attributes));
+        found = (name != 0) + (attributes != 0);
+        if (found != NB(s, event)->count || !name || NB(s, name)->type != J_STRING)
+            return BAIL; /* an unknown member is reported: general path */
+        if (k) TRY(PUT(b, ","));
+        TRY(PUT(b, "{\"name\":\""));
+        TRY(put(b, NB_TEXT(s, name), NB(s, name)->len));
+        TRY(PUT(b, "\""));
+        if (!nb_absent(s, attributes)) {
+            if (NB(s, attributes)->type != J_OBJECT) return BAIL;
+            if (NB(s, attributes)->count) {
+                TRY(PUT(b, ",\"attributes\":["));
+                TRY(nb_key_values(b, s, attributes, 0));
+                TRY(PUT(b, "]"));
+            }
+        }
+        TRY(PUT(b, "}"));
+    }
+    return PUT(b, "]");
+}
+
+static int nb_span(Buf *b, const Scan *s, uint32_t span, long long *pairs, long long max_pairs) {
+    NativeNodes m;
+    const char *text = NULL;
+    Py_ssize_t n = 0;
+    int kind = 0, agent = 0, code = 0;
+    unsigned long long nanos;
+    if (NB(s, span)->type != J_OBJECT) return BAIL;
+    TRY(nb_members(s, span, &m));
+    *pairs += nb_pairs(s, &m);
+    if (*pairs > max_pairs) return BAIL;
+    TRY(nb_id(b, s, m.trace_id, "{\"traceId\":", 32));
+    TRY(nb_id(b, s, m.span_id, ",\"spanId\":", 16));
+    if (!nb_absent(s, m.parent)) {
+        TRY(nb_plain(s, m.parent, &text, &n));
+        if (n != 0 && !(n == 16 && memcmp(text, "0000000000000000", 16) == 0))
+            TRY(nb_id(b, s, m.parent, ",\"parentSpanId\":", 16));
+    }
+    if (!m.name || NB(s, m.name)->type != J_STRING || NB(s, m.name)->len == 0) return BAIL;
+    TRY(PUT(b, ",\"name\":\""));
+    TRY(put(b, NB_TEXT(s, m.name), NB(s, m.name)->len));
+    const char *agent_text = NULL;
+    Py_ssize_t agent_len = 0;
+    if (!nb_absent(s, m.kind)) {
+        TRY(nb_plain(s, m.kind, &text, &n));
+        TRY(kind_text(text, n, &kind, &agent));
+        if (agent) {
+            agent_text = text;
+            agent_len = n;
+        }
+    }
+    TRY(PUT(b, "\",\"kind\":"));
+    TRY(put_u64(b, (unsigned long long)kind));
+    TRY(nb_time(s, m.start, &nanos));
+    TRY(PUT(b, ",\"startTimeUnixNano\":\""));
+    TRY(put_u64(b, nanos));
+    if (!nb_absent(s, m.end)) {
+        TRY(nb_time(s, m.end, &nanos));
+        TRY(PUT(b, "\",\"endTimeUnixNano\":\""));
+        TRY(put_u64(b, nanos));
+    }
+    TRY(PUT(b, "\""));
+    if (m.attributes || agent_text) TRY(nb_attributes(b, s, m.attributes, agent_text, agent_len));
+    TRY(nb_events(b, s, m.events));
+    if (!nb_absent(s, m.status)) {
+        TRY(nb_plain(s, m.status, &text, &n));
+        TRY(status_text(text, n, &code));
+    }
+    TRY(PUT(b, ",\"status\":{\"code\":"));
+    TRY(put_u64(b, (unsigned long long)code));
+    return PUT(b, "}}");
+}
+
+/* native_body(data, max_spans, max_pairs) -> (canonical request bytes, spans, pairs)
+ * for a /v1/spans body whose spans are all valid; None otherwise. */
+static PyObject *native_body(PyObject *Py_UNUSED(self), PyObject *args) {
+    const char *data;
+    Py_ssize_t size;
+    long long max_spans, max_pairs, pairs = 0;
+    if (!PyArg_ParseTuple(args, "y#LL", &data, &size, &max_spans, &max_pairs)) return NULL;
+    Scan s = {NULL, 0, 0, NULL, 0, 0};
+    Buf b = {NULL, 0, 0};
+    uint32_t spans = 0;
+    int status = scan_document(&s, data, size);
+    if (status == OK && (NB(&s, 0)->type != J_OBJECT || NB(&s, 0)->count != 1))
+        status = BAIL; /* other members are reported as ignored: general path */
+    if (status == OK) status = member_of(&s, 0, "spans", &spans);
+    if (status == OK && (!spans || NB(&s, spans)->type != J_ARRAY ||
+                         (long long)NB(&s, spans)->count > max_spans))
+        status = BAIL;
+    uint32_t count = status == OK ? NB(&s, spans)->count : 0;
+    if (status == OK && count)
+        status = PUT(&b, "{\"resourceSpans\":[{\"resource\":{},\"scopeSpans\":[{\"scope\":{},"
+                         "\"spans\":[");
+    uint32_t span = spans + 1;
+    for (uint32_t k = 0; status == OK && k < count; k++, span = NB(&s, span)->next) {
+        if (k) status = PUT(&b, ",");
+        if (status == OK) status = nb_span(&b, &s, span, &pairs, max_pairs);
+    }
+    if (status == OK) status = count ? PUT(&b, "]}]}]}") : PUT(&b, "{\"resourceSpans\":[]}");
+    PyObject *result = NULL;
+    if (PyErr_Occurred())
+        result = NULL;
+    else if (status == OK)
+        result = Py_BuildValue("(y#IL)", b.data, b.len, count, pairs);
+    else
+        result = Py_NewRef(Py_None);
+    PyMem_Free(s.nodes);
+    PyMem_Free(b.data);
+    return result;
+}
