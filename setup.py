@@ -15,6 +15,7 @@ setup(
                 "proto_json/_jsonbuf.h",
                 "proto_json/_jsonscan.h",
                 "proto_json/_native_bytes.h",
+                "proto_json/_otlp_bytes.h",
             ],
             optional=True,
             extra_compile_args=["-O2"],

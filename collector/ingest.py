@@ -30,7 +30,7 @@ from collector.inflight import InflightBudget
 from collector.memory_watch import MemoryWatch
 from collector.metrics import Metrics
 from collector.queue import SpanQueue
-from proto_json import Conversion, EnvelopeError, Limits
+from proto_json import Conversion, EnvelopeError, Limits, fastpath
 from spangate.settings import IPNetwork
 from spangate.web import json_response
 from storage.identity import KeyIdentity
@@ -73,6 +73,9 @@ def _convert_otlp(data: bytes, limits: Limits) -> tuple[Conversion, bool]:
 
 def _convert_traces(data: bytes, limits: Limits) -> tuple[Conversion, bool]:
     """/v1/traces takes a native or an OTLP body; the detector tells them apart."""
+    converted = fastpath.otlp_body(data, limits)  # an all-valid body with resourceSpans
+    if converted is not None:
+        return converted, True
     document = proto_json.load_object(data)
     if proto_json.traces_format(document) == "otlp":
         try:

@@ -817,6 +817,7 @@ static int otlp_span(Buf *b, PyObject *raw) {
 }
 
 #include "_native_bytes.h"
+#include "_otlp_bytes.h"
 
 /* -- module functions ------------------------------------------------------------- */
 
@@ -873,6 +874,8 @@ static PyMethodDef methods[] = {
      "native_spans(spans, trace_id, session_id, pairs, max_pairs) -> (bytes, pairs) | None"},
     {"native_body", native_body, METH_VARARGS,
      "native_body(data, max_spans, max_pairs) -> (bytes, spans, pairs) | None"},
+    {"otlp_body", otlp_body, METH_VARARGS,
+     "otlp_body(data, max_spans, max_pairs) -> (bytes, spans, pairs) | None"},
     {"otlp_spans", otlp_spans, METH_VARARGS,
      "otlp_spans(spans, pairs, max_pairs) -> (bytes, pairs) | None"},
     {NULL, NULL, 0, NULL},

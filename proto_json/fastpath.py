@@ -67,6 +67,17 @@ def native_body(data: bytes, limits: Limits) -> Conversion | None:
     return None if result is None else all_accepted(*result)
 
 
+def otlp_body(data: bytes, limits: Limits) -> Conversion | None:
+    """An OTLP/JSON body (one with `resourceSpans`) converted from its bytes, without
+    parsing it into Python objects; None when any of it needs another path."""
+    if _module is None:
+        return None
+    result: tuple[bytes, int, int] | None = _module.otlp_body(
+        data, limits.max_spans, limits.max_attributes
+    )
+    return None if result is None else all_accepted(*result)
+
+
 def otlp_spans(spans: list[Any], limits: Limits, pairs: int = 0) -> tuple[bytes, int] | None:
     """The same for the spans of one OTLP/JSON scopeSpans."""
     if _module is None:

@@ -170,4 +170,7 @@ def convert_otlp_document(document: dict[str, Any], limits: Limits = DEFAULT_LIM
 
 def convert_otlp(data: bytes, limits: Limits = DEFAULT_LIMITS) -> Conversion:
     """Convert an OTLP/JSON body from its bytes."""
+    converted = fastpath.otlp_body(data, limits)  # straight from the bytes, when it can
+    if converted is not None:
+        return converted
     return convert_otlp_document(load_object(data), limits)

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import proto_json
-from proto_json import Conversion, Limits, fastpath
+from proto_json import Conversion, EnvelopeError, Limits, fastpath
 from tests.proto_json.test_properties import JSON_VALUES, hex_id, native_span
 
 BUILT = fastpath._module
@@ -58,10 +58,17 @@ def _outcome(result: Conversion) -> tuple[Any, ...]:
     )
 
 
-def _same(convert: Callable[[bytes], Conversion], body: bytes) -> Conversion:
-    """Convert with both paths; assert they agree; the fast path's result."""
+def _same(convert: Callable[[bytes], Conversion], body: bytes) -> Conversion | None:
+    """Convert with both paths; assert they agree (results, or envelope errors); the fast
+    path's result."""
     with _pure():
-        reference = convert(body)
+        try:
+            reference = convert(body)
+        except EnvelopeError as e:
+            with pytest.raises(EnvelopeError) as fast_error:
+                convert(body)
+            assert (fast_error.value.code, fast_error.value.message) == (e.code, e.message)
+            return None
     fast = convert(body)
     assert _outcome(fast) == _outcome(reference)
     return fast
@@ -159,6 +166,7 @@ def test_native_spans_bodies(spans: list[Any]) -> None:
 def test_valid_native_spans_take_the_fast_path(spans: list[Any]) -> None:
     body = orjson.dumps({"spans": spans})
     fast = _same(proto_json.convert_spans, body)
+    assert fast is not None
     assert isinstance(fast.canonical, bytes)
     assert fastpath.native_body(body, Limits()) is not None, "straight from the bytes"
 
@@ -456,7 +464,21 @@ def test_otlp_bodies(resources: list[list[list[Any]]]) -> None:
 def test_valid_otlp_spans_take_the_fast_path(spans: list[Any]) -> None:
     body = orjson.dumps({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]})
     fast = _same(proto_json.convert_otlp, body)
+    assert fast is not None
     assert isinstance(fast.canonical, bytes)
+    assert fastpath.otlp_body(body, Limits()) is not None, "straight from the bytes"
+
+
+@needs_fast_path
+@SETTINGS
+@given(
+    st.lists(otlp_span(), max_size=3),
+    st.sampled_from([{}, {"indent": 1}, {"ensure_ascii": False}, {"separators": (",", ":")}]),
+)
+def test_otlp_bodies_written_otherwise(spans: list[Any], options: dict[str, Any]) -> None:
+    """OTLP bodies as other JSON writers write them (escaped non-ASCII, whitespace)."""
+    document = {"resourceSpans": [{"resource": None, "scopeSpans": [None, {"spans": spans}]}]}
+    _same(proto_json.convert_otlp, json.dumps(document, **options).encode())
 
 
 # -- chosen cases ---------------------------------------------------------------------
@@ -499,6 +521,7 @@ SPAN = {
 def test_attribute_values(value: Any) -> None:
     span = {**SPAN, "attributes": {"v": value, "after": "x"}}
     fast = _same(proto_json.convert_spans, orjson.dumps({"spans": [span]}))
+    assert fast is not None
     assert isinstance(fast.canonical, bytes) == (value != 2**63)
 
 
@@ -510,6 +533,7 @@ def test_deep_nesting_takes_the_general_path() -> None:
     fast = _same(
         proto_json.convert_spans, orjson.dumps({"spans": [{**SPAN, "attributes": {"v": value}}]})
     )
+    assert fast is not None
     assert fast.errors and fast.errors[0].reason.startswith("INVALID_ATTRIBUTES")
 
 
@@ -527,4 +551,5 @@ _EXAMPLES = {
 def test_examples(name: str) -> None:
     body = (Path(__file__).parents[2] / "examples" / name).read_bytes()
     fast = _same(_EXAMPLES[name], body)
+    assert fast is not None
     assert isinstance(fast.canonical, bytes), "the examples are valid: the fast path takes them"
