@@ -84,6 +84,11 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             PRIMARY KEY (project_id, trace_id, span_id, start_day))""",
         "CREATE INDEX spans_trace_start ON spans (project_id, start_ns)",
     ),
+    (  # 4: that index served no query better than the primary key (project, trace,
+        # span, day): SQLite even chose it for `traces show`, scanning the project's
+        # spans by time instead of seeking its trace; every span write paid for it.
+        "DROP INDEX IF EXISTS spans_trace_start",
+    ),
 )
 
 
