@@ -193,15 +193,7 @@ static int json_unsigned(PyObject *o, unsigned long long maximum, unsigned long 
     const char *s;
     Py_ssize_t n;
     TRY(utf8_of(o, &s, &n));
-    if (n == 0 || n > 19) return BAIL;
-    unsigned long long v = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9') return BAIL;
-        v = v * 10 + (unsigned long long)(s[i] - '0');
-    }
-    if (v > maximum) return BAIL;
-    *out = v;
-    return OK;
+    return decimal_digits(s, n, maximum, out);
 }
 
 /* `,"label":N` for a non-zero unsigned 32-bit count or flags member. */
@@ -566,14 +558,7 @@ static int otlp_scalar(Buf *b, PyObject *key, PyObject *inner) {
             const char *s;
             Py_ssize_t len;
             TRY(utf8_of(inner, &s, &len));
-            Py_ssize_t i = len > 0 && s[0] == '-';
-            if (len - i < 1 || len - i > 18) return BAIL; /* longer ones: general path */
-            n = 0;
-            for (; i < len; i++) {
-                if (s[i] < '0' || s[i] > '9') return BAIL;
-                n = n * 10 + (s[i] - '0');
-            }
-            if (s[0] == '-') n = -n;
+            TRY(signed_decimal(s, len, &n));
         }
         TRY(PUT(b, "{\"intValue\":\""));
         TRY(put_i64(b, n));

@@ -100,6 +100,35 @@ static inline int put_i64(Buf *b, long long v) {
     return put_u64(b, (unsigned long long)v);
 }
 
+/* A string of 1 to 19 decimal digits, at most `maximum` (an unsigned OTLP integer, a
+ * time in nanoseconds); BAIL for anything else, signs included. */
+static inline int decimal_digits(const char *s, Py_ssize_t n, unsigned long long maximum,
+                                 unsigned long long *out) {
+    if (n == 0 || n > 19) return BAIL;
+    unsigned long long v = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9') return BAIL;
+        v = v * 10 + (unsigned long long)(s[i] - '0');
+    }
+    if (v > maximum) return BAIL;
+    *out = v;
+    return OK;
+}
+
+/* An optionally negative decimal string of 1 to 18 digits (an OTLP intValue); longer
+ * ones, which may not fit 64 bits, are left to the general path. */
+static inline int signed_decimal(const char *s, Py_ssize_t n, long long *out) {
+    Py_ssize_t i = n > 0 && s[0] == '-';
+    if (n - i < 1 || n - i > 18) return BAIL;
+    long long v = 0;
+    for (; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9') return BAIL;
+        v = v * 10 + (s[i] - '0');
+    }
+    *out = s[0] == '-' ? -v : v;
+    return OK;
+}
+
 /* UTF-8 of an exact str; BAIL for anything else (or a lone surrogate). */
 static inline int utf8_of(PyObject *o, const char **s, Py_ssize_t *n) {
     if (o == NULL || !PyUnicode_CheckExact(o)) return BAIL;

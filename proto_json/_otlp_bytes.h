@@ -23,15 +23,7 @@ static int ob_unsigned(const Scan *s, uint32_t i, unsigned long long maximum,
     const char *text;
     Py_ssize_t len;
     TRY(nb_plain(s, i, &text, &len));
-    if (len == 0 || len > 19) return BAIL;
-    unsigned long long v = 0;
-    for (Py_ssize_t k = 0; k < len; k++) {
-        if (text[k] < '0' || text[k] > '9') return BAIL;
-        v = v * 10 + (unsigned long long)(text[k] - '0');
-    }
-    if (v > maximum) return BAIL;
-    *out = v;
-    return OK;
+    return decimal_digits(text, len, maximum, out);
 }
 
 static int ob_count(Buf *b, const Scan *s, uint32_t owner, const char *member,
@@ -99,14 +91,7 @@ static int ob_value(Buf *b, const Scan *s, uint32_t i, int depth) {
             const char *text;
             Py_ssize_t len;
             TRY(nb_plain(s, inner, &text, &len));
-            Py_ssize_t k = len > 0 && text[0] == '-';
-            if (len - k < 1 || len - k > 18) return BAIL;
-            number = 0;
-            for (; k < len; k++) {
-                if (text[k] < '0' || text[k] > '9') return BAIL;
-                number = number * 10 + (text[k] - '0');
-            }
-            if (text[0] == '-') number = -number;
+            TRY(signed_decimal(text, len, &number));
         }
         TRY(PUT(b, "{\"intValue\":\""));
         TRY(put_i64(b, number));

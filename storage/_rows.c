@@ -247,14 +247,8 @@ static PyObject *json_column(Buf *b, PyObject *value, PyObject *empty, int *stat
     return PyUnicode_DecodeUTF8(b->data, b->len, NULL);
 }
 
-static PyObject *content_hash_of(Buf *b, PyObject *span, int *status) {
-    b->len = 0;
-    if (!PyDict_CheckExact(span)) {
-        *status = BAIL;
-        return NULL;
-    }
-    *status = put_object(b, span, 1, span_member);
-    if (*status != OK) return NULL;
+/* blake2b-16 of what the buffer holds, as 32 hex characters (span_content_hash). */
+static PyObject *hex_digest(const Buf *b) {
     PyObject *data = PyBytes_FromStringAndSize(b->data, b->len);
     if (data == NULL) return NULL;
     PyObject *args = PyTuple_Pack(1, data);
@@ -266,6 +260,16 @@ static PyObject *content_hash_of(Buf *b, PyObject *span, int *status) {
     PyObject *digest = PyObject_CallMethodNoArgs(hasher, s_hexdigest);
     Py_DECREF(hasher);
     return digest;
+}
+
+static PyObject *content_hash_of(Buf *b, PyObject *span, int *status) {
+    b->len = 0;
+    if (!PyDict_CheckExact(span)) {
+        *status = BAIL;
+        return NULL;
+    }
+    *status = put_object(b, span, 1, span_member);
+    return *status == OK ? hex_digest(b) : NULL;
 }
 
 /* Days since the epoch to "YYYY-MM-DD" (H. Hinnant's civil_from_days). */
@@ -283,15 +287,7 @@ static int nanos_of(PyObject *o, unsigned long long *out) {
     const char *s;
     Py_ssize_t n;
     TRY(utf8_of(o, &s, &n));
-    if (n == 0 || n > 19) return BAIL;
-    unsigned long long v = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9') return BAIL;
-        v = v * 10 + (unsigned long long)(s[i] - '0');
-    }
-    if (v > 9223372036854775807ULL) return BAIL;
-    *out = v;
-    return OK;
+    return decimal_digits(s, n, 9223372036854775807ULL, out);
 }
 
 /* The last values of session.id and spangate.span.kind among the attributes. */

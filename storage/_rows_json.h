@@ -314,16 +314,8 @@ static PyObject *node_list_text(Buf *b, const Scan *s, uint32_t i, int *status) 
 
 static int node_nanos(const Scan *s, uint32_t i, unsigned long long *out) {
     const Node *n = NODE(s, i);
-    if (n->type != J_STRING || n->len == 0 || n->len > 19) return BAIL;
-    unsigned long long v = 0;
-    for (uint32_t k = 0; k < n->len; k++) {
-        unsigned char c = s->text[n->start + k];
-        if (c < '0' || c > '9') return BAIL;
-        v = v * 10 + (c - '0');
-    }
-    if (v > 9223372036854775807ULL) return BAIL;
-    *out = v;
-    return OK;
+    if (n->type != J_STRING) return BAIL;
+    return decimal_digits((const char *)s->text + n->start, n->len, 9223372036854775807ULL, out);
 }
 
 typedef struct {
@@ -400,17 +392,7 @@ static int node_tagged(const Scan *s, uint32_t list, uint32_t *session, uint32_t
 static PyObject *node_hash(Buf *b, const Scan *s, uint32_t span, int *status) {
     b->len = 0;
     if ((*status = put_node_sorted(b, s, span, span_node_member)) != OK) return NULL;
-    PyObject *data = PyBytes_FromStringAndSize(b->data, b->len);
-    if (data == NULL) return NULL;
-    PyObject *call = PyTuple_Pack(1, data);
-    Py_DECREF(data);
-    if (call == NULL) return NULL;
-    PyObject *hasher = PyObject_Call(blake2b, call, hash_kwargs);
-    Py_DECREF(call);
-    if (hasher == NULL) return NULL;
-    PyObject *digest = PyObject_CallMethodNoArgs(hasher, s_hexdigest);
-    Py_DECREF(hasher);
-    return digest;
+    return hex_digest(b);
 }
 
 static PyObject *node_optional_str(const Scan *s, uint32_t i, int *status) {

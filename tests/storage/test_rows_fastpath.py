@@ -31,6 +31,17 @@ def test_built_together_with_the_converter() -> None:
     assert (span_rows.FAST_ROWS is None) == (CONVERTER_BUILT is None)
 
 
+#: A minimal canonical span, one of whose members the junk tests replace.
+_CANONICAL_SPAN = {
+    "traceId": "1" * 32,
+    "spanId": "2" * 16,
+    "name": "n",
+    "kind": 1,
+    "startTimeUnixNano": "5",
+    "status": {"code": 0},
+}
+
+
 def _same_rows(request: dict[str, Any]) -> None:
     assert FAST is not None
     reference = span_rows.python_rows_of(request, "project", 1234)
@@ -67,16 +78,9 @@ def test_rows_of_otlp_spans(spans: list[Any]) -> None:
 def test_unexpected_shapes_are_declined_or_identical(junk: Any) -> None:
     """Non-canonical input: the C builder returns None (Python decides) or the same rows."""
     assert FAST is not None
-    span = {
-        "traceId": "1" * 32,
-        "spanId": "2" * 16,
-        "name": "n",
-        "kind": 1,
-        "startTimeUnixNano": "5",
-        "status": {"code": 0},
-    }
     for member in ("attributes", "events", "status", "kind", "extra", "name"):
-        request = {"resourceSpans": [{"scopeSpans": [{"spans": [{**span, member: junk}]}]}]}
+        span = {**_CANONICAL_SPAN, member: junk}
+        request = {"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}
         fast = FAST.span_rows(request, "p", 1, span_rows.SpanRow)
         try:
             reference = span_rows.python_rows_of(request, "p", 1)
@@ -155,15 +159,8 @@ def test_rows_from_bytes_of_otlp_spans(spans: list[Any]) -> None:
 @SETTINGS
 @given(JSON_VALUES, st.sampled_from(["attributes", "events", "status", "kind", "x", "name"]))
 def test_rows_from_bytes_of_unexpected_shapes(junk: Any, member: str) -> None:
-    span = {
-        "traceId": "1" * 32,
-        "spanId": "2" * 16,
-        "name": "n",
-        "kind": 1,
-        "startTimeUnixNano": "5",
-        "status": {"code": 0},
-    }
-    request = {"resourceSpans": [{"scopeSpans": [{"spans": [{**span, member: junk}]}]}]}
+    span = {**_CANONICAL_SPAN, member: junk}
+    request = {"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}
     _same_rows_from_bytes(orjson.dumps(request), must_take=False)
     _same_rows_from_bytes(orjson.dumps(junk), must_take=False)
 
