@@ -69,8 +69,12 @@ def native_body(data: bytes, limits: Limits) -> Conversion | None:
 
 def otlp_body(data: bytes, limits: Limits) -> Conversion | None:
     """An OTLP/JSON body (one with `resourceSpans`) converted from its bytes, without
-    parsing it into Python objects; None when any of it needs another path."""
-    if _module is None:
+    parsing it into Python objects; None when any of it needs another path.
+
+    /v1/traces tries this before telling a native body from an OTLP one: a body whose
+    bytes do not even contain the member name is not scanned only to be declined.
+    """
+    if _module is None or b'"resourceSpans"' not in data:
         return None
     result: tuple[bytes, int, int] | None = _module.otlp_body(
         data, limits.max_spans, limits.max_attributes
