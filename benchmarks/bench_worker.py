@@ -12,6 +12,7 @@ upserts, XACK and XDEL. Targets: issue 6, >= 50,000 spans/s; issue 8, >= 100,000
 from __future__ import annotations
 
 import argparse
+import inspect
 import multiprocessing
 import statistics
 import tempfile
@@ -57,7 +58,8 @@ def baseline(db: Database, bodies: list[bytes], project: str, batch_entries: int
     return time.perf_counter() - start
 
 
-BATCH_ENTRIES = 50  # Worker's default
+#: The batches the worker writes, for the baseline to write the same ones.
+BATCH_ENTRIES: int = inspect.signature(Worker).parameters["batch_entries"].default
 
 
 def _run_worker(redis_url: str, db_url: str, name: str, go: Any) -> None:
