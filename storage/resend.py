@@ -138,6 +138,7 @@ class ResendWindow:
         self.client = client
         self.window_ms = window_ms
         self._script: Any = client.register_script(_WINDOW_SCRIPT)
+        self._loaded = False
 
     @property
     def script_sha(self) -> str:
@@ -151,7 +152,15 @@ class ResendWindow:
             return pending.result()
 
     def begin(self) -> Pending:
-        """Decisions to send piecemeal and read at once (see Pending)."""
+        """Decisions to send piecemeal and read at once (see Pending).
+
+        The script is loaded first by a new window: otherwise every call of the first
+        batch would come back NOSCRIPT and be run again, one by one, waiting on each
+        (redis-py loads a registered script only when a call finds it missing).
+        """
+        if not self._loaded:
+            self.client.script_load(_WINDOW_SCRIPT)
+            self._loaded = True
         return Pending(self)
 
     def calls(self, rows: list[SpanRow]) -> list[_Call]:
