@@ -29,7 +29,6 @@ from spangate.embedded_redis import free_port
 from storage.database import Database
 from storage.identity import IdentityStore
 from storage.schema import migrate
-from storage.streams import STREAM_PATTERN
 from tests.redis_server import RedisServer
 
 SERVER_CORE, LOAD_CORE = {0}, {1}
@@ -74,7 +73,7 @@ def database_with_key(work: Path) -> tuple[str, str]:
 def drain(client: redis.Redis) -> None:
     """Empty the queue between rounds so Redis memory and the AOF stay bounded (and the
     queue depth with it: nothing is refused QUEUE_NEAR_CAPACITY for want of a worker)."""
-    for pattern in (STREAM_PATTERN, "spangate:{*}:depth"):
+    for pattern in ("spangate:{*}:spans", "spangate:{*}:depth"):
         for key in client.scan_iter(match=pattern):
             client.delete(key)
     while client.info("persistence")["aof_rewrite_in_progress"]:

@@ -29,7 +29,7 @@ from storage.database import Database
 from storage.schema import migrate
 from storage.span_rows import rows_of
 from storage.spans import UPSERT, SpanStore
-from storage.streams import QueuedRequest, stream_key
+from storage.streams import STREAMS_KEY, QueuedRequest, stream_key
 from storage.worker import Worker
 from tests.redis_server import RedisServer
 
@@ -42,6 +42,7 @@ def fill(server: RedisServer, project: str, entries: int, spans: int) -> list[by
         body = conversion.payload
         bodies.append(body)
         item = QueuedRequest(project, "spans", int(time.time() * 1000), spans, body)
+        client.sadd(STREAMS_KEY, stream_key(project))
         client.xadd(stream_key(project), item.fields())  # type: ignore[arg-type]
     client.close()
     return bodies

@@ -9,6 +9,7 @@ reply is STORAGE_ERROR.
 from __future__ import annotations
 
 import asyncio
+import time
 
 import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
@@ -18,10 +19,12 @@ from redis.exceptions import OutOfMemoryError, RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from collector.errors import GatewayError, unavailable
-from storage.streams import QueuedRequest, depth_key, stream_key
+from storage.streams import STREAMS_KEY, QueuedRequest, depth_key, stream_key
 
 CONNECT_TIMEOUT_S = 1.0
 MEMORY_RETRY_AFTER_S = 5
+#: How often a collector process re-adds a stream it writes to the workers' set.
+REGISTER_EVERY_S = 60.0
 
 
 def connect(url: str, timeout_s: float) -> aioredis.Redis:
@@ -54,15 +57,18 @@ class SpanQueue:
     def __init__(self, client: aioredis.Redis, timeout_s: float) -> None:
         self.client = client
         self.timeout_s = timeout_s
+        self._registered: dict[str, float] = {}  # stream -> when it was last registered
 
     async def enqueue(self, item: QueuedRequest) -> bytes:
         """XADD the request's entry, raising the project's queue depth in the same MULTI;
         its stream id once Redis confirmed both."""
+        stream = stream_key(item.project_id)
         try:
-            async with self.client.pipeline(transaction=True) as pipeline:
-                pipeline.xadd(stream_key(item.project_id), item.fields())  # type: ignore[arg-type]
-                pipeline.incrby(depth_key(item.project_id), item.span_count)
-                async with asyncio.timeout(self.timeout_s):  # no extra task, unlike wait_for
+            async with asyncio.timeout(self.timeout_s):  # no extra task, unlike wait_for
+                await self._register(stream)
+                async with self.client.pipeline(transaction=True) as pipeline:
+                    pipeline.xadd(stream, item.fields())  # type: ignore[arg-type]
+                    pipeline.incrby(depth_key(item.project_id), item.span_count)
                     entry_id, _ = await pipeline.execute()
         except TimeoutError as e:
             raise unavailable(
@@ -71,6 +77,14 @@ class SpanQueue:
         except RedisError as e:
             raise refusal(e, "STORAGE_ERROR", "the queue store failed") from e
         return bytes(entry_id)
+
+    async def _register(self, stream: str) -> None:
+        """Add the stream to the workers' set before its first entry, and again every
+        REGISTER_EVERY_S. Not in the MULTI: the set is no project's key (Cluster slots)."""
+        now, last = time.monotonic(), self._registered.get(stream)
+        if last is None or now - last >= REGISTER_EVERY_S:
+            await self.client.sadd(STREAMS_KEY, stream)
+            self._registered[stream] = now
 
     async def ping(self) -> None:
         """Raise unless Redis answers a PING within the timeout."""

@@ -3,13 +3,17 @@
 One stream per project, `spangate:{<project_id>}:spans`; the braces are a Redis Cluster
 hash tag, so every key of a project lives on one shard. One entry per request: the
 canonical OTLP/JSON of its accepted spans plus where and when it came from.
+
+Producers add a stream's key to the set STREAMS_KEY before their first XADD to it (and
+again now and then, in case the set was lost); workers find the streams there. Finding
+them with SCAN instead would walk every key, the re-sending window's millions among them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-STREAM_PATTERN = "spangate:{*}:spans"
+STREAMS_KEY = "spangate:streams"
 
 
 def stream_key(project_id: str) -> str:

@@ -29,7 +29,7 @@ from storage.errors import StoreError, StoreUnavailable
 from storage.resend import Decision, Pending, ResendWindow
 from storage.span_rows import SpanRow, rows_of_json
 from storage.spans import SpanStore
-from storage.streams import STREAM_PATTERN, QueuedRequest, depth_key, project_of_stream
+from storage.streams import STREAMS_KEY, QueuedRequest, depth_key, project_of_stream
 
 log = logging.getLogger("spangate.worker")
 GROUP = "spangate-workers"
@@ -205,15 +205,15 @@ class Worker:
 
     def _discover(self, force: bool = False) -> list[str]:
         if force or time.monotonic() - self._discovered_at > DISCOVER_EVERY_S:
-            found = sorted(
-                key.decode() for key in self.client.scan_iter(match=STREAM_PATTERN, count=1000)
-            )
+            members: Any = self.client.smembers(STREAMS_KEY)
+            found = sorted(member.decode() for member in members)
             for stream in set(found) - set(self._streams):
                 try:
                     self.client.xgroup_create(stream, GROUP, id="0", mkstream=True)
                 except redis.ResponseError as e:
-                    if "BUSYGROUP" not in str(e):
-                        raise
+                    if "BUSYGROUP" not in str(e):  # another key type in the stream's place
+                        log.error("cannot read stream", extra={"stream": stream, "error": str(e)})
+                        found.remove(stream)
             self._streams = found
             self._discovered_at = time.monotonic()
         return self._streams
@@ -394,6 +394,15 @@ class Worker:
                     what = "database" if isinstance(e, StoreUnavailable) else "queue"
                     log.warning(f"{what} unavailable; retrying", extra={"error": str(e)})
                     stop.wait(UNAVAILABLE_BACKOFF_S)
+                    continue
+                except redis.ResponseError as e:
+                    if "NOGROUP" not in str(e):
+                        raise
+                    # a stream was deleted (and maybe written again) since it was found:
+                    # find every stream again, creating the groups that are missing
+                    self._drop_ahead()
+                    log.warning("a stream lost its consumer group", extra={"error": str(e)})
+                    self._streams, self._discovered_at = [], 0.0
                     continue
                 if burst and seen == 0:
                     self._discover(force=True)

@@ -19,7 +19,7 @@ from spangate.settings import Settings
 from storage.database import Database
 from storage.identity import IdentityStore
 from storage.schema import migrate
-from storage.streams import QueuedRequest, stream_key
+from storage.streams import STREAMS_KEY, QueuedRequest, stream_key
 from tests.processes import spawn, wait_healthy
 
 
@@ -62,6 +62,7 @@ def tenant(settings: Settings) -> Iterator[Tenant]:
     yield Tenant(created.key, project_id, store, str(settings.redis_url))
     client = redis.Redis.from_url(str(settings.redis_url))
     client.delete(stream_key(project_id))
+    client.srem(STREAMS_KEY, stream_key(project_id))
     client.close()
     db.close()
 

@@ -12,7 +12,7 @@ import pytest
 import redis
 
 from spangate.settings import Settings
-from storage.streams import stream_key
+from storage.streams import STREAMS_KEY, stream_key
 from tests.collector.conftest import Tenant, make_app
 from tests.proto_json.spans import span
 from tests.redis_server import RedisServer
@@ -79,6 +79,24 @@ async def test_redis_out_of_memory_is_redis_memory_high(
     error = (await response.get_json())["error"]
     assert response.status_code == 503 and error["code"] == "REDIS_MEMORY_HIGH"
     assert response.headers["Retry-After"] == str(error["retry_after"])
+
+
+async def test_streams_are_registered_for_the_workers(
+    settings: Settings, tenant: Tenant, own_redis: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stream's first entry registers it in the set the workers read; a set that was
+    lost is written again (here at once: REGISTER_EVERY_S set to 0)."""
+    app = make_app(settings, redis_url=own_redis.url)
+    redis_client = own_redis.client()
+    registered = {stream_key(tenant.project_id).encode()}
+    async with app.test_app() as test_app:
+        client = test_app.test_client()
+        assert (await client.post("/v1/spans", data=BODY, headers=tenant.auth())).status_code == 200
+        assert redis_client.smembers(STREAMS_KEY) == registered
+        redis_client.delete(STREAMS_KEY)
+        monkeypatch.setattr("collector.queue.REGISTER_EVERY_S", 0.0)
+        assert (await client.post("/v1/spans", data=BODY, headers=tenant.auth())).status_code == 200
+    assert redis_client.smembers(STREAMS_KEY) == registered
 
 
 async def test_redis_error_reply_is_storage_error(settings: Settings, tenant: Tenant) -> None:

@@ -18,7 +18,7 @@ from storage.database import Database
 from storage.errors import StoreUnavailable
 from storage.resend import ResendWindow, refused_counter
 from storage.spans import SpanStore
-from storage.streams import QueuedRequest, stream_key
+from storage.streams import STREAMS_KEY, QueuedRequest, stream_key
 from storage.worker import GROUP, Worker, attempts_key, dead_letter_key
 from tests.proto_json.spans import span
 
@@ -43,7 +43,12 @@ class Queue:
             conversion.accepted,
             orjson.dumps(conversion.request),
         )
-        self.client.xadd(stream_key(self.project_id), item.fields())  # type: ignore[arg-type]
+        self.add(item.fields())
+
+    def add(self, fields: dict[bytes, bytes]) -> None:
+        """One entry, added as a producer adds it: the stream registered, then XADD."""
+        self.client.sadd(STREAMS_KEY, stream_key(self.project_id))
+        self.client.xadd(stream_key(self.project_id), fields)  # type: ignore[arg-type]
 
     def length(self) -> int:
         return int(self.client.xlen(stream_key(self.project_id)))
@@ -62,6 +67,7 @@ def queue(client: redis.Redis) -> Iterator[Queue]:
     yield Queue(client, project_id)
     for key in client.scan_iter(match=f"spangate:{{{project_id}}}:*"):
         client.delete(key)
+    client.srem(STREAMS_KEY, stream_key(project_id))
 
 
 @pytest.fixture
@@ -199,6 +205,37 @@ def test_window_survives_redis_losing_its_scripts(
     assert stored == {span()["spanId"]: "first", "2" * 16: span()["name"]}
 
 
+def test_stream_deleted_and_written_again_is_read_again(
+    client: redis.Redis, queue: Queue, store: SpanStore
+) -> None:
+    """A stream deleted after the worker found it (its consumer group with it), then
+    written again: the worker creates the group again instead of failing on NOGROUP."""
+    queue.send(span())
+    worker = Worker(client, store, WINDOW_S, block_ms=10)
+    worker.run(burst=True)
+    client.delete(stream_key(queue.project_id))
+    queue.send(span(spanId="2" * 16))
+    worker.run(burst=True)
+    assert store.count(queue.project_id) == 2 and queue.length() == 0
+
+
+def test_a_registered_key_that_is_no_stream_is_skipped(
+    client: redis.Redis, queue: Queue, store: SpanStore
+) -> None:
+    """Another type of key in a registered stream's place is logged and skipped; the
+    other streams are still drained."""
+    other = f"spangate:{{prj_{uuid.uuid4().hex[:12]}}}:spans"
+    client.set(other, "not a stream")
+    client.sadd(STREAMS_KEY, other)
+    try:
+        queue.send(span())
+        drain(client, store)
+    finally:
+        client.delete(other)
+        client.srem(STREAMS_KEY, other)
+    assert store.count(queue.project_id) == 1
+
+
 def test_dead_worker_entries_are_taken_over(
     client: redis.Redis, queue: Queue, store: SpanStore
 ) -> None:
@@ -215,7 +252,7 @@ def test_undecodable_entry_is_dead_lettered_after_attempts(
     client: redis.Redis, queue: Queue, store: SpanStore
 ) -> None:
     """An entry that keeps failing goes to the dead-letter stream with its reason."""
-    client.xadd(stream_key(queue.project_id), {"body": b"not ours"})
+    queue.add({b"body": b"not ours"})
     queue.send(span())
     worker = Worker(client, store, WINDOW_S, block_ms=10, claim_idle_ms=0, max_attempts=3)
     for _ in range(5):
@@ -264,7 +301,7 @@ def test_entry_the_database_cannot_hold_is_dead_lettered_not_fatal(
         item = QueuedRequest(
             queue.project_id, "otlp", int(time.time() * 1000), 1, orjson.dumps(request)
         )
-        client.xadd(stream_key(queue.project_id), item.fields())  # type: ignore[arg-type]
+        queue.add(item.fields())
     worker = Worker(client, store, WINDOW_S, block_ms=10, claim_idle_ms=0, max_attempts=2)
     for _ in range(4):
         worker.run_once(block=False)
