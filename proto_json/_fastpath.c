@@ -828,7 +828,7 @@ static PyObject *native_spans(PyObject *Py_UNUSED(self), PyObject *args) {
     state.trace_id = trace_id == Py_None ? NULL : trace_id;
     if (session_id != Py_None && !PyUnicode_CheckExact(session_id)) Py_RETURN_NONE;
     state.session_id = session_id == Py_None ? NULL : session_id;
-    Buf b = {NULL, 0, 0};
+    Buf b = {NULL, 0, 0, NULL};
     int status = OK;
     for (Py_ssize_t i = 0; status == OK && i < PyList_GET_SIZE(spans); i++) {
         if (i) status = PUT(&b, ",");
@@ -841,7 +841,7 @@ static PyObject *otlp_spans(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *spans;
     long long pairs, max_pairs;
     if (!PyArg_ParseTuple(args, "O!LL", &PyList_Type, &spans, &pairs, &max_pairs)) return NULL;
-    Buf b = {NULL, 0, 0};
+    Buf b = {NULL, 0, 0, NULL};
     int status = OK;
     for (Py_ssize_t i = 0; status == OK && i < PyList_GET_SIZE(spans); i++) {
         PyObject *raw = PyList_GET_ITEM(spans, i);

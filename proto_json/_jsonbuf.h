@@ -19,11 +19,22 @@ typedef struct {
     char *data;
     Py_ssize_t len;
     Py_ssize_t cap;
+    PyObject *bytes; /* when set, data is this bytes object's buffer (see buf_for_bytes) */
 } Buf;
 
 static inline int grow(Buf *b, Py_ssize_t need) {
     Py_ssize_t cap = b->cap ? b->cap : 4096;
     while (cap - b->len < need) cap *= 2;
+    if (b->bytes != NULL) {
+        if (_PyBytes_Resize(&b->bytes, cap) != 0) { /* freed it, exception set */
+            b->data = NULL;
+            b->len = b->cap = 0;
+            return FAIL;
+        }
+        b->data = PyBytes_AS_STRING(b->bytes);
+        b->cap = cap;
+        return OK;
+    }
     char *data = PyMem_Realloc(b->data, cap);
     if (data == NULL) {
         PyErr_NoMemory();
@@ -32,6 +43,36 @@ static inline int grow(Buf *b, Py_ssize_t need) {
     b->data = data;
     b->cap = cap;
     return OK;
+}
+
+/* Start an empty buffer that writes straight into a bytes object of `expected` bytes,
+ * so that handing the result to Python copies nothing (see buf_take_bytes). */
+static inline int buf_for_bytes(Buf *b, Py_ssize_t expected) {
+    b->bytes = PyBytes_FromStringAndSize(NULL, expected > 0 ? expected : 1);
+    if (b->bytes == NULL) return FAIL;
+    b->data = PyBytes_AS_STRING(b->bytes);
+    b->len = 0;
+    b->cap = PyBytes_GET_SIZE(b->bytes);
+    return OK;
+}
+
+/* The bytes written, as the bytes object itself (new reference; NULL with an exception). */
+static inline PyObject *buf_take_bytes(Buf *b) {
+    PyObject *bytes = b->bytes;
+    b->bytes = NULL;
+    b->data = NULL;
+    if (bytes != NULL && _PyBytes_Resize(&bytes, b->len) != 0) bytes = NULL;
+    b->len = b->cap = 0;
+    return bytes;
+}
+
+static inline void buf_free(Buf *b) {
+    if (b->bytes != NULL)
+        Py_CLEAR(b->bytes);
+    else
+        PyMem_Free(b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
 }
 
 static inline int put(Buf *b, const char *s, Py_ssize_t n) {

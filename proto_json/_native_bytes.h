@@ -107,10 +107,10 @@ typedef struct {
     uint32_t trace_id, span_id, parent, name, kind, start, end, status, attributes, events;
 } NativeNodes;
 
-static const char *const NATIVE_MEMBERS[] = {"traceId", "spanId",  "parentSpanId",
-                                             "name",    "kind",    "startTime",
-                                             "endTime", "status",  "attributes",
-                                             "events"};
+static const Name NATIVE_MEMBERS[] = {
+    NAME("traceId"), NAME("spanId"), NAME("parentSpanId"), NAME("name"),
+    NAME("kind"), NAME("startTime"), NAME("endTime"), NAME("status"),
+    NAME("attributes"), NAME("events")};
 
 /* The members of a native span; BAIL for an unknown (reported) or repeated one. */
 static int nb_members(const Scan *s, uint32_t span, NativeNodes *m) {
@@ -120,8 +120,7 @@ static int nb_members(const Scan *s, uint32_t span, NativeNodes *m) {
     memset(m, 0, sizeof(*m));
     uint32_t key = span + 1;
     for (uint32_t k = 0; k < NB(s, span)->count; k++) {
-        size_t c = 0;
-        while (c < 10 && !node_is(s, key, NATIVE_MEMBERS[c], strlen(NATIVE_MEMBERS[c]))) c++;
+        size_t c = name_index(s, key, NATIVE_MEMBERS, 10);
         if (c == 10 || *slots[c]) return BAIL;
         *slots[c] = VALUE_OF(key);
         key = NB(s, VALUE_OF(key))->next;
@@ -287,7 +286,7 @@ static PyObject *native_body(PyObject *Py_UNUSED(self), PyObject *args) {
     long long max_spans, max_pairs, pairs = 0;
     if (!PyArg_ParseTuple(args, "y#LL", &data, &size, &max_spans, &max_pairs)) return NULL;
     Scan s = {NULL, 0, 0, NULL, 0, 0};
-    Buf b = {NULL, 0, 0};
+    Buf b = {NULL, 0, 0, NULL};
     uint32_t spans = 0;
     int status = scan_document(&s, data, size);
     if (status == OK && (NB(&s, 0)->type != J_OBJECT || NB(&s, 0)->count != 1))
@@ -297,6 +296,7 @@ static PyObject *native_body(PyObject *Py_UNUSED(self), PyObject *args) {
                          (long long)NB(&s, spans)->count > max_spans))
         status = BAIL;
     uint32_t count = status == OK ? NB(&s, spans)->count : 0;
+    if (status == OK) status = buf_for_bytes(&b, size * 2); /* the canonical form: ~1.7x */
     if (status == OK && count)
         status = PUT(&b, "{\"resourceSpans\":[{\"resource\":{},\"scopeSpans\":[{\"scope\":{},"
                          "\"spans\":[");
@@ -310,10 +310,13 @@ static PyObject *native_body(PyObject *Py_UNUSED(self), PyObject *args) {
     if (PyErr_Occurred())
         result = NULL;
     else if (status == OK)
-        result = Py_BuildValue("(y#IL)", b.data, b.len, count, pairs);
+        {
+        PyObject *bytes = buf_take_bytes(&b);
+        result = bytes == NULL ? NULL : Py_BuildValue("(NIL)", bytes, count, pairs);
+    }
     else
         result = Py_NewRef(Py_None);
     PyMem_Free(s.nodes);
-    PyMem_Free(b.data);
+    buf_free(&b);
     return result;
 }

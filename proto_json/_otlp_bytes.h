@@ -451,12 +451,13 @@ static PyObject *otlp_body(PyObject *Py_UNUSED(self), PyObject *args) {
     if (!PyArg_ParseTuple(args, "y#LL", &data, &size, &c.max_spans, &c.max_pairs))
         return NULL;
     Scan s = {NULL, 0, 0, NULL, 0, 0};
-    Buf b = {NULL, 0, 0};
+    Buf b = {NULL, 0, 0, NULL};
     uint32_t resources = 0;
     int status = scan_document(&s, data, size);
     if (status == OK && NB(&s, 0)->type != J_OBJECT) status = BAIL;
     if (status == OK) status = ob_array(&s, 0, "resourceSpans", &resources);
     if (status == OK && !resources) status = BAIL; /* not told apart from a native body */
+    if (status == OK) status = buf_for_bytes(&b, size + size / 4 + 64);
     if (status == OK) status = PUT(&b, "{\"resourceSpans\":[");
     Py_ssize_t start = b.len;
     uint32_t resource = resources + 1;
@@ -473,10 +474,13 @@ static PyObject *otlp_body(PyObject *Py_UNUSED(self), PyObject *args) {
     if (PyErr_Occurred())
         result = NULL;
     else if (status == OK)
-        result = Py_BuildValue("(y#LL)", b.data, b.len, c.spans, c.pairs);
+        {
+        PyObject *bytes = buf_take_bytes(&b);
+        result = bytes == NULL ? NULL : Py_BuildValue("(NLL)", bytes, c.spans, c.pairs);
+    }
     else
         result = Py_NewRef(Py_None);
     PyMem_Free(s.nodes);
-    PyMem_Free(b.data);
+    buf_free(&b);
     return result;
 }

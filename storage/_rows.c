@@ -470,7 +470,7 @@ static int rows_of_resource(Rows *r, PyObject *resource_spans, PyObject *out) {
 
 static PyObject *span_rows(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *request;
-    Rows r = {NULL, NULL, NULL, NULL, NULL, {NULL, 0, 0}};
+    Rows r = {NULL, NULL, NULL, NULL, NULL, {NULL, 0, 0, NULL}};
     if (!PyArg_ParseTuple(args, "OUOO!", &request, &r.project_id, &r.received_ms,
                           &PyType_Type, &r.row_type))
         return NULL;
@@ -495,7 +495,7 @@ static PyObject *span_rows(PyObject *Py_UNUSED(self), PyObject *args) {
 }
 
 static PyObject *content_hash(PyObject *Py_UNUSED(self), PyObject *span) {
-    Buf b = {NULL, 0, 0};
+    Buf b = {NULL, 0, 0, NULL};
     int status = OK;
     PyObject *digest = content_hash_of(&b, span, &status);
     PyMem_Free(b.data);
@@ -529,7 +529,7 @@ static PyObject *window_command(PyObject *Py_UNUSED(self), PyObject *args) {
                           &window_ms))
         return NULL;
     Py_ssize_t n = PyList_GET_SIZE(rows);
-    Buf b = {NULL, 0, 0};
+    Buf b = {NULL, 0, 0, NULL};
     char head[64], number[32];
     int status = OK, written = snprintf(head, sizeof(head), "*%zd\r\n", 4 + 3 * n);
     status = put(&b, head, written);

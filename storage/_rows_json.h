@@ -324,9 +324,10 @@ typedef struct {
     int extras;
 } SpanNodes;
 
-static const char *const SPAN_MEMBERS[] = {
-    "traceId",    "spanId", "parentSpanId", "name",  "kind",  "startTimeUnixNano",
-    "endTimeUnixNano", "attributes", "events", "links", "status"};
+static const Name SPAN_MEMBERS[] = {
+    NAME("traceId"),    NAME("spanId"), NAME("parentSpanId"), NAME("name"),
+    NAME("kind"),       NAME("startTimeUnixNano"), NAME("endTimeUnixNano"),
+    NAME("attributes"), NAME("events"), NAME("links"), NAME("status")};
 
 static int span_nodes(const Scan *s, uint32_t span, SpanNodes *m) {
     uint32_t *slots[] = {&m->trace_id, &m->span_id,    &m->parent, &m->name,
@@ -335,8 +336,7 @@ static int span_nodes(const Scan *s, uint32_t span, SpanNodes *m) {
     memset(m, 0, sizeof(*m));
     uint32_t key = span + 1;
     for (uint32_t k = 0; k < NODE(s, span)->count; k++) {
-        size_t c = 0;
-        while (c < 11 && !node_is(s, key, SPAN_MEMBERS[c], strlen(SPAN_MEMBERS[c]))) c++;
+        size_t c = name_index(s, key, SPAN_MEMBERS, 11);
         if (c < 11) {
             if (*slots[c]) return BAIL; /* repeated */
             *slots[c] = VALUE_OF(key);
@@ -356,8 +356,7 @@ static PyObject *node_extras(Buf *b, const Scan *s, uint32_t span, int *status) 
     if ((*status = PUT(b, "{")) != OK) return NULL;
     for (uint32_t k = 0; k < NODE(s, span)->count; k++) {
         uint32_t key = (uint32_t)members[k].index;
-        size_t c = 0;
-        while (c < 11 && !node_is(s, key, SPAN_MEMBERS[c], strlen(SPAN_MEMBERS[c]))) c++;
+        size_t c = name_index(s, key, SPAN_MEMBERS, 11);
         if (c < 11) continue;
         if ((written++ && (*status = PUT(b, ",")) != OK) ||
             (*status = put_scalar_node(b, s, key)) != OK || (*status = PUT(b, ":")) != OK ||
@@ -499,7 +498,7 @@ static int rows_of_resource_node(Rows *r, const Scan *s, uint32_t resource_spans
 static PyObject *span_rows_json(PyObject *Py_UNUSED(self), PyObject *args) {
     const char *text;
     Py_ssize_t size;
-    Rows r = {NULL, NULL, NULL, NULL, NULL, {NULL, 0, 0}};
+    Rows r = {NULL, NULL, NULL, NULL, NULL, {NULL, 0, 0, NULL}};
     if (!PyArg_ParseTuple(args, "y#UOO!", &text, &size, &r.project_id, &r.received_ms,
                           &PyType_Type, &r.row_type))
         return NULL;

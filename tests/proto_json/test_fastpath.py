@@ -526,6 +526,31 @@ def test_attribute_values(value: Any) -> None:
 
 
 @needs_fast_path
+@pytest.mark.parametrize(
+    "special",
+    [b'\\"', b"\\\\", b"\\n", b"\\u001f", b"\\u0041", b"\\/", b"\xc3\xa9",
+     b"\xf0\x9f\x98\x80", b"\x1f", b"\x7f", b"\xff", b"\xc3", b"\xed\xa0\x80"],
+)  # fmt: skip
+def test_string_bytes_at_every_offset(special: bytes) -> None:
+    """The scanner passes over strings 8 bytes at a time: an escape, a control, a
+    non-ASCII or an invalid byte at every offset of that window, across its edge and at
+    the body's very end (the last member) is read as the reference reads it, and
+    strings as orjson writes them stay on the byte path."""
+    span = {k: v for k, v in SPAN.items() if k != "name"} | {"name": "@@"}
+    template = orjson.dumps({"spans": [span]})
+    try:
+        as_orjson_writes = orjson.dumps(orjson.loads(b'"%s"' % special)) == b'"%s"' % special
+    except orjson.JSONDecodeError:  # a raw control or broken UTF-8: not JSON
+        as_orjson_writes = False
+    for before in range(17):
+        for after in range(10):
+            name = b"n" * before + special + b"a" * after
+            body = template.replace(b'"@@"', b'"' + name + b'"')
+            _same(proto_json.convert_spans, body)
+            assert (BUILT.native_body(body, 1000, 1000) is not None) == as_orjson_writes
+
+
+@needs_fast_path
 def test_deep_nesting_takes_the_general_path() -> None:
     value: Any = "leaf"
     for _ in range(40):
