@@ -130,6 +130,11 @@ class Database:
         self._slots: list[_Slot] = []
 
     @property
+    def sqlite_path(self) -> Path | None:
+        """The SQLite database file; None for PostgreSQL."""
+        return None if self.postgres else _sqlite_path(self.url)
+
+    @property
     def display_url(self) -> str:
         """The URL without a password, for logs and messages."""
         return re.sub(r"://([^:/@]+):[^@]*@", r"://\1:***@", self.url)

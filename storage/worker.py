@@ -25,6 +25,7 @@ from typing import Any
 
 import redis
 
+from storage.checkpoints import BackgroundCheckpoints
 from storage.errors import StoreError, StoreUnavailable
 from storage.resend import Decision, Pending, ResendWindow
 from storage.span_rows import SpanRow, rows_of_json
@@ -200,6 +201,7 @@ class Worker:
         self._discovered_at = 0.0
         self._ahead: _ReadAhead | None = None
         self._reading_ahead = False
+        self._checkpoints: BackgroundCheckpoints | None = None
 
     # -- streams and groups -----------------------------------------------------------
 
@@ -309,6 +311,8 @@ class Worker:
 
     def _store(self, decision: Decision) -> None:
         self.store.upsert(decision.write)
+        if self._checkpoints is not None:
+            self._checkpoints.committed()
         self.stats.spans_written += len(decision.write)
         self.stats.spans_refused += len(decision.refused)
         for row in decision.refused:
@@ -385,6 +389,9 @@ class Worker:
         stop = stop or threading.Event()
         self._discover(force=True)
         self._reading_ahead = True
+        if self.store.db.sqlite_path is not None:
+            self._checkpoints = BackgroundCheckpoints(self.store.db)
+            self._checkpoints.start()
         try:
             while not stop.is_set():
                 try:
@@ -414,4 +421,7 @@ class Worker:
         finally:
             self._reading_ahead = False
             self._drop_ahead()
+            if self._checkpoints is not None:
+                self._checkpoints.stop()
+                self._checkpoints = None
         return self.stats
