@@ -292,30 +292,20 @@ typedef struct {
     long long max_pairs;
 } Native;
 
-static const char *const OTEL_KINDS[] = {"internal", "server", "client", "producer",
-                                         "consumer"};
-static const char *const AGENT_KINDS[] = {"agent",      "llm_call",     "tool_call",
-                                          "retrieval",  "decision",     "delegation",
-                                          "coordination", "message",    "think",
-                                          "decide",     "observe",      "reflect"};
+static const Name OTEL_KINDS[] = {NAME("internal"), NAME("server"), NAME("client"),
+                                  NAME("producer"), NAME("consumer")};
+static const Name AGENT_KINDS[] = {
+    NAME("agent"),        NAME("llm_call"), NAME("tool_call"), NAME("retrieval"),
+    NAME("decision"),     NAME("delegation"), NAME("coordination"), NAME("message"),
+    NAME("think"),        NAME("decide"),   NAME("observe"),   NAME("reflect")};
 
 /* The OTel kind number of an SDK kind; *agent set when it is one of the agent kinds. */
 static int kind_text(const char *s, Py_ssize_t n, int *number, int *agent) {
-    *agent = 0;
-    for (int i = 0; i < 5; i++) {
-        if ((Py_ssize_t)strlen(OTEL_KINDS[i]) == n && memcmp(s, OTEL_KINDS[i], n) == 0) {
-            *number = i + 1;
-            return OK;
-        }
-    }
-    for (int i = 0; i < 12; i++) {
-        if ((Py_ssize_t)strlen(AGENT_KINDS[i]) == n && memcmp(s, AGENT_KINDS[i], n) == 0) {
-            *number = 1;
-            *agent = 1;
-            return OK;
-        }
-    }
-    return BAIL;
+    int otel = text_index(s, (size_t)n, OTEL_KINDS, 5);
+    *agent = otel == 5 && text_index(s, (size_t)n, AGENT_KINDS, 12) < 12;
+    if (otel == 5 && !*agent) return BAIL;
+    *number = *agent ? 1 : otel + 1;
+    return OK;
 }
 
 /* The OTel kind number; *agent is set to the agent kind's str when it is one. */
@@ -647,7 +637,7 @@ static PyObject *get(PyObject *dict, PyObject *key) {
 }
 
 /* An OTLP enum: absent/null is 0, an int in 0..count-1, or one of its names. */
-static int otlp_enum(PyObject *o, const char *const *names, int count, int *out) {
+static int otlp_enum(PyObject *o, const Name *names, int count, int *out) {
     *out = 0;
     if (o == NULL || o == Py_None) return OK;
     if (PyLong_CheckExact(o)) {
@@ -663,20 +653,15 @@ static int otlp_enum(PyObject *o, const char *const *names, int count, int *out)
     const char *s;
     Py_ssize_t n;
     TRY(utf8_of(o, &s, &n));
-    for (int i = 0; i < count; i++) {
-        if ((Py_ssize_t)strlen(names[i]) == n && memcmp(s, names[i], n) == 0) {
-            *out = i;
-            return OK;
-        }
-    }
-    return BAIL;
+    *out = text_index(s, (size_t)n, names, count);
+    return *out < count ? OK : BAIL;
 }
 
-static const char *const SPAN_KIND_NAMES[] = {
-    "SPAN_KIND_UNSPECIFIED", "SPAN_KIND_INTERNAL", "SPAN_KIND_SERVER",
-    "SPAN_KIND_CLIENT",      "SPAN_KIND_PRODUCER", "SPAN_KIND_CONSUMER"};
-static const char *const STATUS_NAMES[] = {"STATUS_CODE_UNSET", "STATUS_CODE_OK",
-                                           "STATUS_CODE_ERROR"};
+static const Name SPAN_KIND_NAMES[] = {
+    NAME("SPAN_KIND_UNSPECIFIED"), NAME("SPAN_KIND_INTERNAL"), NAME("SPAN_KIND_SERVER"),
+    NAME("SPAN_KIND_CLIENT"),      NAME("SPAN_KIND_PRODUCER"), NAME("SPAN_KIND_CONSUMER")};
+static const Name STATUS_NAMES[] = {NAME("STATUS_CODE_UNSET"), NAME("STATUS_CODE_OK"),
+                                    NAME("STATUS_CODE_ERROR")};
 
 /* A list of objects (absent or null: NULL). */
 static int otlp_objects(PyObject *o, PyObject **out) {

@@ -91,6 +91,21 @@ static inline int put(Buf *b, const char *s, Py_ssize_t n) {
 
 static const char HEX[] = "0123456789abcdef";
 
+/* A name and its length, for tables of names (members, kinds, enum values). */
+typedef struct {
+    const char *text;
+    size_t len;
+} Name;
+
+#define NAME(literal) {(literal), sizeof(literal) - 1}
+
+/* The index in `names` of the text s[0:n]; `count` when it is none of them. */
+static inline int text_index(const char *s, size_t n, const Name *names, int count) {
+    int c = 0;
+    while (c < count && !(names[c].len == n && memcmp(s, names[c].text, n) == 0)) c++;
+    return c;
+}
+
 /* Bytes a JSON string cannot hold as they are: controls, the quote and the backslash. */
 static const unsigned char ESCAPED[256] = {
     1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,

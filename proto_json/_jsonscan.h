@@ -306,19 +306,9 @@ static inline int node_is(const Scan *s, uint32_t i, const char *text, size_t n)
 
 #define NODE_IS(s, i, literal) node_is((s), (i), (literal), sizeof(literal) - 1)
 
-/* A name and its length, for tables of member names. */
-typedef struct {
-    const char *text;
-    size_t len;
-} Name;
-
-#define NAME(literal) {(literal), sizeof(literal) - 1}
-
 /* The index in `names` of a string node's raw bytes; `count` when none is equal. */
-static inline size_t name_index(const Scan *s, uint32_t i, const Name *names, size_t count) {
-    size_t c = 0;
-    while (c < count && !node_is(s, i, names[c].text, names[c].len)) c++;
-    return c;
+static inline int name_index(const Scan *s, uint32_t i, const Name *names, int count) {
+    return text_index((const char *)s->text + s->nodes[i].start, s->nodes[i].len, names, count);
 }
 
 /* The value of member `name` (n bytes) of an object node, 0 when absent; BAIL when

@@ -120,7 +120,7 @@ static int nb_members(const Scan *s, uint32_t span, NativeNodes *m) {
     memset(m, 0, sizeof(*m));
     uint32_t key = span + 1;
     for (uint32_t k = 0; k < NB(s, span)->count; k++) {
-        size_t c = name_index(s, key, NATIVE_MEMBERS, 10);
+        int c = name_index(s, key, NATIVE_MEMBERS, 10);
         if (c == 10 || *slots[c]) return BAIL;
         *slots[c] = VALUE_OF(key);
         key = NB(s, VALUE_OF(key))->next;

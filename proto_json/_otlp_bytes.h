@@ -173,7 +173,7 @@ static int ob_attributes(Buf *b, const Scan *s, uint32_t owner, int *first) {
     return put_u64(b, v);
 }
 
-static int ob_enum(const Scan *s, uint32_t i, const char *const *names, int count, int *out) {
+static int ob_enum(const Scan *s, uint32_t i, const Name *names, int count, int *out) {
     *out = 0;
     if (nb_absent(s, i)) return OK;
     if (NB(s, i)->type == J_INT) {
@@ -186,13 +186,8 @@ static int ob_enum(const Scan *s, uint32_t i, const char *const *names, int coun
     const char *text;
     Py_ssize_t n;
     TRY(nb_plain(s, i, &text, &n));
-    for (int k = 0; k < count; k++) {
-        if ((Py_ssize_t)strlen(names[k]) == n && memcmp(text, names[k], (size_t)n) == 0) {
-            *out = k;
-            return OK;
-        }
-    }
-    return BAIL;
+    *out = text_index(text, (size_t)n, names, count);
+    return *out < count ? OK : BAIL;
 }
 
 static int ob_objects(const Scan *s, uint32_t i, uint32_t *count) {

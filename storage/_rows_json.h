@@ -336,7 +336,7 @@ static int span_nodes(const Scan *s, uint32_t span, SpanNodes *m) {
     memset(m, 0, sizeof(*m));
     uint32_t key = span + 1;
     for (uint32_t k = 0; k < NODE(s, span)->count; k++) {
-        size_t c = name_index(s, key, SPAN_MEMBERS, 11);
+        int c = name_index(s, key, SPAN_MEMBERS, 11);
         if (c < 11) {
             if (*slots[c]) return BAIL; /* repeated */
             *slots[c] = VALUE_OF(key);
@@ -356,7 +356,7 @@ static PyObject *node_extras(Buf *b, const Scan *s, uint32_t span, int *status) 
     if ((*status = PUT(b, "{")) != OK) return NULL;
     for (uint32_t k = 0; k < NODE(s, span)->count; k++) {
         uint32_t key = (uint32_t)members[k].index;
-        size_t c = name_index(s, key, SPAN_MEMBERS, 11);
+        int c = name_index(s, key, SPAN_MEMBERS, 11);
         if (c < 11) continue;
         if ((written++ && (*status = PUT(b, ",")) != OK) ||
             (*status = put_scalar_node(b, s, key)) != OK || (*status = PUT(b, ":")) != OK ||
