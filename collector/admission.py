@@ -9,17 +9,15 @@ the worker when it acknowledges (see storage.streams.depth_key).
 
 from __future__ import annotations
 
-import asyncio
 import ipaddress
 import math
 import time
-from typing import Any
 
-import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from collector.errors import GatewayError, unavailable
 from collector.queue import refusal
+from collector.redis_link import RedisLink, Script
 from spangate.settings import IPNetwork
 from storage.streams import depth_key
 
@@ -28,7 +26,7 @@ BURST_SECONDS = 2.0
 #: KEYS: project rate, ip rate, project depth. ARGV: now ms; per limit: emission
 #: interval ms and tolerance ms (0 interval: no limit); max depth.
 #: Answers {0, depth} admitted, {1, retry_ms} rate limited, {2, depth} at capacity.
-_ADMIT = """
+_ADMIT = Script.of("""
 local now = tonumber(ARGV[1])
 local function check(key, interval, tolerance)
   if interval <= 0 then return nil end
@@ -45,7 +43,7 @@ if wait then return {1, math.ceil(wait)} end
 wait = check(KEYS[2], tonumber(ARGV[4]), tonumber(ARGV[5]))
 if wait then return {1, math.ceil(wait)} end
 return {0, depth}
-"""
+""")
 
 
 def _limit(rps: float) -> tuple[float, float]:
@@ -83,17 +81,15 @@ class Admission:
 
     def __init__(
         self,
-        client: aioredis.Redis,
+        client: RedisLink,
         project_rps: float,
         ip_rps: float,
         max_depth: int,
-        timeout_s: float,
     ) -> None:
-        self.script: Any = client.register_script(_ADMIT)
+        self.client = client
         self.project_limit = _limit(project_rps)
         self.ip_limit = _limit(ip_rps)
         self.max_depth = max_depth
-        self.timeout_s = timeout_s
 
     async def admit(self, project_id: str, ip: str) -> int:
         """The project's queue depth when the request may go on; else the 429 or 503."""
@@ -104,8 +100,7 @@ class Admission:
         ]
         args = [int(time.time() * 1000), *self.project_limit, *self.ip_limit, self.max_depth]
         try:
-            async with asyncio.timeout(self.timeout_s):  # no extra task, unlike wait_for
-                answer = await self.script(keys=keys, args=args)
+            answer = await self.client.evalsha(_ADMIT, keys, args)
         except (TimeoutError, RedisError) as e:
             raise refusal(
                 e, "QUEUE_DEPTH_UNKNOWN", "the depth of the project's queue cannot be read"

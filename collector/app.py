@@ -58,7 +58,6 @@ def create_app(settings: Settings) -> Quart:
         settings.rate_limit_project_rps,
         settings.rate_limit_ip_rps,
         settings.queue_max_spans_per_project,
-        timeout_s,
     )
     memory = MemoryWatch(queue.client, settings.redis_memory_high_ratio)
     inflight = InflightBudget(settings.max_inflight_bytes)

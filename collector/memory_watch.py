@@ -12,22 +12,31 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import Any
 
-import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from collector.errors import unavailable
 from collector.queue import MEMORY_RETRY_AFTER_S
+from collector.redis_link import RedisLink
 
 SAMPLE_EVERY_S = 1.0
 log = logging.getLogger("spangate.collector")
 
 
+def info_fields(text: bytes) -> dict[str, str]:
+    """The `name:value` lines of an INFO reply."""
+    fields = {}
+    for line in text.decode().splitlines():
+        name, colon, value = line.partition(":")
+        if colon and not name.startswith("#"):
+            fields[name] = value
+    return fields
+
+
 class MemoryWatch:
     """The sampled memory verdict of the queue store."""
 
-    def __init__(self, client: aioredis.Redis, ratio: float) -> None:
+    def __init__(self, client: RedisLink, ratio: float) -> None:
         self.client = client
         self.ratio = ratio
         self.high = False
@@ -36,7 +45,7 @@ class MemoryWatch:
 
     async def sample(self) -> None:
         """Read INFO memory once and update the verdict."""
-        info: Any = await self.client.info("memory")
+        info = info_fields(await self.client.execute("INFO", "memory"))
         maximum = int(info.get("maxmemory", 0))
         if maximum <= 0:
             self.high, self.used_ratio = False, 0.0

@@ -8,17 +8,14 @@ reply is STORAGE_ERROR.
 
 from __future__ import annotations
 
-import asyncio
 import time
 
-import redis.asyncio as aioredis
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import OutOfMemoryError, RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from collector.errors import GatewayError, unavailable
+from collector.redis_link import RedisLink
 from storage.streams import STREAMS_KEY, QueuedRequest, depth_key, stream_key
 
 CONNECT_TIMEOUT_S = 1.0
@@ -27,16 +24,10 @@ MEMORY_RETRY_AFTER_S = 5
 REGISTER_EVERY_S = 60.0
 
 
-def connect(url: str, timeout_s: float) -> aioredis.Redis:
-    """A client that fails fast: one immediate retry (a pooled connection may be stale
-    after a Redis restart), then the error; no backoff that would outlast the timeout."""
-    return aioredis.Redis.from_url(
-        url,
-        socket_connect_timeout=min(CONNECT_TIMEOUT_S, timeout_s),
-        socket_timeout=timeout_s + 1,
-        retry=Retry(NoBackoff(), 1),
-        health_check_interval=30,
-    )
+def connect(url: str, timeout_s: float) -> RedisLink:
+    """The collector's one Redis client: every call answered or failed within
+    `timeout_s`, and connecting never waits longer than that either."""
+    return RedisLink(url, timeout_s, min(CONNECT_TIMEOUT_S, timeout_s))
 
 
 def refusal(error: BaseException, otherwise: str, message: str) -> GatewayError:
@@ -54,7 +45,7 @@ def refusal(error: BaseException, otherwise: str, message: str) -> GatewayError:
 class SpanQueue:
     """Producer side of the per-project streams."""
 
-    def __init__(self, client: aioredis.Redis, timeout_s: float) -> None:
+    def __init__(self, client: RedisLink, timeout_s: float) -> None:
         self.client = client
         self.timeout_s = timeout_s
         self._registered: dict[str, float] = {}  # stream -> when it was last registered
@@ -64,12 +55,11 @@ class SpanQueue:
         its stream id once Redis confirmed both."""
         stream = stream_key(item.project_id)
         try:
-            async with asyncio.timeout(self.timeout_s):  # no extra task, unlike wait_for
-                await self._register(stream)
-                async with self.client.pipeline(transaction=True) as pipeline:
-                    pipeline.xadd(stream, item.fields())  # type: ignore[arg-type]
-                    pipeline.incrby(depth_key(item.project_id), item.span_count)
-                    entry_id, _ = await pipeline.execute()
+            await self._register(stream)
+            entry_id, _ = await self.client.transaction(
+                ("XADD", stream, "*", *item.field_values()),
+                ("INCRBY", depth_key(item.project_id), item.span_count),
+            )
         except TimeoutError as e:
             raise unavailable(
                 "ENQUEUE_UNCONFIRMED", f"the queue did not confirm within {self.timeout_s:g} s"
@@ -83,13 +73,13 @@ class SpanQueue:
         REGISTER_EVERY_S. Not in the MULTI: the set is no project's key (Cluster slots)."""
         now, last = time.monotonic(), self._registered.get(stream)
         if last is None or now - last >= REGISTER_EVERY_S:
-            await self.client.sadd(STREAMS_KEY, stream)
+            await self.client.execute("SADD", STREAMS_KEY, stream)
             self._registered[stream] = now
 
     async def ping(self) -> None:
         """Raise unless Redis answers a PING within the timeout."""
-        await asyncio.wait_for(self.client.ping(), self.timeout_s)
+        await self.client.execute("PING")
 
     async def close(self) -> None:
-        """Close the client's connections."""
-        await self.client.aclose()
+        """Close the client's connection."""
+        await self.client.close()

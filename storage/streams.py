@@ -42,14 +42,24 @@ class QueuedRequest:
     body: bytes
 
     def fields(self) -> dict[bytes, bytes]:
-        """The entry's fields as XADD takes them."""
-        return {
-            b"project": self.project_id.encode(),
-            b"route": self.route.encode(),
-            b"received_ms": str(self.received_ms).encode(),
-            b"spans": str(self.span_count).encode(),
-            b"body": self.body,
-        }
+        """The entry's fields as redis-py's XADD takes them."""
+        values = iter(self.field_values())
+        return dict(zip(values, values, strict=True))
+
+    def field_values(self) -> tuple[bytes, ...]:
+        """The entry's fields and values, in turn, as they follow XADD's id."""
+        return (
+            b"project",
+            self.project_id.encode(),
+            b"route",
+            self.route.encode(),
+            b"received_ms",
+            b"%d" % self.received_ms,
+            b"spans",
+            b"%d" % self.span_count,
+            b"body",
+            self.body,
+        )
 
     @classmethod
     def from_fields(cls, fields: dict[bytes, bytes]) -> QueuedRequest:

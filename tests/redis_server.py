@@ -16,11 +16,16 @@ class RedisServer:
     """A redis-server process owned by a test: it can be stopped and started again."""
 
     def __init__(
-        self, directory: Path, port: int | None = None, extra: tuple[str, ...] = ()
+        self,
+        directory: Path,
+        port: int | None = None,
+        extra: tuple[str, ...] = (),
+        password: str | None = None,
     ) -> None:
         self.directory = directory
         self.port = port or free_port()
         self.extra = extra
+        self.password = password
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -44,6 +49,7 @@ class RedisServer:
                 "yes",
                 "--maxmemory-policy",
                 "noeviction",
+                *(("--requirepass", self.password) if self.password else ()),
                 *self.extra,
             ],
             stdout=subprocess.DEVNULL,
@@ -52,7 +58,10 @@ class RedisServer:
         deadline = time.monotonic() + 10
         while True:
             try:
-                if redis.Redis.from_url(self.url, socket_connect_timeout=0.2).ping():
+                probe = redis.Redis.from_url(
+                    self.url, password=self.password, socket_connect_timeout=0.2
+                )
+                if probe.ping():
                     return self
             except redis.ConnectionError:
                 if time.monotonic() > deadline:

@@ -1,0 +1,182 @@
+"""The collector's pipelined Redis connection against real redis-servers."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import NoScriptError, OutOfMemoryError, ResponseError
+
+from collector.redis_link import Endpoint, RedisLink, Script, pack
+from tests.redis_server import RedisServer
+
+ECHO = Script.of("return {KEYS[1], ARGV[1]}")
+
+
+@pytest.fixture
+def own_redis(tmp_path: Path) -> Iterator[RedisServer]:
+    server = RedisServer(tmp_path / "own-redis").start()
+    yield server
+    server.stop()
+
+
+def test_pack_writes_resp_arrays_of_bulk_strings() -> None:
+    """Every argument type becomes a bulk string; several commands are concatenated."""
+    assert pack([("SET", b"k\r\n", 7), ("INCRBYFLOAT", "k", 0.5)]) == (
+        b"*3\r\n$3\r\nSET\r\n$3\r\nk\r\n\r\n$1\r\n7\r\n"
+        b"*3\r\n$11\r\nINCRBYFLOAT\r\n$1\r\nk\r\n$3\r\n0.5\r\n"
+    )
+
+
+def test_endpoint_reads_credentials_database_and_socket() -> None:
+    """URLs give the host, port, database, credentials and the handshake they need."""
+    plain = Endpoint.of("redis://127.0.0.1:6380")
+    assert (plain.host, plain.port, plain.db, plain.tls, plain.handshake()) == (
+        "127.0.0.1",
+        6380,
+        0,
+        None,
+        [],
+    )
+    full = Endpoint.of("redis://bob:s3cret@h/4")
+    assert full.handshake() == [["AUTH", "bob", "s3cret"], ["SELECT", 4]]
+    assert Endpoint.of("redis://:pw@h").handshake() == [["AUTH", "pw"]]
+    assert Endpoint.of("unix:///tmp/r.sock?db=2").path == "/tmp/r.sock"
+    assert Endpoint.of("rediss://h").tls is not None
+
+
+async def test_concurrent_calls_are_answered_in_their_order(redis_url: str) -> None:
+    """Many calls in flight on one connection each get their own reply."""
+    link = RedisLink(redis_url, 2.0, 1.0)
+    try:
+        replies = await asyncio.gather(*(link.execute("ECHO", f"m{i}") for i in range(500)))
+        assert replies == [f"m{i}".encode() for i in range(500)]
+    finally:
+        await link.close()
+
+
+async def test_transaction_returns_exec_replies_and_raises_errors(redis_url: str) -> None:
+    """MULTI...EXEC gives EXEC's replies; an error at EXEC time is raised, not returned."""
+    link = RedisLink(redis_url, 2.0, 1.0)
+    client = redis.Redis.from_url(redis_url)
+    client.delete("link:counter", "link:string")
+    client.set("link:string", "x")
+    try:
+        assert await link.transaction(("INCRBY", "link:counter", 3), ("GET", "link:counter")) == [
+            3,
+            b"3",
+        ]
+        with pytest.raises(ResponseError, match="WRONGTYPE"):
+            await link.transaction(("XADD", "link:string", "*", "f", "v"))
+        with pytest.raises(ResponseError, match="unknown command"):
+            await link.transaction(("NOSUCHCOMMAND",))  # refused when queued
+        assert await link.execute("GET", "link:counter") == b"3"  # the connection still works
+    finally:
+        client.delete("link:counter", "link:string")
+        client.close()
+        await link.close()
+
+
+async def test_out_of_memory_is_raised_as_redis_pys_exception(own_redis: RedisServer) -> None:
+    """Redis's OOM answer, in a transaction or a script, is OutOfMemoryError or names OOM."""
+    own_redis.client().config_set("maxmemory", "1")
+    link = RedisLink(own_redis.url, 2.0, 1.0)
+    try:
+        with pytest.raises(OutOfMemoryError):
+            await link.transaction(("XADD", "s", "*", "f", "v"))
+        with pytest.raises(ResponseError, match="OOM"):
+            await link.evalsha(Script.of("return redis.call('SET', KEYS[1], 1)"), ["k"], [])
+    finally:
+        await link.close()
+
+
+async def test_evalsha_sends_the_source_only_when_redis_lacks_it(redis_url: str) -> None:
+    """After SCRIPT FLUSH the script still runs (EVAL), then EVALSHA finds it again."""
+    link = RedisLink(redis_url, 2.0, 1.0)
+    try:
+        await link.execute("SCRIPT", "FLUSH")
+        with pytest.raises(NoScriptError):
+            await link.execute("EVALSHA", ECHO.sha, 1, "k", "a")
+        assert await link.evalsha(ECHO, ["k"], ["a"]) == [b"k", b"a"]
+        assert await link.execute("EVALSHA", ECHO.sha, 1, "k", "b") == [b"k", b"b"]
+    finally:
+        await link.close()
+
+
+async def test_silent_redis_fails_every_waiting_call_then_reconnects(
+    own_redis: RedisServer,
+) -> None:
+    """While Redis sleeps, calls fail with TimeoutError at the timeout; later ones work."""
+    link = RedisLink(own_redis.url, 0.3, 1.0)
+    try:
+        assert await link.execute("PING") is not None  # connected before the freeze
+        freeze = asyncio.create_task(
+            asyncio.to_thread(own_redis.client().execute_command, "DEBUG", "SLEEP", "1")
+        )
+        await asyncio.sleep(0.1)
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        results = await asyncio.gather(
+            *(link.execute("ECHO", str(i)) for i in range(3)), return_exceptions=True
+        )
+        assert all(isinstance(r, TimeoutError) for r in results), results
+        assert loop.time() - started < 0.3 + 0.2
+        await freeze
+        assert await link.execute("ECHO", "back") == b"back"
+    finally:
+        await link.close()
+
+
+async def test_lost_connection_fails_fast_and_recovers(own_redis: RedisServer) -> None:
+    """Redis stopped: ConnectionError at once; started again: the next call reconnects."""
+    link = RedisLink(own_redis.url, 2.0, 1.0)
+    try:
+        assert await link.execute("ECHO", "a") == b"a"
+        own_redis.stop()
+        with pytest.raises(RedisConnectionError):
+            await link.execute("ECHO", "b")
+        own_redis.start()
+        assert await link.execute("ECHO", "c") == b"c"
+    finally:
+        await link.close()
+
+
+async def test_password_and_database_from_the_url(tmp_path: Path) -> None:
+    """AUTH and SELECT are sent on connect; a wrong password is a ConnectionError."""
+    server = RedisServer(tmp_path / "auth-redis", password="s3cret").start()
+    try:
+        link = RedisLink(f"redis://:s3cret@127.0.0.1:{server.port}/3", 2.0, 1.0)
+        await link.execute("SET", "where", "db3")
+        await link.close()
+        db3 = redis.Redis(port=server.port, password="s3cret", db=3)
+        assert db3.get("where") == b"db3"
+        db3.close()
+        wrong = RedisLink(f"redis://:nope@127.0.0.1:{server.port}", 2.0, 1.0)
+        with pytest.raises(RedisConnectionError, match="refused"):
+            await wrong.execute("PING")
+    finally:
+        server.stop()
+
+
+async def test_unix_socket_url(tmp_path: Path) -> None:
+    """unix:// URLs connect through the socket file."""
+    socket_path = tmp_path / "r.sock"
+    server = RedisServer(tmp_path / "unix-redis", extra=("--unixsocket", str(socket_path))).start()
+    try:
+        link = RedisLink(f"unix://{socket_path}", 2.0, 1.0)
+        assert await link.execute("ECHO", "via socket") == b"via socket"
+        await link.close()
+    finally:
+        server.stop()
+
+
+async def test_nothing_listening_is_a_connection_error(tmp_path: Path) -> None:
+    """A port with no server fails within the connect timeout, as ConnectionError."""
+    server = RedisServer(tmp_path / "never-started")  # its port, never bound
+    link = RedisLink(server.url, 2.0, 0.5)
+    with pytest.raises(RedisConnectionError):
+        await link.execute("PING")
