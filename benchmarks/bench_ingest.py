@@ -1,6 +1,6 @@
 """Collector span rate as a ratio of an echo app on the same framework, in one run.
 
-    python -m benchmarks.bench_ingest [--seconds 3] [--rounds 5] [--connections 8]
+    python -m benchmarks.bench_ingest [--seconds 3] [--rounds 5] [--connections 8] [--only 1-span]
 
 Both servers are single Hypercorn processes pinned to core 0; this load generator and
 Redis (append-only on, as in production) share core 1. Rounds alternate echo and
@@ -86,6 +86,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=3.0, help="per round")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--connections", type=int, default=8)
+    parser.add_argument("--only", default="", help="run the cases whose label contains this")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="spangate-bench-"))
     server = RedisServer(work / "redis").start()
@@ -115,6 +116,7 @@ def main() -> None:
         ("1000-span OTLP", "/v1/otlp/v1/traces", otlp_body(1000), 1000),
         ("1-span native", "/v1/spans", native_spans_body(1), 1),
     ]
+    cases = [case for case in cases if args.only in case[0]]
     print(
         f"{args.rounds} paired rounds of {args.seconds:g} s, {args.connections} connections; "
         f"servers on core 0, load and Redis on core 1"

@@ -117,13 +117,13 @@ def _install_handlers(app: Quart, metrics: Metrics) -> None:
     @app.after_request
     async def count_request(response: Response) -> Response:
         rule = request.url_rule.rule if request.url_rule is not None else "unmatched"
-        metrics.requests.labels(rule, str(response.status_code)).inc()
-        response.headers["X-Request-Id"] = getattr(g, "request_id", "")
+        metrics.child(metrics.requests, rule, str(response.status_code)).inc()
+        response.headers["X-Request-Id"] = g.get("request_id", "")
         return response
 
     @app.errorhandler(GatewayError)
     async def gateway_error(error: GatewayError) -> Response:
-        metrics.refusals.labels(error.code).inc()
+        metrics.child(metrics.refusals, error.code).inc()
         log.log(
             logging.WARNING if error.status >= 500 else logging.DEBUG,
             "request refused",
@@ -134,7 +134,7 @@ def _install_handlers(app: Quart, metrics: Metrics) -> None:
                 "route": request.path,
             },
         )
-        return render_error(error, bool(getattr(g, "otlp_form", False)))
+        return render_error(error, bool(g.get("otlp_form", False)))
 
     @app.errorhandler(HTTPException)
     async def http_error(error: HTTPException) -> Response:

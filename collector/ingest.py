@@ -52,7 +52,7 @@ Converter = Callable[[bytes, Limits], tuple[Conversion, bool]]
 
 
 def _otlp_form() -> bool:
-    return bool(getattr(g, "otlp_form", False))
+    return bool(g.get("otlp_form", False))  # getattr would raise and catch inside Quart
 
 
 def _native(convert: Callable[[bytes, Limits], Conversion]) -> Converter:
@@ -219,11 +219,10 @@ class Ingest:
         codings = self._check_headers()
         identity = await authenticate(self.verifier, request.headers)
         self.memory.check()
-        ip = client_ip(
-            request.remote_addr, request.headers.get("X-Forwarded-For"), self.trusted_proxies
-        )
+        forwarded = request.headers.get("X-Forwarded-For") if self.trusted_proxies else None
+        ip = client_ip(request.remote_addr, forwarded, self.trusted_proxies)
         depth = await self.admission.admit(identity.project_id, ip)
-        self.metrics.queue_depth.labels(identity.project_id).set(depth)
+        self.metrics.child(self.metrics.queue_depth, identity.project_id).set(depth)
         if self.archive is not None and self.archive.degraded and depth >= self.archive_headroom:
             raise unavailable(
                 "ARCHIVE_DEGRADED_NO_HEADROOM",
@@ -250,8 +249,8 @@ class Ingest:
                 count=conversion.span_count, limit=self._limit_of(conversion.refusal)
             )
             raise unavailable(conversion.refusal, message)
-        self.metrics.spans.labels(route, "accepted").inc(conversion.accepted)
-        self.metrics.spans.labels(route, "rejected").inc(conversion.rejected)
+        self.metrics.child(self.metrics.spans, route, "accepted").inc(conversion.accepted)
+        self.metrics.child(self.metrics.spans, route, "rejected").inc(conversion.rejected)
         if queued is not None:
             received_ms = await self._enqueue(identity, route, conversion.accepted, queued)
             if self.archive is not None:

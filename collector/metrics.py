@@ -7,6 +7,7 @@ Labels never carry a key: projects appear by their opaque id.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from quart import Response
@@ -19,6 +20,7 @@ class Metrics:
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
+        self._children: dict[tuple[Counter | Gauge, tuple[str, ...]], Any] = {}
         r = self.registry
         self.requests = Counter(
             "spangate_requests",
@@ -53,6 +55,15 @@ class Metrics:
         self.redis_memory_ratio = Gauge(
             "spangate_redis_memory_ratio", "Redis used_memory / maxmemory (last sample)", registry=r
         )
+
+    def child(self, metric: Counter | Gauge, *labels: str) -> Any:
+        """`metric.labels(*labels)`, looked up once: labels() takes a lock and builds its
+        key on every call, several times a request."""
+        key = (metric, labels)
+        found = self._children.get(key)
+        if found is None:
+            found = self._children[key] = metric.labels(*labels)
+        return found
 
     def watch(self, inflight_bytes: Callable[[], float], memory_ratio: Callable[[], float]) -> None:
         """Gauges read at scrape time."""

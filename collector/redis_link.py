@@ -6,16 +6,16 @@ through `redis.asyncio` costs about 290 us of CPU and one MULTI/XADD/INCRBY/EXEC
 written straight to an asyncio transport and parsed by hiredis cost about a third of
 that, and every ingest request sends both.
 
-One connection per collector process carries every request's commands. Each command,
-or a whole MULTI ... EXEC, is written in one `transport.write`, so nothing interleaves
-inside it, and Redis answers in the order it was written to, which is the order of the
-waiting calls. Every call has the same timeout, so the oldest waiting call is the first
-to expire, and one timer per connection watches it: when it expires, Redis has stopped
-answering, the connection is dropped, and every waiting call fails with TimeoutError
-(a late reply could no longer be told from a later call's). A lost connection fails
-its waiting calls with redis-py's ConnectionError; the next call connects afresh. Error
-replies become the redis-py exceptions callers already map (OutOfMemoryError,
-NoScriptError, ResponseError).
+One connection per collector process carries every request's commands. What the
+requests of one event loop turn send goes out in one write, in the order sent, so
+nothing interleaves inside a command or a MULTI ... EXEC, and Redis answers in that
+order, which is the order of the waiting calls. Every call has the same timeout, so
+the oldest waiting call is the first to expire, and one timer per connection watches
+it: when it expires, Redis has stopped answering, the connection is dropped, and every
+waiting call fails with TimeoutError (a late reply could no longer be told from a later
+call's). A lost connection fails its waiting calls with redis-py's ConnectionError; the
+next call connects afresh. Error replies become the redis-py exceptions callers already
+map (OutOfMemoryError, NoScriptError, ResponseError).
 """
 
 from __future__ import annotations
@@ -165,6 +165,7 @@ class _Connection(asyncio.Protocol):
         self._waiting: deque[_Waiter] = deque()
         self._transport: asyncio.Transport | None = None
         self._timer: asyncio.TimerHandle | None = None
+        self._outgoing: list[bytes] = []  # written once per event loop turn
         self.closed = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -197,10 +198,18 @@ class _Connection(asyncio.Protocol):
         future: asyncio.Future[list[Any]] = self._loop.create_future()
         deadline = self._loop.time() + self._timeout_s
         self._waiting.append(_Waiter(future, deadline, expected))
-        self._transport.write(payload)
+        if not self._outgoing:
+            self._loop.call_soon(self._flush)
+        self._outgoing.append(payload)
         if self._timer is None:
             self._timer = self._loop.call_at(deadline, self._expire)
         return future
+
+    def _flush(self) -> None:
+        """One write (one system call) for every command sent since the last turn."""
+        outgoing, self._outgoing = self._outgoing, []
+        if not self.closed and self._transport is not None:
+            self._transport.write(outgoing[0] if len(outgoing) == 1 else b"".join(outgoing))
 
     def _expire(self) -> None:
         self._timer = None
