@@ -6,8 +6,8 @@ through `redis.asyncio` costs about 290 us of CPU and one MULTI/XADD/INCRBY/EXEC
 written straight to an asyncio transport and parsed by hiredis cost about a third of
 that, and every ingest request sends both.
 
-One connection per collector process carries every request's commands. What the
-requests of one event loop turn send goes out in one write, in the order sent, so
+A connection carries the commands of every request at once. What the requests of
+one event loop turn send on it goes out in one write, in the order sent, so
 nothing interleaves inside a command or a MULTI ... EXEC, and Redis answers in that
 order, which is the order of the waiting calls. Every call has the same timeout, so
 the oldest waiting call is the first to expire, and one timer per connection watches
@@ -24,7 +24,7 @@ import asyncio
 import hashlib
 import ssl
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -235,15 +235,53 @@ class _Connection(asyncio.Protocol):
             self._transport.abort()
 
 
+class _Lane:
+    """One lazily (re)connected connection of a link."""
+
+    def __init__(self, connect: Callable[[], Awaitable[_Connection]]) -> None:
+        self._connect = connect
+        self.connection: _Connection | None = None
+        self._connecting: asyncio.Future[_Connection] | None = None
+
+    async def connected(self) -> _Connection:
+        """The open connection, made once for every caller that needs it at the same time."""
+        connection = self.connection
+        if connection is not None and not connection.closed:
+            return connection
+        if self._connecting is None:
+            connecting = asyncio.ensure_future(self._connect())
+            connecting.add_done_callback(self._connected_or_not)
+            self._connecting = connecting
+        return await asyncio.shield(self._connecting)
+
+    def _connected_or_not(self, connecting: asyncio.Future[_Connection]) -> None:
+        self._connecting = None
+        if not connecting.cancelled() and connecting.exception() is None:
+            self.connection = connecting.result()
+
+    def close(self) -> None:
+        if self.connection is not None:
+            self.connection.fail(lambda: RedisConnectionError("the client was closed"))
+            self.connection = None
+
+
 class RedisLink:
-    """Pipelined calls to one Redis server over one lazily (re)connected connection."""
+    """Pipelined calls to one Redis server.
+
+    Two connections: commands over BULK_BYTES (the XADD of a large request) go on one,
+    everything else on the other. Redis runs one connection's commands strictly in
+    order, so on a single connection a request's small admission call would wait behind
+    every megabyte XADD queued before it, and the collector would sit idle meanwhile.
+    """
+
+    BULK_BYTES = 64 * 1024
 
     def __init__(self, url: str, timeout_s: float, connect_timeout_s: float) -> None:
         self.endpoint = Endpoint.of(url)
         self.timeout_s = timeout_s
         self.connect_timeout_s = connect_timeout_s
-        self._connection: _Connection | None = None
-        self._connecting: asyncio.Future[_Connection] | None = None
+        self._small = _Lane(self._connect)
+        self._bulk = _Lane(self._connect)
 
     async def execute(self, *args: Arg) -> Any:
         """One command's reply; its error reply raised."""
@@ -272,29 +310,15 @@ class RedisLink:
             return await self.execute("EVAL", script.source, len(keys), *keys, *args)
 
     async def close(self) -> None:
-        """Drop the connection (calls waiting on it fail)."""
-        if self._connection is not None:
-            self._connection.fail(lambda: RedisConnectionError("the client was closed"))
-            self._connection = None
+        """Drop the connections (calls waiting on them fail)."""
+        self._small.close()
+        self._bulk.close()
 
     async def _send(self, commands: Sequence[Sequence[Arg]]) -> list[Any]:
-        connection = self._connection
-        if connection is None or connection.closed:
-            connection = await self._connected()
-        return await connection.send(pack(commands), len(commands))
-
-    async def _connected(self) -> _Connection:
-        """The connection, made once for every caller that needs it at the same time."""
-        if self._connecting is None:
-            connecting = asyncio.ensure_future(self._connect())
-            connecting.add_done_callback(self._connected_or_not)
-            self._connecting = connecting
-        return await asyncio.shield(self._connecting)
-
-    def _connected_or_not(self, connecting: asyncio.Future[_Connection]) -> None:
-        self._connecting = None
-        if not connecting.cancelled() and connecting.exception() is None:
-            self._connection = connecting.result()
+        payload = pack(commands)
+        lane = self._bulk if len(payload) > self.BULK_BYTES else self._small
+        connection = await lane.connected()
+        return await connection.send(payload, len(commands))
 
     async def _connect(self) -> _Connection:
         loop, endpoint = asyncio.get_running_loop(), self.endpoint

@@ -59,6 +59,20 @@ async def test_concurrent_calls_are_answered_in_their_order(redis_url: str) -> N
         await link.close()
 
 
+async def test_bulk_writes_go_on_a_connection_of_their_own(redis_url: str) -> None:
+    """A small call never queues behind a large XADD: they use different connections."""
+    link = RedisLink(redis_url, 2.0, 1.0)
+    big = b"x" * (RedisLink.BULK_BYTES + 1)
+    try:
+        small_id = await link.execute("CLIENT", "ID")
+        bulk_id, echoed = await link.transaction(("CLIENT", "ID"), ("ECHO", big))
+        assert echoed == big
+        assert small_id != bulk_id
+        assert await link.execute("CLIENT", "ID") == small_id
+    finally:
+        await link.close()
+
+
 async def test_transaction_returns_exec_replies_and_raises_errors(redis_url: str) -> None:
     """MULTI...EXEC gives EXEC's replies; an error at EXEC time is raised, not returned."""
     link = RedisLink(redis_url, 2.0, 1.0)
