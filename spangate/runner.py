@@ -6,6 +6,7 @@ import asyncio
 import logging
 import signal
 import socket
+from collections.abc import Callable
 
 from hypercorn.asyncio import serve
 from hypercorn.config import Config
@@ -45,6 +46,16 @@ def reuse_port_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
+def loop_factory() -> Callable[[], asyncio.AbstractEventLoop]:
+    """uvloop's event loop where it is installed (a dependency except on Windows): the
+    same coroutines, with the loop's own work (selecting, callbacks, transports) in C."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.new_event_loop
+    return uvloop.new_event_loop
+
+
 def run(app: Quart, host: str, port: int, reuse_port: bool = False) -> None:
     """Blocking: serve `app` on host:port until signalled (sharing the port if asked)."""
     config = hypercorn_config(host, port)
@@ -52,7 +63,8 @@ def run(app: Quart, host: str, port: int, reuse_port: bool = False) -> None:
     if sock is not None:
         config.bind = [f"fd://{sock.fileno()}"]
     try:
-        asyncio.run(serve_until_signalled(app, config))
+        with asyncio.Runner(loop_factory=loop_factory()) as runner:
+            runner.run(serve_until_signalled(app, config))
     finally:
         if sock is not None:
             sock.close()

@@ -63,3 +63,16 @@ def test_sigterm_finishes_in_flight_request(collector: tuple[str, object], tenan
     assert reply.startswith(b"HTTP/1.1 200")
     assert process.wait(timeout=30) == 0  # type: ignore[attr-defined]
     assert len(tenant.queued()) == 1
+
+
+def test_served_on_uvloop_where_installed() -> None:
+    """The apps are served on uvloop's event loop (a dependency on this platform)."""
+    import uvloop
+
+    from spangate.runner import loop_factory
+
+    loop = loop_factory()()
+    try:
+        assert isinstance(loop, uvloop.Loop)
+    finally:
+        loop.close()
