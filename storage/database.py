@@ -15,11 +15,23 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Protocol
 
 import psycopg
 
+from proto_json import fastpath
 from storage.errors import StoreError, StoreUnavailable
+
+#: executemany without the sqlite3 module's per-row cost (storage/_sqlite_bulk.c),
+#: where it was built and found the SQLite library the sqlite3 module uses.
+SQLITE_BULK: ModuleType | None
+try:
+    if fastpath.turned_off():
+        raise ImportError("turned off by SPANGATE_PURE_PYTHON")
+    from storage import _sqlite_bulk as SQLITE_BULK
+except ImportError:
+    SQLITE_BULK = None
 
 Row = tuple[Any, ...]
 SQLITE_BUSY_TIMEOUT_MS = 10_000
@@ -40,9 +52,10 @@ class Cursor(Protocol):
 class Transaction:
     """Statements run inside one transaction; `?` placeholders on both dialects."""
 
-    def __init__(self, cursor: Cursor, postgres: bool) -> None:
+    def __init__(self, cursor: Cursor, postgres: bool, bulk: ModuleType | None = None) -> None:
         self._cursor = cursor
         self._postgres = postgres
+        self._bulk = bulk
 
     def _sql(self, sql: str) -> str:
         return sql.replace("?", "%s") if self._postgres else sql
@@ -54,7 +67,9 @@ class Transaction:
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         """Run one statement for each row of parameters."""
-        if rows:
+        if self._bulk is not None and isinstance(rows, list):
+            self._bulk.executemany(self._cursor.connection, sql, rows)  # type: ignore[attr-defined]
+        elif rows:
             self._cursor.executemany(self._sql(sql), rows)
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
@@ -91,6 +106,15 @@ def _enable_wal(connection: sqlite3.Connection) -> None:
             time.sleep(0.02)
 
 
+def _bulk_for(connection: sqlite3.Connection) -> ModuleType | None:
+    """SQLITE_BULK when the handle it reads from `connection` names the connection's own
+    database file (a check of its assumption about the sqlite3 module's objects)."""
+    if SQLITE_BULK is None:
+        return None
+    files = [row[2] for row in connection.execute("PRAGMA database_list") if row[1] == "main"]
+    return SQLITE_BULK if files and SQLITE_BULK.handle_file(connection) == files[0] else None
+
+
 def _sqlite_path(url: str) -> Path:
     return Path(url.removeprefix("sqlite:///"))
 
@@ -102,10 +126,11 @@ class _Slot:
     thread still using it (with SQLite that would be a use-after-free in C).
     """
 
-    __slots__ = ("closed", "connection", "lock")
+    __slots__ = ("bulk", "closed", "connection", "lock")
 
-    def __init__(self, connection: Any) -> None:
+    def __init__(self, connection: Any, bulk: ModuleType | None = None) -> None:
         self.connection = connection
+        self.bulk = bulk
         self.lock = threading.Lock()
         self.closed = False
 
@@ -164,7 +189,8 @@ class Database:
             if not slot.closed:
                 return slot
             slot.lock.release()
-        slot = _Slot(self._connect())
+        connection = self._connect()
+        slot = _Slot(connection, None if self.postgres else _bulk_for(connection))
         slot.lock.acquire()
         self._local.slot = slot
         with self._lock:
@@ -212,7 +238,7 @@ class Database:
                 cursor = connection.cursor()
                 cursor.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
                 try:
-                    yield Transaction(cursor, postgres=False)
+                    yield Transaction(cursor, postgres=False, bulk=slot.bulk)
                     cursor.execute("COMMIT")
                 except BaseException:
                     try:

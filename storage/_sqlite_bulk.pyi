@@ -1,0 +1,8 @@
+"""Types of storage/_sqlite_bulk.c."""
+
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+def executemany(connection: sqlite3.Connection, sql: str, rows: list[Sequence[Any]], /) -> None: ...
+def handle_file(connection: sqlite3.Connection, /) -> str: ...

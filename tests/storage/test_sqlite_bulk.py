@@ -1,0 +1,141 @@
+"""storage/_sqlite_bulk.c: the sqlite3 module's executemany, to the row and the error."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from storage import database
+from storage.database import Database
+from storage.errors import StoreError, StoreUnavailable
+
+bulk: Any = pytest.importorskip("storage._sqlite_bulk")  # optional: built with a C compiler
+if database.SQLITE_BULK is None:
+    pytest.skip("turned off by SPANGATE_PURE_PYTHON", allow_module_level=True)
+
+TABLE = "CREATE TABLE t (a TEXT NOT NULL, b INTEGER, c REAL, d BLOB, PRIMARY KEY (a))"
+INSERT = "INSERT INTO t (a, b, c, d) VALUES (?, ?, ?, ?)"
+ROWS = [
+    ("plain", 1, 0.5, b"\x00\x01"),
+    ("é ✓ 𝄞", -(2**63), -1e-300, b""),
+    ("", 2**63 - 1, float("inf"), None),
+    ("nul\x00inside", True, 3.0, None),
+    ("nulls", None, None, None),
+]
+
+
+def connect(path: Path, timeout: float = 5.0) -> sqlite3.Connection:
+    connection = sqlite3.connect(path, isolation_level=None, timeout=timeout)
+    connection.execute("PRAGMA journal_mode = WAL")
+    return connection
+
+
+@pytest.fixture
+def two(tmp_path: Path) -> Iterator[tuple[sqlite3.Connection, sqlite3.Connection]]:
+    """A table written by the sqlite3 module and one written by the extension."""
+    reference, fast = connect(tmp_path / "reference.db"), connect(tmp_path / "fast.db")
+    for connection in (reference, fast):
+        connection.execute(TABLE)
+    yield reference, fast
+    reference.close()
+    fast.close()
+
+
+def test_rows_stored_exactly_as_the_sqlite3_module_stores_them(
+    two: tuple[sqlite3.Connection, sqlite3.Connection],
+) -> None:
+    """Texts (non-ASCII, empty, with NUL), 64-bit bounds, bools, floats, blobs and
+    NULLs read back the same, with the same SQLite types."""
+    reference, fast = two
+    reference.executemany(INSERT, ROWS)
+    fast.execute("BEGIN")
+    bulk.executemany(fast, INSERT, [list(row) if i % 2 else row for i, row in enumerate(ROWS)])
+    fast.execute("COMMIT")
+    query = "SELECT a, b, c, d, typeof(a), typeof(b), typeof(c), typeof(d) FROM t ORDER BY a"
+    assert fast.execute(query).fetchall() == reference.execute(query).fetchall()
+
+
+def test_upsert_conflicts_take_the_do_update_path(
+    two: tuple[sqlite3.Connection, sqlite3.Connection],
+) -> None:
+    """ON CONFLICT ... DO UPDATE runs per row, later rows seeing earlier ones."""
+    _, fast = two
+    upsert = INSERT + " ON CONFLICT (a) DO UPDATE SET b = t.b + excluded.b"
+    bulk.executemany(fast, upsert, [("k", 1, None, None), ("k", 2, None, None)])
+    assert fast.execute("SELECT b FROM t").fetchall() == [(3,)]
+
+
+@pytest.mark.parametrize(
+    ("rows", "error"),
+    [
+        ([(None, 1, 1.0, None)], sqlite3.IntegrityError),  # NOT NULL
+        ([("k", 1, 1.0, None), ("k", 2, 2.0, None)], sqlite3.IntegrityError),  # primary key
+        ([("k", 2**63, 1.0, None)], OverflowError),
+        ([("k", 1, 1.0)], sqlite3.ProgrammingError),
+        ([("k", 1, 1.0, object())], sqlite3.ProgrammingError),
+        ([("k", 1, 1.0, None), 7], sqlite3.ProgrammingError),
+    ],
+)
+def test_errors_are_the_sqlite3_modules(
+    two: tuple[sqlite3.Connection, sqlite3.Connection], rows: list[Any], error: type[Exception]
+) -> None:
+    """Constraint, overflow, parameter count and type errors raise what sqlite3 raises."""
+    reference, fast = two
+    with pytest.raises(error):
+        reference.executemany(INSERT, rows)
+    with pytest.raises(error):
+        bulk.executemany(fast, INSERT, rows)
+
+
+def test_a_locked_database_is_operational_error(tmp_path: Path) -> None:
+    """Another writer holding the lock past the busy timeout: OperationalError."""
+    writer, blocked = connect(tmp_path / "x.db"), connect(tmp_path / "x.db", timeout=0.05)
+    writer.execute(TABLE)
+    writer.execute("BEGIN IMMEDIATE")
+    blocked.execute("BEGIN")
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        bulk.executemany(blocked, INSERT, ROWS)
+    blocked.execute("ROLLBACK")
+    writer.execute("ROLLBACK")
+
+
+def test_closed_or_foreign_connections_are_refused(tmp_path: Path) -> None:
+    """A closed connection is ProgrammingError; anything else is TypeError, not a crash."""
+    connection = connect(tmp_path / "x.db")
+    connection.close()
+    with pytest.raises(sqlite3.ProgrammingError):
+        bulk.executemany(connection, INSERT, [])
+    with pytest.raises(TypeError):
+        bulk.executemany(object(), INSERT, [])
+
+
+def test_the_database_layer_uses_it_and_wraps_its_errors(tmp_path: Path) -> None:
+    """Database's SQLite transactions write through the extension (its handle check
+    passed); a failing row rolls the whole batch back and is a StoreError."""
+    db = Database(f"sqlite:///{tmp_path / 'layer.db'}")
+    try:
+        with db.transaction() as tx:
+            tx.execute(TABLE)
+            assert tx._bulk is bulk
+        with pytest.raises(StoreError) as raised:
+            with db.transaction() as tx:
+                tx.executemany(INSERT, [("first", 1, None, None), (None, 2, None, None)])
+        assert not isinstance(raised.value, StoreUnavailable)
+        with db.transaction() as tx:
+            assert tx.query("SELECT COUNT(*) FROM t") == [(0,)]
+    finally:
+        db.close()
+
+
+def test_handle_check_accepts_the_connections_own_file(tmp_path: Path) -> None:
+    """The handle read from a connection names that connection's database file."""
+    connection = connect(tmp_path / "x.db")
+    try:
+        assert bulk.handle_file(connection) == str((tmp_path / "x.db").resolve())
+        assert database._bulk_for(connection) is bulk
+    finally:
+        connection.close()
