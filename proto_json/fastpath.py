@@ -9,6 +9,7 @@ are the reference: the tests check that both give the same canonical request.
 
 from __future__ import annotations
 
+import importlib
 import os
 from types import ModuleType
 from typing import Any
@@ -21,13 +22,18 @@ def turned_off() -> bool:
     return os.environ.get("SPANGATE_PURE_PYTHON", "") not in ("", "0")
 
 
-_module: ModuleType | None
-try:
+def extension(name: str) -> ModuleType | None:
+    """The optional C extension `name`; None where it was not built (or could not find
+    what it needs) and when SPANGATE_PURE_PYTHON turns the extensions off."""
     if turned_off():
-        raise ImportError("turned off by SPANGATE_PURE_PYTHON")
-    from proto_json import _fastpath as _module
-except ImportError:
-    _module = None
+        return None
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
+
+
+_module = extension("proto_json._fastpath")
 
 _NATIVE_HEAD = b'{"resourceSpans":[{"resource":{},"scopeSpans":[{"scope":{},"spans":['
 _NATIVE_TAIL = b"]}]}]}"

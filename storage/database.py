@@ -25,13 +25,7 @@ from storage.errors import StoreError, StoreUnavailable
 
 #: executemany without the sqlite3 module's per-row cost (storage/_sqlite_bulk.c),
 #: where it was built and found the SQLite library the sqlite3 module uses.
-SQLITE_BULK: ModuleType | None
-try:
-    if fastpath.turned_off():
-        raise ImportError("turned off by SPANGATE_PURE_PYTHON")
-    from storage import _sqlite_bulk as SQLITE_BULK
-except ImportError:
-    SQLITE_BULK = None
+SQLITE_BULK = fastpath.extension("storage._sqlite_bulk")
 
 Row = tuple[Any, ...]
 SQLITE_BUSY_TIMEOUT_MS = 10_000

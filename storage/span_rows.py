@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from types import ModuleType
 from typing import Any, NamedTuple
 
 import orjson
@@ -11,13 +10,7 @@ import orjson
 from proto_json import KIND_ATTRIBUTE, SESSION_ATTRIBUTE, fastpath, span_content_hash
 
 #: The C row builder (storage/_rows.c), where it was built: the same rows, faster.
-FAST_ROWS: ModuleType | None
-try:
-    if fastpath.turned_off():
-        raise ImportError("turned off by SPANGATE_PURE_PYTHON")
-    from storage import _rows as FAST_ROWS
-except ImportError:
-    FAST_ROWS = None
+FAST_ROWS = fastpath.extension("storage._rows")
 
 _NANOS_PER_DAY = 86_400 * 10**9
 OTEL_KIND_NAMES = ("unspecified", "internal", "server", "client", "producer", "consumer")
