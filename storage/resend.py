@@ -93,31 +93,50 @@ class Pending:
 
         Keys of one project share a hash tag, so each call stays on one Redis Cluster slot.
         """
-        window = self._window
-        for project_id, chunk in window.calls(rows):
-            if FAST_ROWS is not None:
-                counter, prefix = refused_counter(project_id), _window_prefix(project_id)
-                command = FAST_ROWS.window_command(
-                    window.script_sha, counter, prefix, chunk, window.window_ms
-                )
-                self._connection.send_packed_command([command])
-            else:
-                keys, args = window.keys_and_args(project_id, chunk)
-                send: Any = self._connection.send_command
-                send("EVALSHA", window.script_sha, len(keys), *keys, *args)
+        for project_id, chunk in self._window.calls(rows):
+            self._send_call(project_id, chunk)
             self._calls.append((project_id, chunk))
 
+    def _send_call(self, project_id: str, chunk: list[SpanRow]) -> None:
+        window = self._window
+        if FAST_ROWS is not None:
+            counter, prefix = refused_counter(project_id), _window_prefix(project_id)
+            command = FAST_ROWS.window_command(
+                window.script_sha, counter, prefix, chunk, window.window_ms
+            )
+            self._connection.send_packed_command([command])
+        else:
+            keys, args = window.keys_and_args(project_id, chunk)
+            send: Any = self._connection.send_command
+            send("EVALSHA", window.script_sha, len(keys), *keys, *args)
+
     def result(self) -> Decision:
-        """The decision on every row sent, in the order sent."""
+        """The decision on every row sent, in the order sent.
+
+        Calls answered NOSCRIPT (Redis restarted, or flushed its scripts) are sent again,
+        pipelined as before, once the script is loaded: not run one by one.
+        """
+        answers = [self._answer() for _ in self._calls]
+        missing = [i for i, answer in enumerate(answers) if answer is None]
+        if missing:
+            self._window.load()
+            for i in missing:
+                self._send_call(*self._calls[i])
+            for i in missing:
+                answers[i] = self._connection.read_response()
         refused: list[SpanRow] = []
-        for project_id, chunk in self._calls:
-            try:
-                positions: list[int] = self._connection.read_response()
-            except redis.exceptions.NoScriptError:  # Redis restarted or flushed its scripts
-                positions = self._window.run(project_id, chunk)
-            refused.extend(chunk[position - 1] for position in positions)
+        for (_, chunk), positions in zip(self._calls, answers, strict=True):
+            refused.extend(chunk[position - 1] for position in positions or ())
         self._release()
         return _decision([row for _, chunk in self._calls for row in chunk], refused)
+
+    def _answer(self) -> list[int] | None:
+        """The next call's refused positions; None when Redis lacked the script."""
+        try:
+            positions: list[int] = self._connection.read_response()
+        except redis.exceptions.NoScriptError:
+            return None
+        return positions
 
     def _release(self) -> None:
         self._window.client.connection_pool.release(self._connection)
@@ -159,9 +178,13 @@ class ResendWindow:
         (redis-py loads a registered script only when a call finds it missing).
         """
         if not self._loaded:
-            self.client.script_load(_WINDOW_SCRIPT)
-            self._loaded = True
+            self.load()
         return Pending(self)
+
+    def load(self) -> None:
+        """Load the script into Redis (again, when it lost it)."""
+        self.client.script_load(_WINDOW_SCRIPT)
+        self._loaded = True
 
     def calls(self, rows: list[SpanRow]) -> list[_Call]:
         """The script calls for these rows: (project, rows), per project and chunk."""
@@ -173,12 +196,6 @@ class ResendWindow:
             for project_id, project_rows in by_project.items()
             for at in range(0, len(project_rows), CHUNK)
         ]
-
-    def run(self, project_id: str, chunk: list[SpanRow]) -> list[int]:
-        """One script call, waiting for its answer (loads the script when Redis lacks it)."""
-        keys, args = self.keys_and_args(project_id, chunk)
-        positions: list[int] = self._script(keys=keys, args=args)
-        return positions
 
     def keys_and_args(
         self, project_id: str, chunk: list[SpanRow]

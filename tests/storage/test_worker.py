@@ -161,14 +161,14 @@ def test_two_workers_agree_on_the_window(
     assert one.stats.spans_refused + two.stats.spans_refused == 1
 
 
-class _CountedRuns(ResendWindow):
-    """The window, counting its one-by-one runs (the fallback for a NOSCRIPT reply)."""
+class _CountedLoads(ResendWindow):
+    """The window, counting how often it loads its script (once per NOSCRIPT batch)."""
 
-    runs = 0
+    loads = 0
 
-    def run(self, project_id: str, chunk: list[Any]) -> list[int]:
-        type(self).runs += 1
-        return super().run(project_id, chunk)
+    def load(self) -> None:
+        type(self).loads += 1
+        super().load()
 
 
 def test_a_new_worker_sends_its_window_script_loaded(
@@ -176,30 +176,31 @@ def test_a_new_worker_sends_its_window_script_loaded(
 ) -> None:
     """A worker whose Redis has no scripts loads the window's first: its first batch is
     decided as it is sent, not answered NOSCRIPT and run again entry by entry."""
-    monkeypatch.setattr("storage.worker.ResendWindow", _CountedRuns)
-    monkeypatch.setattr(_CountedRuns, "runs", 0)
+    monkeypatch.setattr("storage.worker.ResendWindow", _CountedLoads)
+    monkeypatch.setattr(_CountedLoads, "loads", 0)
     client.script_flush()
     for i in range(3):
         queue.send(span(spanId=f"{i + 1:016x}"))
     drain(client, store)
     assert store.count(queue.project_id) == 3
-    assert _CountedRuns.runs == 0
+    assert _CountedLoads.loads == 1  # before the first batch; no NOSCRIPT answer after
 
 
 def test_window_survives_redis_losing_its_scripts(
     client: redis.Redis, queue: Queue, store: SpanStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Scripts flushed between batches (Redis restarted without them): each call answered
-    NOSCRIPT is run again, and the re-sending rules still hold."""
-    monkeypatch.setattr("storage.worker.ResendWindow", _CountedRuns)
-    monkeypatch.setattr(_CountedRuns, "runs", 0)
+    """Scripts flushed between batches (Redis restarted without them): the calls answered
+    NOSCRIPT are sent again after one load, none run one by one, and the re-sending
+    rules still hold."""
+    monkeypatch.setattr("storage.worker.ResendWindow", _CountedLoads)
+    monkeypatch.setattr(_CountedLoads, "loads", 0)
     worker = Worker(client, store, WINDOW_S, block_ms=10)
     queue.send(span(name="first"))
     worker.run(burst=True)
     client.script_flush()
     queue.send(span(name="changed"), span(spanId="2" * 16))
     worker.run(burst=True)
-    assert _CountedRuns.runs == 1
+    assert _CountedLoads.loads == 2  # the first batch's, and once for the NOSCRIPT batch
     assert worker.stats.spans_refused == 1
     stored = {s["spanId"]: s["name"] for s in store.trace(queue.project_id, span()["traceId"])}
     assert stored == {span()["spanId"]: "first", "2" * 16: span()["name"]}
