@@ -56,7 +56,7 @@ def baseline(db: Database, bodies: list[bytes], project: str, batch_entries: int
     """Seconds for the sqlite3 module's executemany of the same rows, batch by batch."""
     rows = [row for body in bodies for row in rows_of(orjson.loads(body), project, 0)]
     per_batch = len(rows) // max(1, len(bodies) // batch_entries)
-    with db.transaction() as tx:  # the layer's connection, with its pragmas
+    with db.transaction() as tx:  # the layer's first connection switches the file to WAL
         tx.execute("SELECT 1")
     connection = sqlite3.connect(str(db.sqlite_path), isolation_level=None)
     connection.execute("PRAGMA synchronous = NORMAL")

@@ -11,7 +11,7 @@
  * opened, through the same SQLite library that connection uses: the functions are
  * looked up in the library the sqlite3 module loaded (no SQLite headers or library
  * needed at build time), and the handle is the first member of CPython's connection
- * object (the same from 3.8 to 3.13). `handle_of` lets Python check that handle against
+ * object (the same from 3.8 to 3.13). `handle_file` lets Python check that handle against
  * the connection's own file name before trusting it; any doubt at import or at that
  * check and the caller keeps the sqlite3 module's executemany.
  *
@@ -153,8 +153,10 @@ static int run_rows(sqlite3 *db, sqlite3_stmt *stmt, PyObject *rows) {
             }
         }
         int rc;
-        Py_BEGIN_ALLOW_THREADS rc = p_step(stmt);
-        Py_END_ALLOW_THREADS if (rc != SQLITE_DONE) {
+        Py_BEGIN_ALLOW_THREADS
+        rc = p_step(stmt);
+        Py_END_ALLOW_THREADS
+        if (rc != SQLITE_DONE) {
             p_reset(stmt); /* makes the step's own error code the one errmsg tells */
             Py_DECREF(row);
             raise_sqlite(db, rc);
