@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from pathlib import Path
 
 import pytest
 
-from storage.database import Database
+from storage.database import SQLITE_PAGE_BYTES, Database
 from storage.errors import StoreError, StoreUnavailable
 
 
@@ -68,3 +69,26 @@ def test_unreachable_postgres_is_store_unavailable() -> None:
 def test_display_url_hides_password() -> None:
     """Logged URLs never carry the password."""
     assert Database("postgresql://u:secret@h:5432/d").display_url == "postgresql://u:***@h:5432/d"
+
+
+def test_new_sqlite_file_gets_the_page_size_existing_ones_keep_theirs(tmp_path: Path) -> None:
+    """A new file is made with SQLITE_PAGE_BYTES pages, in WAL mode; a file made before,
+    with other pages, keeps them and its data."""
+    fresh = Database(f"sqlite:///{tmp_path / 'fresh.db'}")
+    with fresh.transaction() as tx:
+        tx.execute("CREATE TABLE t (x TEXT)")
+        assert tx.query_one("PRAGMA page_size") == (SQLITE_PAGE_BYTES,)
+        assert tx.query_one("PRAGMA journal_mode") == ("wal",)
+    fresh.close()
+    old_path = tmp_path / "old.db"
+    old = sqlite3.connect(old_path)
+    old.execute("PRAGMA page_size = 4096")
+    old.execute("CREATE TABLE t (x TEXT)")
+    old.execute("INSERT INTO t VALUES ('kept')")
+    old.commit()
+    old.close()
+    existing = Database(f"sqlite:///{old_path}")
+    with existing.transaction() as tx:
+        assert tx.query_one("PRAGMA page_size") == (4096,)
+        assert tx.query_one("SELECT x FROM t") == ("kept",)
+    existing.close()
