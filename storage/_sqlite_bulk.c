@@ -5,7 +5,9 @@
  * every text is copied by SQLite (SQLITE_TRANSIENT), and the statement is looked up in
  * the statement cache and reset through several layers. Here the statement is prepared
  * once per call and each value is bound where it lies (SQLITE_STATIC: the rows, which
- * the caller holds, keep the texts alive until the call returns).
+ * the caller holds, keep the texts alive until the call returns). Values are read in
+ * chunks of rows with the GIL held, then bound and stepped without it: another thread
+ * runs Python meanwhile (the worker decodes its next batch while this one is written).
  *
  * It works on the caller's sqlite3.Connection, inside the transaction the caller
  * opened, through the same SQLite library that connection uses: the functions are
@@ -82,11 +84,21 @@ static void raise_sqlite(sqlite3 *db, int rc) {
     PyErr_SetString(type, p_errmsg(db));
 }
 
-/* Bind one value; 0, or -1 with an exception set. */
-static int bind(sqlite3 *db, sqlite3_stmt *stmt, int at, PyObject *value) {
-    int rc;
+/* One parameter as read from its Python value, to be bound without the GIL. */
+typedef struct {
+    enum { V_NULL, V_TEXT, V_BLOB, V_INT, V_FLOAT } kind;
+    int size;
+    union {
+        const char *data;
+        long long number;
+        double real;
+    } as;
+} Value;
+
+/* Read one value; 0, or -1 with an exception set. */
+static int read_value(Value *v, int at, PyObject *value) {
     if (value == Py_None) {
-        rc = p_bind_null(stmt, at);
+        v->kind = V_NULL;
     } else if (PyUnicode_Check(value)) {
         Py_ssize_t size;
         const char *text = PyUnicode_AsUTF8AndSize(value, &size);
@@ -96,41 +108,60 @@ static int bind(sqlite3 *db, sqlite3_stmt *stmt, int at, PyObject *value) {
             PyErr_SetString(PyExc_OverflowError, "string longer than INT_MAX bytes");
             return -1;
         }
-        rc = p_bind_text(stmt, at, text, (int)size, SQLITE_STATIC);
+        v->kind = V_TEXT;
+        v->as.data = text;
+        v->size = (int)size;
     } else if (PyLong_Check(value)) { /* bool too, as 0 and 1, as the sqlite3 module */
         long long number = PyLong_AsLongLong(value);
         if (number == -1 && PyErr_Occurred())
             return -1;
-        rc = p_bind_int64(stmt, at, number);
+        v->kind = V_INT;
+        v->as.number = number;
     } else if (PyFloat_Check(value)) {
-        rc = p_bind_double(stmt, at, PyFloat_AS_DOUBLE(value));
+        v->kind = V_FLOAT;
+        v->as.real = PyFloat_AS_DOUBLE(value);
     } else if (PyBytes_Check(value)) {
         if (PyBytes_GET_SIZE(value) > INT_MAX) {
             PyErr_SetString(PyExc_OverflowError, "BLOB longer than INT_MAX bytes");
             return -1;
         }
-        rc = p_bind_blob(stmt, at, PyBytes_AS_STRING(value), (int)PyBytes_GET_SIZE(value),
-                         SQLITE_STATIC);
+        v->kind = V_BLOB;
+        v->as.data = PyBytes_AS_STRING(value);
+        v->size = (int)PyBytes_GET_SIZE(value);
     } else {
         PyErr_Format(programming_error, "Error binding parameter %d: type '%.100s' is not "
                      "supported", at, Py_TYPE(value)->tp_name);
         return -1;
     }
-    if (rc != SQLITE_OK) {
-        raise_sqlite(db, rc);
-        return -1;
-    }
     return 0;
 }
 
-/* Run the prepared statement once per row; 0, or -1 with an exception set. */
-static int run_rows(sqlite3 *db, sqlite3_stmt *stmt, PyObject *rows) {
-    int wanted = p_bind_parameter_count(stmt);
-    Py_ssize_t count = PyList_GET_SIZE(rows);
-    for (Py_ssize_t i = 0; i < count; i++) {
-        /* a tuple as it is (it keeps its texts alive); a list as a tuple,
-           held until the row is stepped and reset */
-        PyObject *item = PyList_GET_ITEM(rows, i);
+static int bind(sqlite3_stmt *stmt, int at, const Value *v) {
+    switch (v->kind) {
+        case V_NULL:
+            return p_bind_null(stmt, at);
+        case V_TEXT:
+            return p_bind_text(stmt, at, v->as.data, v->size, SQLITE_STATIC);
+        case V_BLOB:
+            return p_bind_blob(stmt, at, v->as.data, v->size, SQLITE_STATIC);
+        case V_INT:
+            return p_bind_int64(stmt, at, v->as.number);
+        default:
+            return p_bind_double(stmt, at, v->as.real);
+    }
+}
+
+/* Rows read per pass: their values are read with the GIL held, then bound and stepped
+ * without it, so another thread runs Python (decodes the next batch) meanwhile. */
+#define CHUNK_ROWS 16384
+
+/* Read rows [first, first + n) into `values` (`wanted` a row), holding each row as a
+ * tuple in `held` (a tuple keeps its texts alive; a list is copied to one). The number
+ * of rows held; on error -1 with an exception set, the rows read so far still held. */
+static Py_ssize_t read_rows(PyObject *rows, Py_ssize_t first, Py_ssize_t n, int wanted,
+                            Value *values, PyObject **held, Py_ssize_t *count_held) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PyList_GET_ITEM(rows, first + i);
         if (!PyTuple_Check(item) && !PyList_Check(item)) {
             PyErr_SetString(programming_error, "parameters are of unsupported type");
             return -1;
@@ -138,34 +169,69 @@ static int run_rows(sqlite3 *db, sqlite3_stmt *stmt, PyObject *rows) {
         PyObject *row = PySequence_Tuple(item);
         if (row == NULL)
             return -1;
+        held[(*count_held)++] = row;
         if (PyTuple_GET_SIZE(row) != wanted) {
             PyErr_Format(programming_error,
                          "Incorrect number of bindings supplied. The current statement uses "
                          "%d, and there are %zd supplied.",
                          wanted, PyTuple_GET_SIZE(row));
-            Py_DECREF(row);
             return -1;
         }
         for (int at = 0; at < wanted; at++) {
-            if (bind(db, stmt, at + 1, PyTuple_GET_ITEM(row, at)) < 0) {
-                Py_DECREF(row);
+            if (read_value(&values[i * wanted + at], at + 1, PyTuple_GET_ITEM(row, at)) < 0)
                 return -1;
+        }
+    }
+    return n;
+}
+
+/* Bind and step `n` rows of values; SQLITE_DONE, or the first failing code. No GIL. */
+static int step_rows(sqlite3_stmt *stmt, const Value *values, Py_ssize_t n, int wanted) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        for (int at = 0; at < wanted; at++) {
+            int rc = bind(stmt, at + 1, &values[i * wanted + at]);
+            if (rc != SQLITE_OK)
+                return rc;
+        }
+        int rc = p_step(stmt);
+        p_reset(stmt); /* after a failure: makes the step's own code the one errmsg tells */
+        if (rc != SQLITE_DONE)
+            return rc;
+    }
+    return SQLITE_DONE;
+}
+
+/* Run the prepared statement once per row; 0, or -1 with an exception set. */
+static int run_rows(sqlite3 *db, sqlite3_stmt *stmt, PyObject *rows) {
+    int wanted = p_bind_parameter_count(stmt);
+    Py_ssize_t count = PyList_GET_SIZE(rows), chunk = count < CHUNK_ROWS ? count : CHUNK_ROWS;
+    Value *values = PyMem_Malloc(sizeof(Value) * (size_t)(chunk * (wanted ? wanted : 1)) + 1);
+    PyObject **held = PyMem_Malloc(sizeof(PyObject *) * (size_t)chunk + 1);
+    int failed = values == NULL || held == NULL;
+    if (failed)
+        PyErr_NoMemory();
+    for (Py_ssize_t first = 0; !failed && first < count; first += chunk) {
+        Py_ssize_t n = count - first < chunk ? count - first : chunk, n_held = 0;
+        /* the list is the caller's: re-checked per chunk in case it shrank meanwhile */
+        if (first + n > PyList_GET_SIZE(rows))
+            n = PyList_GET_SIZE(rows) - first;
+        failed = read_rows(rows, first, n, wanted, values, held, &n_held) < 0;
+        if (!failed) {
+            int rc;
+            Py_BEGIN_ALLOW_THREADS
+            rc = step_rows(stmt, values, n, wanted);
+            Py_END_ALLOW_THREADS
+            if (rc != SQLITE_DONE) {
+                raise_sqlite(db, rc);
+                failed = 1;
             }
         }
-        int rc;
-        Py_BEGIN_ALLOW_THREADS
-        rc = p_step(stmt);
-        Py_END_ALLOW_THREADS
-        if (rc != SQLITE_DONE) {
-            p_reset(stmt); /* makes the step's own error code the one errmsg tells */
-            Py_DECREF(row);
-            raise_sqlite(db, rc);
-            return -1;
-        }
-        p_reset(stmt);
-        Py_DECREF(row);
+        for (Py_ssize_t i = 0; i < n_held; i++)
+            Py_DECREF(held[i]);
     }
-    return 0;
+    PyMem_Free(values);
+    PyMem_Free(held);
+    return failed ? -1 : 0;
 }
 
 static PyObject *executemany(PyObject *self, PyObject *args) {

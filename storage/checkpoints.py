@@ -19,8 +19,8 @@ from storage.errors import StoreError
 
 log = logging.getLogger("spangate.worker")
 #: The writer's own threshold while checkpoints run here: above one batch's log (a
-#: batch of 50 entries of 1,000 spans writes about 45 MB), 128 MiB in 4 KiB pages.
-WRITER_AUTOCHECKPOINT_PAGES = 32_768
+#: batch of 50 entries of 1,000 spans writes about 45 MB). Set in pages of the file's size.
+WRITER_AUTOCHECKPOINT_BYTES = 128 * 1024 * 1024
 SQLITE_DEFAULT_AUTOCHECKPOINT_PAGES = 1000
 _RETRY_AFTER_ERROR_S = 1.0
 
@@ -30,7 +30,7 @@ class BackgroundCheckpoints:
 
     `start` and `stop` are called on the writer's thread: they set that thread's
     connection's own threshold (up while the thread runs, back to SQLite's default
-    after).
+    after). Another thread that writes calls `adopt_writer` for its own connection.
     """
 
     def __init__(self, db: Database) -> None:
@@ -43,10 +43,14 @@ class BackgroundCheckpoints:
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
-        self._writer_threshold(WRITER_AUTOCHECKPOINT_PAGES)
+        self._writer_threshold(raised=True)
         self._stopping.clear()
         self._thread = threading.Thread(target=self._run, name="sqlite-checkpoints", daemon=True)
         self._thread.start()
+
+    def adopt_writer(self) -> None:
+        """The calling thread writes too: its connection leaves checkpoints to the thread."""
+        self._writer_threshold(raised=True)
 
     def committed(self) -> None:
         """The writer committed: checkpoint what it wrote (without waiting)."""
@@ -58,13 +62,20 @@ class BackgroundCheckpoints:
             self._due.set()
             self._thread.join()
             self._thread = None
-        self._writer_threshold(SQLITE_DEFAULT_AUTOCHECKPOINT_PAGES)
+        self._writer_threshold(raised=False)
 
-    def _writer_threshold(self, pages: int) -> None:
-        """Best effort: a writer left at the default checkpoints for itself, as before."""
+    def _writer_threshold(self, raised: bool) -> None:
+        """WRITER_AUTOCHECKPOINT_BYTES (in the file's pages) or SQLite's default.
+
+        Best effort: a writer left at the default checkpoints for itself, as before.
+        """
         try:
             with self._db.transaction() as tx:
-                tx.query_one(f"PRAGMA wal_autocheckpoint = {int(pages)}")
+                pages = SQLITE_DEFAULT_AUTOCHECKPOINT_PAGES
+                if raised:
+                    (page_bytes,) = tx.query_one("PRAGMA page_size") or (4096,)
+                    pages = WRITER_AUTOCHECKPOINT_BYTES // int(page_bytes)
+                tx.query_one(f"PRAGMA wal_autocheckpoint = {pages}")
         except StoreError as e:
             log.warning("cannot set the writer's checkpoint threshold", extra={"error": str(e)})
 

@@ -8,6 +8,10 @@ harmless. An entry that fails on its own (it does not decode, or the database re
 its rows) is retried up to `max_attempts` times, then moved with the reason to the
 project's dead-letter stream. A database that is down is not the entry's fault: the
 worker waits and retries without counting.
+
+Within `run`, each batch is written on a thread of its own while the next one is read
+and decoded (the database layer lets go of the GIL while SQLite writes), and is
+acknowledged once written; batches are written one at a time, in order.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -202,6 +207,8 @@ class Worker:
         self._ahead: _ReadAhead | None = None
         self._reading_ahead = False
         self._checkpoints: BackgroundCheckpoints | None = None
+        self._writer: ThreadPoolExecutor | None = None
+        self._writing: tuple[_Decoded, Future[None]] | None = None
 
     # -- streams and groups -----------------------------------------------------------
 
@@ -322,7 +329,11 @@ class Worker:
             )
 
     def process(self, entries: list[Entry]) -> None:
-        """Store a batch; acknowledge what was stored. StoreUnavailable propagates."""
+        """Store a batch; acknowledge what was stored. StoreUnavailable propagates.
+
+        Within `run` the batch is written on the writer thread while the next one is
+        decoded, and acknowledged once written (`_written`); otherwise before returning.
+        """
         with _gc_paused():
             self._process(entries)
 
@@ -333,6 +344,10 @@ class Worker:
         for entry, reason in decoded.poison:
             self._failed(entry, reason)
         self._read_ahead()  # Redis prepares the next batch while the database writes
+        self._written()  # the batch before this one, in order
+        if self._writer is not None:
+            self._writing = (decoded, self._writer.submit(self._store, decision))
+            return
         try:
             self._store(decision)
         except StoreUnavailable:
@@ -340,6 +355,24 @@ class Worker:
         except StoreError:
             self._isolate(decoded)  # one entry's rows broke the batch: find it
             return
+        self._done(decoded)
+
+    def _written(self) -> None:
+        """Wait for the batch on the writer thread; acknowledge it (or find the entry that
+        broke it). StoreUnavailable propagates, its entries left pending."""
+        if self._writing is None:
+            return
+        (decoded, writing), self._writing = self._writing, None
+        try:
+            writing.result()
+        except StoreUnavailable:
+            raise
+        except StoreError:
+            self._isolate(decoded)
+            return
+        self._done(decoded)
+
+    def _done(self, decoded: _Decoded) -> None:
         self._acknowledge(decoded.entries)
         self.stats.entries += len(decoded.entries)
 
@@ -379,10 +412,33 @@ class Worker:
             entries = ahead.result()
         else:
             streams = self._discover()
-            entries = self._claim(streams) or self._read_new(streams, block)
+            entries = self._claim(streams) or self._read_new(streams, block=False)
+            if not entries and block:
+                self._written()  # not left unacknowledged while this step waits
+                entries = self._read_new(streams, block=True)
         if entries:
             self.process(entries)
+        else:
+            self._written()
         return len(entries)
+
+    def _finish(self) -> None:
+        """Stopping: store the batch read ahead, and wait for the one being written. A
+        database or queue failing now leaves their entries pending, taken over later."""
+        try:
+            if self._ahead is not None:
+                self.run_once(block=False)
+            self._written()
+        except (StoreUnavailable, redis.ConnectionError) as e:
+            log.warning("stopped with entries pending", extra={"error": str(e)})
+
+    def _stop_writer(self) -> None:
+        """Let the writer thread finish what it writes (unacknowledged when run ends on an
+        error: its entries stay pending), then end it with its connection."""
+        writer, self._writer, self._writing = self._writer, None, None
+        if writer is not None:
+            writer.submit(self.store.db.release_thread)
+            writer.shutdown(wait=True)
 
     def run(self, stop: threading.Event | None = None, burst: bool = False) -> WorkerStats:
         """Until `stop` is set (or, in burst mode, until nothing is left to do)."""
@@ -392,6 +448,11 @@ class Worker:
         if self.store.db.sqlite_path is not None:
             self._checkpoints = BackgroundCheckpoints(self.store.db)
             self._checkpoints.start()
+        self._writer = ThreadPoolExecutor(
+            1,
+            thread_name_prefix="spangate-writer",
+            initializer=None if self._checkpoints is None else self._checkpoints.adopt_writer,
+        )
         try:
             while not stop.is_set():
                 try:
@@ -416,11 +477,11 @@ class Worker:
                     if self.run_once(block=False) == 0:
                         break
             self._reading_ahead = False
-            if self._ahead is not None:  # stopping: finish what was already read
-                self.run_once(block=False)
+            self._finish()
         finally:
             self._reading_ahead = False
             self._drop_ahead()
+            self._stop_writer()
             if self._checkpoints is not None:
                 self._checkpoints.stop()
                 self._checkpoints = None

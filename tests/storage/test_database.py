@@ -92,3 +92,31 @@ def test_new_sqlite_file_gets_the_page_size_existing_ones_keep_theirs(tmp_path: 
         assert tx.query_one("PRAGMA page_size") == (4096,)
         assert tx.query_one("SELECT x FROM t") == ("kept",)
     existing.close()
+
+
+def test_release_thread_closes_only_the_calling_threads_connection(tmp_path: Path) -> None:
+    """A thread about to end gives its connection back; other threads keep theirs, and
+    the thread may open a new one."""
+    db = Database(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    with db.transaction() as tx:
+        tx.execute("CREATE TABLE t (x TEXT)")
+    opened: list[sqlite3.Connection] = []
+
+    def other() -> None:
+        with db.transaction() as tx:
+            tx.execute("INSERT INTO t VALUES ('other')")
+            opened.append(tx._cursor.connection)
+        db.release_thread()
+        db.release_thread()  # none left: nothing to do
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    thread.join()
+    with pytest.raises(sqlite3.ProgrammingError, match="closed"):
+        opened[0].execute("SELECT 1")
+    with db.transaction() as tx:  # this thread's connection is untouched
+        assert tx.query_one("SELECT COUNT(*) FROM t") == (1,)
+    db.release_thread()
+    with db.transaction() as tx:  # and a new one is opened after a release
+        assert tx.query_one("SELECT x FROM t") == ("other",)
+    db.close()
