@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import re
 from collections.abc import Awaitable, Callable
 
 from quart import Quart, Response, g, request
@@ -21,9 +19,9 @@ from collector.inflight import InflightBudget
 from collector.ingest import Ingest
 from collector.memory_watch import MemoryWatch
 from collector.metrics import Metrics
+from collector.request_tags import RequestTags
 from proto_json import Limits
 from spangate.cors import install_cors
-from spangate.logs import request_id
 from spangate.settings import Settings
 from spangate.web import http_exception_parts, install_lifespan, json_response
 from storage.database import Database
@@ -31,8 +29,6 @@ from storage.identity import IdentityStore
 from storage.verifier import KeyVerifier
 
 log = logging.getLogger("spangate.collector")
-#: A client's X-Request-Id is kept when it is short and plain; else one is made up.
-_REQUEST_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 INGEST_ROUTES = ("/v1/spans", "/v1/spans/batch", "/v1/traces", "/v1/otlp/v1/traces")
 
 
@@ -45,7 +41,7 @@ def create_app(settings: Settings) -> Quart:
     """The gateway; `settings.redis_url` must name the queue store."""
     if settings.redis_url is None:
         raise ValueError("the collector needs a Redis URL (SPANGATE_REDIS_URL)")
-    app = Quart("spangate.collector")
+    app = Quart("spangate.collector", static_folder=None)
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
     app.config["PROVIDE_AUTOMATIC_OPTIONS"] = True
     db = Database(settings.database_url)
@@ -95,6 +91,8 @@ def create_app(settings: Settings) -> Quart:
     app.add_url_rule("/metrics", view_func=metrics.endpoint, methods=["GET"])
     _install_handlers(app, metrics)
     install_cors(app, settings.cors_allowed_origins)
+    routes = {rule.rule: frozenset(rule.methods or ()) for rule in app.url_map.iter_rules()}
+    app.asgi_app = RequestTags(app.asgi_app, metrics, routes)  # type: ignore[method-assign,assignment]
     return app
 
 
@@ -106,20 +104,7 @@ def _start_archive(archive: Archive) -> Callable[[], Awaitable[None]]:
 
 
 def _install_handlers(app: Quart, metrics: Metrics) -> None:
-    """Request ids, request counts, and the rendering of every error."""
-
-    @app.before_request
-    async def tag_request() -> None:
-        incoming = request.headers.get("X-Request-Id", "")
-        g.request_id = incoming if _REQUEST_ID.fullmatch(incoming) else os.urandom(8).hex()
-        request_id.set(g.request_id)
-
-    @app.after_request
-    async def count_request(response: Response) -> Response:
-        rule = request.url_rule.rule if request.url_rule is not None else "unmatched"
-        metrics.child(metrics.requests, rule, str(response.status_code)).inc()
-        response.headers["X-Request-Id"] = g.get("request_id", "")
-        return response
+    """The rendering of every error (request ids and counts: collector/request_tags.py)."""
 
     @app.errorhandler(GatewayError)
     async def gateway_error(error: GatewayError) -> Response:

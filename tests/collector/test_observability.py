@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import orjson
 from quart.typing import TestClientProtocol as Client
 
+from collector.app import create_app
+from collector.metrics import Metrics
+from collector.request_tags import RequestTags
+from spangate.logs import request_id
+from spangate.settings import Settings
 from tests.collector.conftest import Tenant
 from tests.proto_json.spans import span
 
@@ -49,3 +56,47 @@ async def test_request_ids(client: Client, tenant: Tenant) -> None:
     assert len(made.headers["X-Request-Id"]) == 16
     refused = await client.post("/v1/spans", data=BODY)
     assert refused.status_code == 401 and refused.headers["X-Request-Id"]
+
+
+async def test_unmatched_answers_are_tagged_and_counted_unmatched(client: Client) -> None:
+    """404 and 405 answers (made by the framework) carry a request id too, and are counted
+    under `unmatched`; a HEAD of a GET route is counted under its route."""
+    missing = await client.get("/nowhere", headers={"X-Request-Id": "r-404"})
+    wrong_method = await client.get("/v1/spans", headers={"X-Request-Id": "r-405"})
+    head = await client.head("/health")
+    assert (missing.status_code, missing.headers["X-Request-Id"]) == (404, "r-404")
+    assert (wrong_method.status_code, wrong_method.headers["X-Request-Id"]) == (405, "r-405")
+    assert head.headers["X-Request-Id"]
+    text = (await (await client.get("/metrics")).get_data()).decode()
+    assert sample(text, "spangate_requests_total", route="unmatched", status="404") == 1
+    assert sample(text, "spangate_requests_total", route="unmatched", status="405") == 1
+    assert sample(text, "spangate_requests_total", route="/health", status="200") == 1
+    assert sample(text, "spangate_requests_total", route="/v1/spans", status="405") == 0
+
+
+def test_every_collector_route_is_a_plain_path(settings: Settings) -> None:
+    """RequestTags labels requests by path: no route may have variables (nor /static)."""
+    rules = [rule.rule for rule in create_app(settings).url_map.iter_rules()]
+    assert "/v1/spans" in rules and all("<" not in rule for rule in rules)
+
+
+async def test_the_request_id_is_set_for_the_requests_logs() -> None:
+    """While the app runs, spangate.logs' request id is the one the answer carries."""
+    seen: list[str | None] = []
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        seen.append(request_id.get())
+        await send({"type": "http.response.start", "status": 204, "headers": [(b"a", b"1")]})
+        await send({"type": "http.response.body", "body": b""})
+
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    tags = RequestTags(app, Metrics(), {"/x": frozenset({"GET"})})
+    scope = {"type": "http", "path": "/x", "method": "GET", "headers": [(b"x-request-id", b"q1")]}
+    await tags(scope, None, send)
+    assert seen == ["q1"]
+    assert sent[0]["headers"] == [(b"a", b"1"), (b"x-request-id", b"q1")]
+    assert sent[1] == {"type": "http.response.body", "body": b""}
