@@ -1,0 +1,121 @@
+"""Instructions per 1-span request, collector and echo app, counted by callgrind.
+
+    python -m benchmarks.bench_instructions [--requests 200]
+
+Where bench_ingest's rates move with whatever else the host runs, an instruction count
+does not: each app runs under `valgrind --tool=callgrind` with counting off until it
+has answered 50 requests, then counts exactly `--requests` sequential requests on one
+keep-alive connection. Same binary and inputs, same count (within about 0.2%), so a
+change of 1% in what a request costs shows. Needs valgrind (and its callgrind_control).
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks.bench_ingest import database_with_key
+from benchmarks.payloads import native_spans_body
+from spangate.embedded_redis import free_port
+from tests.redis_server import RedisServer
+
+WARM_UP = 50
+START_TIMEOUT_S = 300  # imports under valgrind are slow
+
+
+def _post(connection: http.client.HTTPConnection, body: bytes, headers: dict[str, str]) -> int:
+    connection.request("POST", "/v1/spans", body, headers)
+    response = connection.getresponse()
+    response.read()
+    return response.status
+
+
+def _connected(port: int, body: bytes, headers: dict[str, str]) -> http.client.HTTPConnection:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while True:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        try:
+            if _post(connection, body, headers) == 200:
+                return connection
+        except OSError:
+            time.sleep(1)
+        if time.monotonic() > deadline:
+            raise SystemExit(f"nothing answered on port {port}")
+
+
+def _total(counts: Path) -> int:
+    for line in counts.read_text().splitlines():
+        if line.startswith("totals:"):
+            return int(line.split()[1])
+    raise SystemExit(f"no totals in {counts}")
+
+
+def instructions(argv: list[str], env: dict[str, str], port: int, requests: int, key: str) -> float:
+    """Instructions per request of the app `argv` starts on `port`."""
+    counts = Path(tempfile.mkdtemp(prefix="spangate-callgrind-")) / "callgrind.out"
+    app = subprocess.Popen(
+        [
+            "valgrind",
+            "--tool=callgrind",
+            "--instr-atstart=no",
+            f"--callgrind-out-file={counts}",
+            sys.executable,
+            *argv,
+        ],
+        env={**os.environ, **env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    body = native_spans_body(1)
+    headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+    try:
+        connection = _connected(port, body, headers)
+        for _ in range(WARM_UP):
+            _post(connection, body, headers)
+        control = ["callgrind_control", "-i"]
+        subprocess.run([*control, "on", str(app.pid)], check=True, capture_output=True)
+        statuses = {_post(connection, body, headers) for _ in range(requests)}
+        subprocess.run([*control, "off", str(app.pid)], check=True, capture_output=True)
+        if statuses != {200}:
+            raise SystemExit(f"{argv}: answers {statuses}")
+    finally:
+        app.terminate()
+        app.wait()
+    return _total(counts) / requests
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--requests", type=int, default=200)
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="spangate-bench-"))
+    server = RedisServer(work / "redis").start()
+    try:
+        db_url, key = database_with_key(work)
+        port = free_port()
+        env = {
+            "SPANGATE_REDIS_URL": server.url,
+            "SPANGATE_DATABASE_URL": db_url,
+            "SPANGATE_INGEST_PORT": str(port),
+            "SPANGATE_LOG_LEVEL": "warning",
+            "SPANGATE_RATE_LIMIT_PROJECT_RPS": "1000000",
+            "SPANGATE_RATE_LIMIT_IP_RPS": "1000000",
+        }
+        echo = instructions(["-m", "benchmarks.echo_app", str(port)], {}, port, args.requests, key)
+        collector = instructions(["-m", "spangate.cli", "collector"], env, port, args.requests, key)
+    finally:
+        server.stop()
+    print(f"{args.requests} sequential 1-span requests after {WARM_UP} of warm-up")
+    print(f"echo       {echo:12,.0f} instructions a request")
+    print(f"collector  {collector:12,.0f} instructions a request")
+    print(f"ratio {echo / collector:.3f} (the request rate's ratio on one core, host noise aside)")
+
+
+if __name__ == "__main__":
+    main()
