@@ -47,24 +47,45 @@ _SSL_REQUIREMENTS = {
 }
 
 
+#: A command with a bytes argument past this size is packed in Python: hiredis copies a
+#: large argument slowly (1.3 ms for a 0.8 MB XADD, against 42 us in Python), while for
+#: the small commands of every request it takes half the time Python takes.
+PACK_IN_C_MAX_BYTES = 16 * 1024
+
+
 def pack(commands: Sequence[Sequence[Arg]]) -> bytes:
     """The RESP bytes of `commands`, one array of bulk strings each."""
     parts: list[bytes] = []
-    append = parts.append
     for command in commands:
-        append(b"*%d\r\n" % len(command))
         for arg in command:
-            if isinstance(arg, bytes):
-                data = arg
-            elif isinstance(arg, str):
-                data = arg.encode()
-            elif isinstance(arg, int):
-                data = b"%d" % arg
-            else:
-                data = repr(float(arg)).encode()
-            append(b"$%d\r\n" % len(data))
-            append(data)
-            append(b"\r\n")
+            if type(arg) is bytes and len(arg) > PACK_IN_C_MAX_BYTES:
+                parts.append(_packed(command))
+                break
+        else:
+            try:  # (hiredis's stub types the tuple as one of a single argument)
+                parts.append(hiredis.pack_command(tuple(command)))  # type: ignore[arg-type]
+            except TypeError:  # a type hiredis does not take (a bool, say)
+                parts.append(_packed(command))
+    return b"".join(parts)
+
+
+def _packed(command: Sequence[Arg]) -> bytes:
+    """One command's RESP bytes, packed in Python."""
+    parts: list[bytes] = []
+    append = parts.append
+    append(b"*%d\r\n" % len(command))
+    for arg in command:
+        if isinstance(arg, bytes):
+            data = arg
+        elif isinstance(arg, str):
+            data = arg.encode()
+        elif isinstance(arg, int):
+            data = b"%d" % arg
+        else:
+            data = repr(float(arg)).encode()
+        append(b"$%d\r\n" % len(data))
+        append(data)
+        append(b"\r\n")
     return b"".join(parts)
 
 

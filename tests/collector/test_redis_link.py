@@ -16,7 +16,7 @@ import redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, OutOfMemoryError, ResponseError
 
-from collector.redis_link import Endpoint, RedisLink, Script, pack
+from collector.redis_link import PACK_IN_C_MAX_BYTES, Endpoint, RedisLink, Script, pack
 from spangate.embedded_redis import free_port
 from tests.redis_server import RedisServer
 
@@ -35,6 +35,25 @@ def test_pack_writes_resp_arrays_of_bulk_strings() -> None:
     assert pack([("SET", b"k\r\n", 7), ("INCRBYFLOAT", "k", 0.5)]) == (
         b"*3\r\n$3\r\nSET\r\n$3\r\nk\r\n\r\n$1\r\n7\r\n"
         b"*3\r\n$11\r\nINCRBYFLOAT\r\n$1\r\nk\r\n$3\r\n0.5\r\n"
+    )
+
+
+def test_pack_gives_the_same_bytes_on_both_paths() -> None:
+    """Small commands are packed by hiredis; large ones, and types hiredis refuses (a bool),
+    in Python: the bytes are the same either way, in the order given."""
+    large = b"x" * (PACK_IN_C_MAX_BYTES + 1)
+    assert pack([("XADD", "k", "*", "body", large)]) == (
+        b"*5\r\n$4\r\nXADD\r\n$1\r\nk\r\n$1\r\n*\r\n$4\r\nbody\r\n$%d\r\n%s\r\n"
+        % (len(large), large)
+    )
+    assert (
+        pack([("SET", "ключ", True), ("GET", "é")])
+        == ("*3\r\n$3\r\nSET\r\n$8\r\nключ\r\n$1\r\n1\r\n*2\r\n$3\r\nGET\r\n$2\r\né\r\n").encode()
+    )
+    values = (0.1, 1e-07, 1e20, -3, 2**62, 1 / 3)
+    assert pack([("MSET", *values)]) == b"".join(
+        [b"*7\r\n$4\r\nMSET\r\n"]
+        + [b"$%d\r\n%s\r\n" % (len(t), t) for t in (repr(v).encode() for v in values)]
     )
 
 
