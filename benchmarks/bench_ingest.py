@@ -70,6 +70,21 @@ def database_with_key(work: Path) -> tuple[str, str]:
     return db_url, key
 
 
+def collector_env(
+    redis_url: str, db_url: str, port: int, rate_limit_rps: str = "1000000"
+) -> dict[str, str]:
+    """A benchmarked collector's settings. The default rate limits are evaluated on every
+    request, as in production, but out of reach; "0" turns them off."""
+    return {
+        "SPANGATE_REDIS_URL": redis_url,
+        "SPANGATE_DATABASE_URL": db_url,
+        "SPANGATE_INGEST_PORT": str(port),
+        "SPANGATE_LOG_LEVEL": "warning",
+        "SPANGATE_RATE_LIMIT_PROJECT_RPS": rate_limit_rps,
+        "SPANGATE_RATE_LIMIT_IP_RPS": rate_limit_rps,
+    }
+
+
 def drain(client: redis.Redis) -> None:
     """Empty the queue between rounds so Redis memory and the AOF stay bounded (and the
     queue depth with it: nothing is refused QUEUE_NEAR_CAPACITY for want of a worker)."""
@@ -93,15 +108,7 @@ def main() -> None:
     pin(server.process.pid, LOAD_CORE)  # type: ignore[union-attr]
     db_url, key = database_with_key(work)
     collector_port, echo_port = free_port(), free_port()
-    env = {
-        "SPANGATE_REDIS_URL": server.url,
-        "SPANGATE_DATABASE_URL": db_url,
-        "SPANGATE_INGEST_PORT": str(collector_port),
-        "SPANGATE_LOG_LEVEL": "warning",
-        # limits evaluated on every request, as in production, but out of reach here
-        "SPANGATE_RATE_LIMIT_PROJECT_RPS": "1000000",
-        "SPANGATE_RATE_LIMIT_IP_RPS": "1000000",
-    }
+    env = collector_env(server.url, db_url, collector_port)
     collector = start(
         ["-m", "spangate.cli", "collector"], env, f"http://127.0.0.1:{collector_port}/health/ready"
     )

@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.bench_ingest import database_with_key
+from benchmarks.bench_ingest import collector_env, database_with_key
 from benchmarks.payloads import native_spans_body
 from spangate.embedded_redis import free_port
 from tests.redis_server import RedisServer
@@ -99,14 +99,7 @@ def main() -> None:
     try:
         db_url, key = database_with_key(work)
         port = free_port()
-        env = {
-            "SPANGATE_REDIS_URL": server.url,
-            "SPANGATE_DATABASE_URL": db_url,
-            "SPANGATE_INGEST_PORT": str(port),
-            "SPANGATE_LOG_LEVEL": "warning",
-            "SPANGATE_RATE_LIMIT_PROJECT_RPS": "1000000",
-            "SPANGATE_RATE_LIMIT_IP_RPS": "1000000",
-        }
+        env = collector_env(server.url, db_url, port)
         echo = instructions(["-m", "benchmarks.echo_app", str(port)], {}, port, args.requests, key)
         collector = instructions(["-m", "spangate.cli", "collector"], env, port, args.requests, key)
     finally:

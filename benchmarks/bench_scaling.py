@@ -19,7 +19,7 @@ from pathlib import Path
 
 import httpx
 
-from benchmarks.bench_ingest import database_with_key, drain
+from benchmarks.bench_ingest import collector_env, database_with_key, drain
 from benchmarks.loadgen import build_request, load
 from benchmarks.payloads import native_spans_body
 from spangate.embedded_redis import free_port
@@ -63,14 +63,7 @@ def main() -> None:
     try:
         for workers in range(1, args.max_workers + 1):
             port = free_port()
-            env = {
-                "SPANGATE_REDIS_URL": server.url,
-                "SPANGATE_DATABASE_URL": db_url,
-                "SPANGATE_INGEST_PORT": str(port),
-                "SPANGATE_LOG_LEVEL": "warning",
-                "SPANGATE_RATE_LIMIT_PROJECT_RPS": "0",
-                "SPANGATE_RATE_LIMIT_IP_RPS": "0",
-            }
+            env = collector_env(server.url, db_url, port, rate_limit_rps="0")
             processes = start_collectors(workers, env, port)
             try:
                 load(port, request, 1.0, args.connections)
