@@ -270,12 +270,9 @@ class Database:
     def release_thread(self) -> None:
         """Close the calling thread's connection, if it has one (a thread about to end)."""
         slot: _Slot | None = getattr(self._local, "slot", None)
-        self._local.slot = None
         if slot is not None:
-            with self._lock:
-                if slot in self._slots:
-                    self._slots.remove(slot)
-            slot.close()
+            with slot.lock:
+                self._discard(slot)
 
     def close(self) -> None:
         """Close every connection, in every thread, each once its current use ends."""

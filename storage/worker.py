@@ -22,7 +22,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -134,6 +134,18 @@ def _decode(entries: list[Entry], window: Pending) -> _Decoded:
         decoded.entries.append(entry)
         decoded.rows.append(rows)
     return decoded
+
+
+def _run_now(call: Callable[[Decision], None], decision: Decision) -> Future[None]:
+    """`call(decision)` run here, as a finished Future (its error kept for `result`)."""
+    done: Future[None] = Future()
+    try:
+        call(decision)
+    except Exception as e:  # raised again by done.result()
+        done.set_exception(e)
+    else:
+        done.set_result(None)
+    return done
 
 
 @contextmanager
@@ -347,19 +359,13 @@ class Worker:
         self._written()  # the batch before this one, in order
         if self._writer is not None:
             self._writing = (decoded, self._writer.submit(self._store, decision))
-            return
-        try:
-            self._store(decision)
-        except StoreUnavailable:
-            raise
-        except StoreError:
-            self._isolate(decoded)  # one entry's rows broke the batch: find it
-            return
-        self._done(decoded)
+        else:
+            self._writing = (decoded, _run_now(self._store, decision))
+            self._written()
 
     def _written(self) -> None:
-        """Wait for the batch on the writer thread; acknowledge it (or find the entry that
-        broke it). StoreUnavailable propagates, its entries left pending."""
+        """Wait for the batch being written; acknowledge it (or find the entry that broke
+        it). StoreUnavailable propagates, its entries left pending."""
         if self._writing is None:
             return
         (decoded, writing), self._writing = self._writing, None
@@ -368,11 +374,8 @@ class Worker:
         except StoreUnavailable:
             raise
         except StoreError:
-            self._isolate(decoded)
+            self._isolate(decoded)  # one entry's rows broke the batch: find it
             return
-        self._done(decoded)
-
-    def _done(self, decoded: _Decoded) -> None:
         self._acknowledge(decoded.entries)
         self.stats.entries += len(decoded.entries)
 
