@@ -156,9 +156,9 @@ static int bind(sqlite3_stmt *stmt, int at, const Value *v) {
 #define CHUNK_ROWS 16384
 
 /* Read rows [first, first + n) into `values` (`wanted` a row), holding each row as a
- * tuple in `held` (a tuple keeps its texts alive; a list is copied to one). The number
- * of rows held; on error -1 with an exception set, the rows read so far still held. */
-static Py_ssize_t read_rows(PyObject *rows, Py_ssize_t first, Py_ssize_t n, int wanted,
+ * tuple in `held` (a tuple keeps its texts alive; a list is copied to one). 0; on error
+ * -1 with an exception set, the rows read so far still held (`count_held` of them). */
+static int read_rows(PyObject *rows, Py_ssize_t first, Py_ssize_t n, int wanted,
                             Value *values, PyObject **held, Py_ssize_t *count_held) {
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *item = PyList_GET_ITEM(rows, first + i);
@@ -182,7 +182,7 @@ static Py_ssize_t read_rows(PyObject *rows, Py_ssize_t first, Py_ssize_t n, int 
                 return -1;
         }
     }
-    return n;
+    return 0;
 }
 
 /* Bind and step `n` rows of values; SQLITE_DONE, or the first failing code. No GIL. */
@@ -211,10 +211,12 @@ static int run_rows(sqlite3 *db, sqlite3_stmt *stmt, PyObject *rows) {
     if (failed)
         PyErr_NoMemory();
     for (Py_ssize_t first = 0; !failed && first < count; first += chunk) {
-        Py_ssize_t n = count - first < chunk ? count - first : chunk, n_held = 0;
-        /* the list is the caller's: re-checked per chunk in case it shrank meanwhile */
-        if (first + n > PyList_GET_SIZE(rows))
-            n = PyList_GET_SIZE(rows) - first;
+        /* the list is the caller's: the rows it had at the call, as far as it still has
+           them (another thread may have shortened it while the GIL was let go) */
+        Py_ssize_t end = count < PyList_GET_SIZE(rows) ? count : PyList_GET_SIZE(rows);
+        if (first >= end)
+            break;
+        Py_ssize_t n = end - first < chunk ? end - first : chunk, n_held = 0;
         failed = read_rows(rows, first, n, wanted, values, held, &n_held) < 0;
         if (!failed) {
             int rc;
