@@ -10,7 +10,7 @@ from storage.verifier import AuthUnavailable, KeyVerifier
 
 
 class Headers(Protocol):
-    """What auth reads of request headers (werkzeug's Headers, or a plain dict)."""
+    """What the scores API reads of request headers (werkzeug's Headers, or a dict)."""
 
     def get(self, key: str) -> str | None: ...
 
@@ -30,13 +30,12 @@ def parse_bearer(value: str) -> str | None:
     return token
 
 
-def bearer_token(headers: Headers) -> str:
-    """The key of a Bearer Authorization header; 401 when missing or malformed.
+def bearer_token(header: str | None) -> str:
+    """The key of a Bearer Authorization header's value; 401 when missing or malformed.
 
     X-API-Key is not read here: a request carrying the key only there is told the
     Authorization header is missing, as the spec says.
     """
-    header = headers.get("Authorization")
     if header is None:
         raise unauthorized(MISSING)
     token = parse_bearer(header)
@@ -45,9 +44,10 @@ def bearer_token(headers: Headers) -> str:
     return token
 
 
-async def authenticate(verifier: KeyVerifier, headers: Headers) -> KeyIdentity:
-    """Who the request acts as; 401 for any key problem, 503 when keys cannot be checked."""
-    token = bearer_token(headers)
+async def authenticate(verifier: KeyVerifier, authorization: str | None) -> KeyIdentity:
+    """Who a request with this Authorization header acts as; 401 for any key problem,
+    503 when keys cannot be checked."""
+    token = bearer_token(authorization)
     try:
         identity = await verifier.verify(token)
     except AuthUnavailable as e:

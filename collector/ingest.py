@@ -16,7 +16,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from quart import Response, g, request
+from quart import Request, Response, g
+from quart.globals import request_ctx
 from werkzeug.exceptions import RequestEntityTooLarge
 
 import proto_json
@@ -30,6 +31,7 @@ from collector.inflight import InflightBudget
 from collector.memory_watch import MemoryWatch
 from collector.metrics import Metrics
 from collector.queue import SpanQueue
+from collector.request_head import RequestHead
 from proto_json import Conversion, EnvelopeError, Limits, fastpath
 from spangate.settings import IPNetwork
 from spangate.web import json_response
@@ -51,8 +53,21 @@ _REFUSALS = {
 Converter = Callable[[bytes, Limits], tuple[Conversion, bool]]
 
 
-def _otlp_form() -> bool:
-    return bool(g.get("otlp_form", False))  # getattr would raise and catch inside Quart
+class _Incoming:
+    """One ingest request: Quart's request object and its head, each looked up once,
+    and the form its answer takes."""
+
+    __slots__ = ("request", "head", "otlp_form")
+
+    def __init__(self) -> None:
+        self.request: Request = request_ctx.request
+        self.head = RequestHead.of(self.request.scope)
+        self.otlp_form = False
+
+    def answer_in_otlp_form(self) -> None:
+        if not self.otlp_form:
+            self.otlp_form = True
+            g.otlp_form = True  # for the error handler (collector/app.py)
 
 
 def _native(convert: Callable[[bytes, Limits], Conversion]) -> Converter:
@@ -122,30 +137,31 @@ class Ingest:
 
     async def spans(self) -> Response:
         """POST /v1/spans."""
-        return await self._ingest("spans", _SPANS, spans_answer)
+        return await self._ingest(_Incoming(), "spans", _SPANS, spans_answer)
 
     async def spans_batch(self) -> Response:
         """POST /v1/spans/batch."""
-        return await self._ingest("spans_batch", _SPANS_BATCH, spans_answer)
+        return await self._ingest(_Incoming(), "spans_batch", _SPANS_BATCH, spans_answer)
 
     async def traces(self) -> Response:
         """POST /v1/traces: native or OTLP body; OTLP answers when Content-Encoding is set."""
-        if "Content-Encoding" in request.headers or self._is_protobuf():
-            g.otlp_form = True
-        return await self._ingest("traces", _convert_traces, traces_answer)
+        incoming = _Incoming()
+        head = incoming.head
+        if head.content_encoding is not None or head.mimetype == _PROTOBUF:
+            incoming.answer_in_otlp_form()
+        return await self._ingest(incoming, "traces", _convert_traces, traces_answer)
 
     async def otlp(self) -> Response:
         """POST /v1/otlp/v1/traces: OTLP/JSON only, OTLP answers."""
-        g.otlp_form = True
-        return await self._ingest("otlp", _convert_otlp, otlp_answer)
+        incoming = _Incoming()
+        incoming.answer_in_otlp_form()
+        return await self._ingest(incoming, "otlp", _convert_otlp, otlp_answer)
 
     # -- the pipeline ----------------------------------------------------------------
 
-    def _is_protobuf(self) -> bool:
-        return request.mimetype == _PROTOBUF
-
-    def _check_headers(self) -> list[str]:
-        if _otlp_form() and self._is_protobuf():
+    def _check_headers(self, incoming: _Incoming) -> list[str]:
+        head = incoming.head
+        if incoming.otlp_form and head.mimetype == _PROTOBUF:
             raise GatewayError(
                 415,
                 "UNSUPPORTED_MEDIA_TYPE",
@@ -154,12 +170,12 @@ class Ingest:
                 body_error=True,
             )
         try:
-            codings = content_codings(request.headers.get("Content-Encoding"))
+            codings = content_codings(head.content_encoding)
         except GatewayError as e:
-            if not _otlp_form():
+            if not incoming.otlp_form:
                 raise
             raise GatewayError(400, "SERIALIZATION_ERROR", e.message, body_error=True) from e
-        length = request.content_length
+        length = head.content_length
         if length is not None and length > self.max_body_bytes:
             raise GatewayError(
                 413,
@@ -169,9 +185,9 @@ class Ingest:
             )
         return codings
 
-    async def _body(self) -> bytes:
+    async def _body(self, incoming: _Incoming) -> bytes:
         try:
-            data: bytes = await request.body
+            data: bytes = await incoming.request.body
             return data
         except RequestEntityTooLarge as e:
             raise GatewayError(
@@ -194,15 +210,15 @@ class Ingest:
         queued = conversion.payload if conversion.accepted else None
         return conversion, was_otlp, queued, data
 
-    def _reservation(self, codings: list[str]) -> int:
+    def _reservation(self, head: RequestHead, codings: list[str]) -> int:
         """Bytes this request may hold: its body (the limit when unannounced), plus the
         inflated copy when it is gzip."""
-        length = request.content_length
+        length = head.content_length
         body = length if length is not None else self.max_body_bytes
         return body + (self.max_body_bytes if codings else 0)
 
     async def _convert(
-        self, raw: bytes, codings: list[str], convert: Converter
+        self, incoming: _Incoming, raw: bytes, codings: list[str], convert: Converter
     ) -> tuple[Conversion, bool, bytes | None, bytes]:
         try:
             if len(raw) <= OFFLOAD_BYTES:
@@ -210,17 +226,22 @@ class Ingest:
             async with self.offloaded:
                 return await asyncio.to_thread(self._decode_and_convert, raw, codings, convert)
         except _OtlpEnvelopeError as e:
-            g.otlp_form = True
+            incoming.answer_in_otlp_form()
             raise GatewayError(400, e.error.code, e.error.message, body_error=True) from e
 
     async def _ingest(
-        self, route: str, convert: Converter, answer: Callable[[Conversion], dict[str, Any]]
+        self,
+        incoming: _Incoming,
+        route: str,
+        convert: Converter,
+        answer: Callable[[Conversion], dict[str, Any]],
     ) -> Response:
-        codings = self._check_headers()
-        identity = await authenticate(self.verifier, request.headers)
+        head = incoming.head
+        codings = self._check_headers(incoming)
+        identity = await authenticate(self.verifier, head.authorization)
         self.memory.check()
-        forwarded = request.headers.get("X-Forwarded-For") if self.trusted_proxies else None
-        ip = client_ip(request.remote_addr, forwarded, self.trusted_proxies)
+        forwarded = head.forwarded_for if self.trusted_proxies else None
+        ip = client_ip(incoming.request.remote_addr, forwarded, self.trusted_proxies)
         depth = await self.admission.admit(identity.project_id, ip)
         self.metrics.child(self.metrics.queue_depth, identity.project_id).set(depth)
         if self.archive is not None and self.archive.degraded and depth >= self.archive_headroom:
@@ -228,12 +249,13 @@ class Ingest:
                 "ARCHIVE_DEGRADED_NO_HEADROOM",
                 "the request archive cannot be written and the project's queue is half full",
             )
-        with self.inflight.reserve(self._reservation(codings)):
-            raw = await self._body()
-            return await self._accept(identity, route, raw, codings, convert, answer)
+        with self.inflight.reserve(self._reservation(head, codings)):
+            raw = await self._body(incoming)
+            return await self._accept(incoming, identity, route, raw, codings, convert, answer)
 
     async def _accept(
         self,
+        incoming: _Incoming,
         identity: KeyIdentity,
         route: str,
         raw: bytes,
@@ -241,9 +263,9 @@ class Ingest:
         convert: Converter,
         answer: Callable[[Conversion], dict[str, Any]],
     ) -> Response:
-        conversion, was_otlp, queued, data = await self._convert(raw, codings, convert)
+        conversion, was_otlp, queued, data = await self._convert(incoming, raw, codings, convert)
         if was_otlp:
-            g.otlp_form = True
+            incoming.answer_in_otlp_form()
         if conversion.refusal is not None:
             message = _REFUSALS[conversion.refusal].format(
                 count=conversion.span_count, limit=self._limit_of(conversion.refusal)
@@ -256,10 +278,10 @@ class Ingest:
             if self.archive is not None:
                 self.archive.append(
                     ArchiveRecord(
-                        received_ms, identity.project_id, route, request.content_type or "", data
+                        received_ms, identity.project_id, route, incoming.head.content_type, data
                     )
                 )
-        return json_response(otlp_answer(conversion) if _otlp_form() else answer(conversion))
+        return json_response(otlp_answer(conversion) if incoming.otlp_form else answer(conversion))
 
     def _limit_of(self, refusal: str) -> int:
         if refusal == "TOO_MANY_SPANS":

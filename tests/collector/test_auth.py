@@ -84,6 +84,8 @@ async def test_store_unreachable_is_auth_unavailable(
 
 def test_bearer_token_parsing() -> None:
     """The token is what follows `Bearer `, surrounding spaces ignored."""
-    assert bearer_token({"Authorization": "Bearer  sgk_abc "}) == "sgk_abc"
-    with pytest.raises(GatewayError):
-        bearer_token({})
+    assert bearer_token("Bearer  sgk_abc ") == "sgk_abc"
+    assert bearer_token("bearer sgk_abc") == "sgk_abc"
+    for header in (None, "Basic sgk_abc", "Bearer", "Bearer a b"):
+        with pytest.raises(GatewayError):
+            bearer_token(header)
