@@ -1,10 +1,14 @@
-"""Admission before a body is read: rate limits and the project's queue depth, one round trip.
+"""Admission: rate limits and the project's queue depth, checked in Redis.
 
 Rate limits are GCRA (generic cell rate algorithm) in Redis, so every collector
 process shares them: `rps` requests per second sustained, bursts of up to two seconds'
 worth. One limit per project and one per client IP; 0 disables a limit. The queue depth
 is the project's queued-but-not-stored span count, raised with each XADD and lowered by
 the worker when it acknowledges (see storage.streams.depth_key).
+
+The checks are the start of a Lua script: `Admission.admit` runs them alone, before a
+body is read; collector.queue runs them in front of a small request's XADD, so that
+request takes one round trip to Redis instead of two (see collector.ingest).
 """
 
 from __future__ import annotations
@@ -12,21 +16,23 @@ from __future__ import annotations
 import ipaddress
 import math
 import time
+from dataclasses import dataclass
+from typing import Any
 
 from redis.exceptions import RedisError
 
-from collector.errors import GatewayError, unavailable
-from collector.queue import refusal
-from collector.redis_link import RedisLink, Script
+from collector.errors import GatewayError, redis_refusal, unavailable
+from collector.redis_link import Arg, RedisLink, Script
 from spangate.settings import IPNetwork
 from storage.streams import depth_key
 
 BURST_SECONDS = 2.0
 
-#: KEYS: project rate, ip rate, project depth. ARGV: now ms; per limit: emission
-#: interval ms and tolerance ms (0 interval: no limit); max depth.
-#: Answers {0, depth} admitted, {1, retry_ms} rate limited, {2, depth} at capacity.
-_ADMIT = Script.of("""
+#: The checks, as the start of a script. KEYS: project rate, ip rate, project depth.
+#: ARGV: now ms; per limit: emission interval ms and tolerance ms (0 interval: no
+#: limit); max depth. Answers {1, retry_ms} rate limited, {2, depth} at capacity, {3}
+#: depth not a number; past them the script goes on with `depth` set.
+CHECKS = """
 local now = tonumber(ARGV[1])
 local function check(key, interval, tolerance)
   if interval <= 0 then return nil end
@@ -37,13 +43,42 @@ local function check(key, interval, tolerance)
   return nil
 end
 local depth = tonumber(redis.call('GET', KEYS[3]) or '0')
+if not depth then return {3} end
 if depth >= tonumber(ARGV[6]) then return {2, depth} end
 local wait = check(KEYS[1], tonumber(ARGV[2]), tonumber(ARGV[3]))
 if wait then return {1, math.ceil(wait)} end
 wait = check(KEYS[2], tonumber(ARGV[4]), tonumber(ARGV[5]))
 if wait then return {1, math.ceil(wait)} end
-return {0, depth}
-""")
+"""
+_ADMIT = Script.of(CHECKS + "return {0, depth}")
+
+
+@dataclass(frozen=True, slots=True)
+class Checks:
+    """One request's admission checks: the keys and arguments CHECKS starts with."""
+
+    keys: tuple[str, str, str]
+    args: tuple[Arg, ...]
+
+
+def verdict(answer: list[Any]) -> int:
+    """The project's queue depth when the checks let the request go on; else the 429 or
+    503 they answered."""
+    if answer[0] == 0:
+        return int(answer[1])
+    if answer[0] == 1:
+        seconds = max(1, math.ceil(int(answer[1]) / 1000))
+        raise GatewayError(
+            429, "RATE_LIMIT_EXCEEDED", "too many requests; slow down", retry_after=seconds
+        )
+    if answer[0] == 2:
+        raise unavailable(
+            "QUEUE_NEAR_CAPACITY",
+            f"the project's ingest queue holds {answer[1]} spans not yet stored; try again later",
+        )
+    if answer[0] == 3:
+        raise unavailable("QUEUE_DEPTH_UNKNOWN", "the depth of the project's queue is unreadable")
+    raise unavailable("QUEUE_DEPTH_UNKNOWN", "unexpected admission answer")
 
 
 def _limit(rps: float) -> tuple[float, float]:
@@ -77,7 +112,7 @@ def client_ip(peer: str | None, forwarded_for: str | None, trusted: tuple[IPNetw
 
 
 class Admission:
-    """The pre-read check of every ingest request."""
+    """The checks every ingest request passes before its spans are queued."""
 
     def __init__(
         self,
@@ -91,31 +126,22 @@ class Admission:
         self.ip_limit = _limit(ip_rps)
         self.max_depth = max_depth
 
-    async def admit(self, project_id: str, ip: str) -> int:
-        """The project's queue depth when the request may go on; else the 429 or 503."""
-        keys = [
+    def checks(self, project_id: str, ip: str) -> Checks:
+        """The checks of a request of this project from this address, as of now."""
+        keys = (
             f"spangate:{{{project_id}}}:rate",
             f"spangate:ip:{{{ip}}}:rate",
             depth_key(project_id),
-        ]
-        args = [int(time.time() * 1000), *self.project_limit, *self.ip_limit, self.max_depth]
+        )
+        now_ms = int(time.time() * 1000)
+        return Checks(keys, (now_ms, *self.project_limit, *self.ip_limit, self.max_depth))
+
+    async def admit(self, checks: Checks) -> int:
+        """The project's queue depth when the request may go on; else the 429 or 503."""
         try:
-            answer = await self.client.evalsha(_ADMIT, keys, args)
+            answer = await self.client.evalsha(_ADMIT, checks.keys, checks.args)
         except (TimeoutError, RedisError) as e:
-            raise refusal(
+            raise redis_refusal(
                 e, "QUEUE_DEPTH_UNKNOWN", "the depth of the project's queue cannot be read"
             ) from e
-        if answer[0] == 0:
-            return int(answer[1])
-        if answer[0] == 1:
-            seconds = max(1, math.ceil(int(answer[1]) / 1000))
-            raise GatewayError(
-                429, "RATE_LIMIT_EXCEEDED", "too many requests; slow down", retry_after=seconds
-            )
-        if answer[0] == 2:
-            raise unavailable(
-                "QUEUE_NEAR_CAPACITY",
-                f"the project's ingest queue holds {answer[1]} spans not yet "
-                "stored; try again later",
-            )
-        raise unavailable("QUEUE_DEPTH_UNKNOWN", "unexpected admission answer")
+        return verdict(answer)

@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import OutOfMemoryError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+#: Retry-After (s) when the queue store is short of memory.
+MEMORY_RETRY_AFTER_S = 5
+
 
 class GatewayError(Exception):
     """A request the gateway answers with an error status.
@@ -40,3 +47,15 @@ def unauthorized(message: str) -> GatewayError:
 def unavailable(code: str, message: str, retry_after: int | None = None) -> GatewayError:
     """503 with one of the spec's capacity or availability codes."""
     return GatewayError(503, code, message, retry_after=retry_after)
+
+
+def redis_refusal(error: BaseException, otherwise: str, message: str) -> GatewayError:
+    """The 503 for a Redis failure: out of memory (also inside a script, where Redis
+    reports it as a script error), unreachable or silent, else `otherwise`."""
+    if isinstance(error, OutOfMemoryError) or "OOM command not allowed" in str(error):
+        return unavailable(
+            "REDIS_MEMORY_HIGH", "the queue store is out of memory", MEMORY_RETRY_AFTER_S
+        )
+    if isinstance(error, TimeoutError | RedisConnectionError | RedisTimeoutError):
+        return unavailable("ENQUEUE_UNCONFIRMED", "the queue store is unreachable")
+    return unavailable(otherwise, message)

@@ -1,7 +1,9 @@
 """The four ingest routes: one pipeline, route by route only where the spec differs.
 
-Order: header checks (no I/O), authentication, the body under the size limits, decode
-and convert, one confirmed XADD, the answer.
+Order: header checks (no I/O), authentication, admission (rate limits, queue depth),
+the body under the size limits, decode and convert, one confirmed XADD, the answer. A
+small plain body is admitted by the XADD's own script instead, after it is converted,
+so that the request takes one round trip to Redis; its answers are the same.
 
 Conversion is pure-Python CPU work, so a thread buys no parallelism (the GIL), and
 measured under load it convoys: the event loop waits for the GIL after every socket
@@ -35,7 +37,6 @@ from collector.request_head import RequestHead
 from proto_json import Conversion, EnvelopeError, Limits, fastpath
 from spangate.settings import IPNetwork
 from spangate.web import json_response
-from storage.identity import KeyIdentity
 from storage.streams import QueuedRequest
 from storage.verifier import KeyVerifier
 
@@ -43,6 +44,10 @@ from storage.verifier import KeyVerifier
 #: at most OFFLOAD_CONCURRENCY at a time.
 OFFLOAD_BYTES = 1024 * 1024
 OFFLOAD_CONCURRENCY = 2
+#: Bodies of at most this many bytes, announced and not compressed, are admitted by the
+#: script that queues them (see Ingest._ingest). Kept small: such a body is read and
+#: converted before a rate limit can refuse it.
+ADMIT_WITH_XADD_BYTES = 16 * 1024
 _PROTOBUF = "application/x-protobuf"
 _REFUSALS = {
     "TOO_MANY_SPANS": "the request has {count} spans; at most {limit} are accepted per request",
@@ -72,6 +77,18 @@ class _Incoming:
 
 def _native(convert: Callable[[bytes, Limits], Conversion]) -> Converter:
     return lambda data, limits: (convert(data, limits), False)
+
+
+class _Caller:
+    """Whom a request is admitted as: its project and client address, and whether it
+    has been admitted yet."""
+
+    __slots__ = ("project_id", "ip", "admitted")
+
+    def __init__(self, project_id: str, ip: str) -> None:
+        self.project_id = project_id
+        self.ip = ip
+        self.admitted = False
 
 
 class _OtlpEnvelopeError(Exception):
@@ -242,56 +259,94 @@ class Ingest:
         self.memory.check()
         forwarded = head.forwarded_for if self.trusted_proxies else None
         ip = client_ip(incoming.request.remote_addr, forwarded, self.trusted_proxies)
-        depth = await self.admission.admit(identity.project_id, ip)
-        self.metrics.child(self.metrics.queue_depth, identity.project_id).set(depth)
-        if self.archive is not None and self.archive.degraded and depth >= self.archive_headroom:
-            raise unavailable(
-                "ARCHIVE_DEGRADED_NO_HEADROOM",
-                "the request archive cannot be written and the project's queue is half full",
-            )
+        caller = _Caller(identity.project_id, ip)
+        # A small plain body is read and converted first, then admitted by the script that
+        # queues it: one round trip to Redis. Any other is admitted before it is read, so
+        # a refused one is never read or inflated.
+        if not self._admits_late(head, codings):
+            await self._admit(caller)
         with self.inflight.reserve(self._reservation(head, codings)):
-            raw = await self._body(incoming)
-            return await self._accept(incoming, identity, route, raw, codings, convert, answer)
+            conversion, queued, data = await self._converted(incoming, caller, codings, convert)
+            if queued is not None:
+                item = QueuedRequest(
+                    caller.project_id, route, int(time.time() * 1000), conversion.accepted, queued
+                )
+                await self._enqueue(caller, item)
+                if self.archive is not None:
+                    self.archive.append(
+                        ArchiveRecord(
+                            item.received_ms, item.project_id, route, head.content_type, data
+                        )
+                    )
+        self.metrics.child(self.metrics.spans, route, "accepted").inc(conversion.accepted)
+        self.metrics.child(self.metrics.spans, route, "rejected").inc(conversion.rejected)
+        return json_response(otlp_answer(conversion) if incoming.otlp_form else answer(conversion))
 
-    async def _accept(
-        self,
-        incoming: _Incoming,
-        identity: KeyIdentity,
-        route: str,
-        raw: bytes,
-        codings: list[str],
-        convert: Converter,
-        answer: Callable[[Conversion], dict[str, Any]],
-    ) -> Response:
-        conversion, was_otlp, queued, data = await self._convert(incoming, raw, codings, convert)
+    def _admits_late(self, head: RequestHead, codings: list[str]) -> bool:
+        """Whether the request is admitted by the script that queues it (see _ingest)."""
+        length = head.content_length
+        return (
+            length is not None
+            and length <= ADMIT_WITH_XADD_BYTES
+            and not codings
+            and (self.archive is None or not self.archive.degraded)
+        )
+
+    async def _converted(
+        self, incoming: _Incoming, caller: _Caller, codings: list[str], convert: Converter
+    ) -> tuple[Conversion, bytes | None, bytes]:
+        """The body read and converted: the conversion, the bytes to queue (None when no
+        span is accepted) and the decoded body.
+
+        A caller not admitted yet is admitted before the body's own refusal, and before
+        a body with nothing to queue is answered: the answers stay those of admission
+        first, and every request spends the rate limits.
+        """
+        try:
+            raw = await self._body(incoming)
+            conversion, was_otlp, queued, data = await self._convert(
+                incoming, raw, codings, convert
+            )
+        except GatewayError:
+            await self._admit(caller)
+            raise
         if was_otlp:
             incoming.answer_in_otlp_form()
+        if queued is None or conversion.refusal is not None:
+            await self._admit(caller)
         if conversion.refusal is not None:
             message = _REFUSALS[conversion.refusal].format(
                 count=conversion.span_count, limit=self._limit_of(conversion.refusal)
             )
             raise unavailable(conversion.refusal, message)
-        self.metrics.child(self.metrics.spans, route, "accepted").inc(conversion.accepted)
-        self.metrics.child(self.metrics.spans, route, "rejected").inc(conversion.rejected)
-        if queued is not None:
-            received_ms = await self._enqueue(identity, route, conversion.accepted, queued)
-            if self.archive is not None:
-                self.archive.append(
-                    ArchiveRecord(
-                        received_ms, identity.project_id, route, incoming.head.content_type, data
-                    )
-                )
-        return json_response(otlp_answer(conversion) if incoming.otlp_form else answer(conversion))
+        return conversion, queued, data
+
+    async def _admit(self, caller: _Caller) -> None:
+        """Admission on its own, once: 429 or 503 unless the request may go on."""
+        if caller.admitted:
+            return
+        depth = await self.admission.admit(self.admission.checks(caller.project_id, caller.ip))
+        caller.admitted = True
+        self.metrics.child(self.metrics.queue_depth, caller.project_id).set(depth)
+        if self.archive is not None and self.archive.degraded and depth >= self.archive_headroom:
+            raise unavailable(
+                "ARCHIVE_DEGRADED_NO_HEADROOM",
+                "the request archive cannot be written and the project's queue is half full",
+            )
 
     def _limit_of(self, refusal: str) -> int:
         if refusal == "TOO_MANY_SPANS":
             return self.limits.max_spans
         return self.limits.max_attributes
 
-    async def _enqueue(self, identity: KeyIdentity, route: str, accepted: int, body: bytes) -> int:
-        """XADD; the receive time recorded in the entry (ms)."""
-        item = QueuedRequest(identity.project_id, route, int(time.time() * 1000), accepted, body)
+    async def _enqueue(self, caller: _Caller, item: QueuedRequest) -> None:
+        """XADD, admitting the caller in the same script when not admitted yet."""
         started = time.perf_counter()
-        await self.queue.enqueue(item)
+        if caller.admitted:
+            await self.queue.enqueue(item)
+        else:
+            checks = self.admission.checks(caller.project_id, caller.ip)
+            depth = await self.queue.admit_and_enqueue(item, checks)
+            caller.admitted = True
+            self.metrics.child(self.metrics.queue_depth, caller.project_id).set(depth)
         self.metrics.enqueue_seconds.observe(time.perf_counter() - started)
-        return item.received_ms

@@ -15,8 +15,7 @@ import logging
 
 from redis.exceptions import RedisError
 
-from collector.errors import unavailable
-from collector.queue import MEMORY_RETRY_AFTER_S
+from collector.errors import MEMORY_RETRY_AFTER_S, unavailable
 from collector.redis_link import RedisLink
 
 SAMPLE_EVERY_S = 1.0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import subprocess
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -77,6 +78,19 @@ async def app(settings: Settings) -> AsyncIterator[Quart]:
 @pytest.fixture
 def client(app: Quart) -> Client:
     return app.test_client()
+
+
+#: The two ways a request is admitted (collector.ingest): a small plain body with its
+#: Content-Length is admitted by the script that queues it, one round trip; any other
+#: (here gzip, which the test client sends without a length) is admitted before it is read.
+ADMISSIONS = ("with-xadd", "first")
+
+
+def sent(body: bytes, admission: str, headers: dict[str, str]) -> dict[str, Any]:
+    """`client.post` arguments sending `body` so that it is admitted as `admission` says."""
+    if admission == "with-xadd":
+        return {"data": body, "headers": {**headers, "Content-Length": str(len(body))}}
+    return {"data": gzip.compress(body), "headers": {**headers, "Content-Encoding": "gzip"}}
 
 
 def make_app(settings: Settings, **changes: Any) -> Quart:

@@ -18,45 +18,77 @@ from storage.database import Database
 from storage.spans import SpanStore
 from storage.streams import depth_key
 from storage.worker import Worker
-from tests.collector.conftest import Tenant, make_app
+from tests.collector.conftest import ADMISSIONS, Tenant, make_app, sent
 from tests.proto_json.spans import span
 from tests.redis_server import RedisServer
 
 TWO = orjson.dumps({"spans": [span(), span(spanId="1" * 16)]})
 
 
+@pytest.mark.parametrize("admission", ADMISSIONS)
 async def test_project_rate_limit_is_429_with_retry_after(
-    settings: Settings, tenant: Tenant
+    settings: Settings, tenant: Tenant, admission: str
 ) -> None:
-    """Past the project's burst, 429 RATE_LIMIT_EXCEEDED with retry_after = Retry-After."""
+    """Past the project's burst, 429 RATE_LIMIT_EXCEEDED with retry_after = Retry-After,
+    and nothing of the refused request is queued."""
     app = make_app(settings, rate_limit_project_rps=1.0, rate_limit_ip_rps=0.0)
     async with app.test_app() as test_app:
         client = test_app.test_client()
         statuses = [
-            (await client.post("/v1/spans", data=TWO, headers=tenant.auth())) for _ in range(3)
+            (await client.post("/v1/spans", **sent(TWO, admission, tenant.auth())))
+            for _ in range(3)
         ]
     assert [r.status_code for r in statuses] == [200, 200, 429]  # a burst of 2 s at 1 rps
     error = (await statuses[2].get_json())["error"]
     assert error["code"] == "RATE_LIMIT_EXCEEDED" and error["retry_after"] >= 1
     assert statuses[2].headers["Retry-After"] == str(error["retry_after"])
+    assert len(tenant.queued()) == 2
 
 
-async def test_ip_rate_limit_spans_projects(settings: Settings, tenant: Tenant) -> None:
+@pytest.mark.parametrize("admission", ADMISSIONS)
+@pytest.mark.parametrize(
+    ("body", "second"),
+    [(b"{", 400), (orjson.dumps({"spans": [span(name="")]}), 200)],
+    ids=["unparsable", "all-rejected"],
+)
+async def test_rate_limit_answers_before_the_body(
+    settings: Settings, tenant: Tenant, admission: str, body: bytes, second: int
+) -> None:
+    """Whichever way a request is admitted, a rate limit answers before what its body
+    holds: a body that does not parse, or one with nothing to queue, still spends the
+    limit and is refused 429 once over it."""
+    app = make_app(settings, rate_limit_project_rps=1.0, rate_limit_ip_rps=0.0)
+    async with app.test_app() as test_app:
+        client = test_app.test_client()
+        first = await client.post("/v1/spans", **sent(TWO, admission, tenant.auth()))
+        within = await client.post("/v1/spans", **sent(body, admission, tenant.auth()))
+        over = await client.post("/v1/spans", **sent(body, admission, tenant.auth()))
+    assert (first.status_code, within.status_code, over.status_code) == (200, second, 429)
+
+
+@pytest.mark.parametrize("admission", ADMISSIONS)
+async def test_ip_rate_limit_spans_projects(
+    settings: Settings, tenant: Tenant, admission: str
+) -> None:
     """The per-IP limit counts every project's requests from one address."""
+    with redis.Redis.from_url(str(settings.redis_url)) as client_redis:
+        for key in client_redis.scan_iter(match="spangate:ip:*"):  # an earlier test's count
+            client_redis.delete(key)
     other = tenant.store.create_key("second-project", "owner@x.io").key
     app = make_app(settings, rate_limit_project_rps=0.0, rate_limit_ip_rps=1.0)
     async with app.test_app() as test_app:
         client = test_app.test_client()
-        first = await client.post("/v1/spans", data=TWO, headers=tenant.auth())
+        first = await client.post("/v1/spans", **sent(TWO, admission, tenant.auth()))
         second = await client.post(
-            "/v1/spans", data=TWO, headers={"Authorization": f"Bearer {other}"}
+            "/v1/spans", **sent(TWO, admission, {"Authorization": f"Bearer {other}"})
         )
-        third = await client.post("/v1/spans", data=TWO, headers=tenant.auth())
+        third = await client.post("/v1/spans", **sent(TWO, admission, tenant.auth()))
     assert (first.status_code, second.status_code, third.status_code) == (200, 200, 429)
 
 
+@pytest.mark.parametrize("admission", ADMISSIONS)
 async def test_queue_near_capacity_until_the_worker_drains(
-    settings: Settings, tenant: Tenant
+    settings: Settings, tenant: Tenant, admission: str
 ) -> None:
     """At the project's queue capacity: 503 QUEUE_NEAR_CAPACITY; after the worker stores
     the queued spans, the depth is back to 0 and requests are accepted again."""
@@ -64,29 +96,40 @@ async def test_queue_near_capacity_until_the_worker_drains(
     client_redis = redis.Redis.from_url(str(settings.redis_url))
     async with app.test_app() as test_app:
         client = test_app.test_client()
-        assert (await client.post("/v1/spans", data=TWO, headers=tenant.auth())).status_code == 200
+
+        async def post() -> Any:
+            return await client.post("/v1/spans", **sent(TWO, admission, tenant.auth()))
+
+        assert (await post()).status_code == 200
         assert int(client_redis.get(depth_key(tenant.project_id))) == 2
-        full = await client.post("/v1/spans", data=TWO, headers=tenant.auth())
+        full = await post()
         assert full.status_code == 503
         assert (await full.get_json())["error"]["code"] == "QUEUE_NEAR_CAPACITY"
+        assert len(tenant.queued()) == 1
         db = Database(settings.database_url)
         Worker(client_redis, SpanStore(db), 1200, block_ms=10).run(burst=True)
         db.close()
         assert int(client_redis.get(depth_key(tenant.project_id))) == 0
-        assert (await client.post("/v1/spans", data=TWO, headers=tenant.auth())).status_code == 200
+        assert (await post()).status_code == 200
     client_redis.close()
 
 
-async def test_unreadable_depth_is_queue_depth_unknown(settings: Settings, tenant: Tenant) -> None:
+@pytest.mark.parametrize("admission", ADMISSIONS)
+async def test_unreadable_depth_is_queue_depth_unknown(
+    settings: Settings, tenant: Tenant, admission: str
+) -> None:
     """A depth Redis cannot read as a number gives 503 QUEUE_DEPTH_UNKNOWN, never a 500."""
     client_redis = redis.Redis.from_url(str(settings.redis_url))
     client_redis.set(depth_key(tenant.project_id), "not a number")
     async with make_app(settings).test_app() as test_app:
-        response = await test_app.test_client().post("/v1/spans", data=TWO, headers=tenant.auth())
+        response = await test_app.test_client().post(
+            "/v1/spans", **sent(TWO, admission, tenant.auth())
+        )
     client_redis.delete(depth_key(tenant.project_id))
     client_redis.close()
     assert response.status_code == 503
     assert (await response.get_json())["error"]["code"] == "QUEUE_DEPTH_UNKNOWN"
+    assert tenant.queued() == []
 
 
 async def test_inflight_budget_refuses_what_does_not_fit(

@@ -12,8 +12,8 @@ import pytest
 import redis
 
 from spangate.settings import Settings
-from storage.streams import STREAMS_KEY, stream_key
-from tests.collector.conftest import Tenant, make_app
+from storage.streams import STREAMS_KEY, depth_key, stream_key
+from tests.collector.conftest import ADMISSIONS, Tenant, make_app, sent
 from tests.proto_json.spans import span
 from tests.redis_server import RedisServer
 
@@ -68,14 +68,22 @@ async def test_frozen_redis_is_enqueue_unconfirmed(
         assert again.status_code == 200
 
 
+@pytest.mark.parametrize("admission", ADMISSIONS)
+@pytest.mark.parametrize("rate_limits", [True, False], ids=["limited", "unlimited"])
 async def test_redis_out_of_memory_is_redis_memory_high(
-    settings: Settings, tenant: Tenant, own_redis: RedisServer
+    settings: Settings, tenant: Tenant, own_redis: RedisServer, admission: str, rate_limits: bool
 ) -> None:
-    """Redis refusing writes for memory becomes 503 REDIS_MEMORY_HIGH with Retry-After."""
+    """Redis refusing writes for memory becomes 503 REDIS_MEMORY_HIGH with Retry-After:
+    at the rate limit's write, or without limits at the XADD."""
     own_redis.client().config_set("maxmemory", "1")
-    app = make_app(settings, redis_url=own_redis.url)
+    rps = 100.0 if rate_limits else 0.0
+    app = make_app(
+        settings, redis_url=own_redis.url, rate_limit_project_rps=rps, rate_limit_ip_rps=rps
+    )
     async with app.test_app() as test_app:
-        response = await test_app.test_client().post("/v1/spans", data=BODY, headers=tenant.auth())
+        response = await test_app.test_client().post(
+            "/v1/spans", **sent(BODY, admission, tenant.auth())
+        )
     error = (await response.get_json())["error"]
     assert response.status_code == 503 and error["code"] == "REDIS_MEMORY_HIGH"
     assert response.headers["Retry-After"] == str(error["retry_after"])
@@ -99,20 +107,53 @@ async def test_streams_are_registered_for_the_workers(
     assert redis_client.smembers(STREAMS_KEY) == registered
 
 
-async def test_redis_error_reply_is_storage_error(settings: Settings, tenant: Tenant) -> None:
-    """Redis answering the XADD with an error (WRONGTYPE) is 503 STORAGE_ERROR, never a 500."""
+@pytest.mark.parametrize("admission", ADMISSIONS)
+async def test_redis_error_reply_is_storage_error(
+    settings: Settings, tenant: Tenant, admission: str
+) -> None:
+    """Redis answering the XADD with an error (WRONGTYPE) is 503 STORAGE_ERROR, never a
+    500, and the project's queue depth is not raised."""
     client = redis.Redis.from_url(str(settings.redis_url))
     client.set(stream_key(tenant.project_id), "a string where the stream should be")
     try:
         async with make_app(settings).test_app() as test_app:
             response = await test_app.test_client().post(
-                "/v1/spans", data=BODY, headers=tenant.auth()
+                "/v1/spans", **sent(BODY, admission, tenant.auth())
             )
+        assert client.get(depth_key(tenant.project_id)) is None
     finally:
         client.delete(stream_key(tenant.project_id))
         client.close()
     assert response.status_code == 503
     assert (await response.get_json())["error"]["code"] == "STORAGE_ERROR"
+
+
+async def test_one_round_trip_for_a_small_request(
+    settings: Settings, tenant: Tenant, own_redis: RedisServer
+) -> None:
+    """A small plain request is admitted and queued by one script call; a compressed one
+    is admitted by a call of its own first. Counted by Redis itself."""
+    app = make_app(settings, redis_url=own_redis.url)
+    redis_client = own_redis.client()
+
+    def calls() -> dict[str, int]:
+        stats = redis_client.info("commandstats")
+        names = ("evalsha", "exec", "xadd", "incrby")
+        return {name: stats.get(f"cmdstat_{name}", {}).get("calls", 0) for name in names}
+
+    async with app.test_app() as test_app:
+        client = test_app.test_client()
+        await client.post("/v1/spans", **sent(BODY, "with-xadd", tenant.auth()))  # registers
+        redis_client.config_resetstat()
+        small = await client.post("/v1/spans", **sent(BODY, "with-xadd", tenant.auth()))
+        after_small = calls()
+        compressed = await client.post("/v1/spans", **sent(BODY, "first", tenant.auth()))
+        after_compressed = calls()
+    assert (small.status_code, compressed.status_code) == (200, 200)
+    assert after_small == {"evalsha": 1, "exec": 0, "xadd": 1, "incrby": 1}
+    assert after_compressed == {"evalsha": 3, "exec": 0, "xadd": 2, "incrby": 2}
+    assert redis_client.xlen(stream_key(tenant.project_id)) == 3
+    assert redis_client.get(depth_key(tenant.project_id)) == b"3"
 
 
 async def test_logs_never_hold_a_key_or_a_body(
