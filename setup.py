@@ -1,4 +1,5 @@
-"""The optional C fast paths of proto_json and storage (the rest is in pyproject.toml).
+"""The optional C fast paths of proto_json, storage and the collector's Redis link (the
+rest is in pyproject.toml).
 
 `optional=True`: where no C compiler is found the build goes on without it, and
 proto_json converts everything with its pure-Python modules, to the same output.
@@ -24,6 +25,12 @@ setup(
             "storage._rows",
             ["storage/_rows.c"],
             depends=["proto_json/_jsonbuf.h", "proto_json/_jsonscan.h", "storage/_rows_json.h"],
+            optional=True,
+            extra_compile_args=["-O2"],
+        ),
+        Extension(
+            "collector._resp",
+            ["collector/_resp.c"],
             optional=True,
             extra_compile_args=["-O2"],
         ),

@@ -10,13 +10,18 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
+from hypothesis import given
+from hypothesis import strategies as st
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, OutOfMemoryError, ResponseError
 
-from collector.redis_link import PACK_IN_C_MAX_BYTES, Endpoint, RedisLink, Script, pack
+import proto_json.fastpath
+from collector import redis_link
+from collector.redis_link import Endpoint, RedisLink, Script, pack
 from spangate.embedded_redis import free_port
 from tests.redis_server import RedisServer
 
@@ -38,10 +43,9 @@ def test_pack_writes_resp_arrays_of_bulk_strings() -> None:
     )
 
 
-def test_pack_gives_the_same_bytes_on_both_paths() -> None:
-    """Small commands are packed by hiredis; large ones, and types hiredis refuses (a bool),
-    in Python: the bytes are the same either way, in the order given."""
-    large = b"x" * (PACK_IN_C_MAX_BYTES + 1)
+def test_pack_takes_every_argument_type() -> None:
+    """str as UTF-8, bool as an int, floats as repr(), big and negative ints, any size."""
+    large = b"x" * 1_000_000
     assert pack([("XADD", "k", "*", "body", large)]) == (
         b"*5\r\n$4\r\nXADD\r\n$1\r\nk\r\n$1\r\n*\r\n$4\r\nbody\r\n$%d\r\n%s\r\n"
         % (len(large), large)
@@ -50,11 +54,50 @@ def test_pack_gives_the_same_bytes_on_both_paths() -> None:
         pack([("SET", "ключ", True), ("GET", "é")])
         == ("*3\r\n$3\r\nSET\r\n$8\r\nключ\r\n$1\r\n1\r\n*2\r\n$3\r\nGET\r\n$2\r\né\r\n").encode()
     )
-    values = (0.1, 1e-07, 1e20, -3, 2**62, 1 / 3)
+    values = (0.1, 1e-07, 1e20, -3, 2**62, -(2**63), 2**80, 1 / 3)
     assert pack([("MSET", *values)]) == b"".join(
-        [b"*7\r\n$4\r\nMSET\r\n"]
+        [b"*9\r\n$4\r\nMSET\r\n"]
         + [b"$%d\r\n%s\r\n" % (len(t), t) for t in (repr(v).encode() for v in values)]
     )
+
+
+def test_resp_extension_is_built_with_the_others() -> None:
+    """Where the C fast paths are built, the RESP packer is too."""
+    assert (redis_link._RESP is None) == (
+        proto_json.fastpath.extension("proto_json._fastpath") is None
+    )
+
+
+ARGUMENT = st.one_of(
+    st.binary(max_size=40),
+    st.text(max_size=20),
+    st.integers(),
+    st.floats(),
+    st.booleans(),
+)
+
+
+@pytest.mark.skipif(redis_link._RESP is None, reason="collector/_resp.c is not built")
+@given(st.lists(st.lists(ARGUMENT, max_size=8), max_size=4))
+def test_c_packer_gives_the_python_bytes(commands: list[list[Any]]) -> None:
+    """collector/_resp.c packs every command as `_packed` does, to the byte."""
+    assert redis_link._RESP is not None
+    expected = b"".join(redis_link._packed(command) for command in commands)
+    assert redis_link._RESP.pack(commands) == expected
+
+
+@pytest.mark.skipif(redis_link._RESP is None, reason="collector/_resp.c is not built")
+def test_c_packer_refuses_what_python_refuses() -> None:
+    """An argument of no RESP form raises as in Python, and leaks nothing."""
+    assert redis_link._RESP is not None
+    for command in (("SET", "k", object()), ("SET", "\ud800"), ("SET", [1])):
+        with pytest.raises((TypeError, UnicodeEncodeError)) as c_error:
+            redis_link._RESP.pack([command])
+        with pytest.raises((TypeError, UnicodeEncodeError)) as python_error:
+            redis_link._packed(command)
+        assert c_error.type is python_error.type
+    with pytest.raises(TypeError):
+        redis_link._RESP.pack(5)  # type: ignore[arg-type]
 
 
 def test_endpoint_reads_credentials_database_and_socket() -> None:
