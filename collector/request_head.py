@@ -27,7 +27,7 @@ _WANTED = frozenset(
 )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class RequestHead:
     """What the ingest pipeline reads of a request's headers."""
 
@@ -45,21 +45,17 @@ class RequestHead:
     @classmethod
     def of(cls, scope: Mapping[str, Any]) -> RequestHead:
         """The head of the request whose ASGI scope this is."""
-        found: dict[bytes, bytes] = {}
+        found: dict[bytes, str] = {}
         for name, value in scope["headers"]:
             if name in _WANTED and name not in found:
-                found[name] = value
+                found[name] = value.decode("latin-1")
         if not found:
             return cls()
-
-        def text(name: bytes) -> str | None:
-            value = found.get(name)
-            return None if value is None else value.decode("latin-1")
-
+        get = found.get
         return cls(
-            authorization=text(b"authorization"),
-            content_encoding=text(b"content-encoding"),
-            content_length=get_content_length(text(b"content-length"), text(b"transfer-encoding")),
-            content_type=text(b"content-type") or "",
-            forwarded_for=text(b"x-forwarded-for"),
+            get(b"authorization"),
+            get(b"content-encoding"),
+            get_content_length(get(b"content-length"), get(b"transfer-encoding")),
+            get(b"content-type", ""),
+            get(b"x-forwarded-for"),
         )
