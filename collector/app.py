@@ -108,7 +108,7 @@ def _install_handlers(app: Quart, metrics: Metrics) -> None:
 
     @app.errorhandler(GatewayError)
     async def gateway_error(error: GatewayError) -> Response:
-        metrics.child(metrics.refusals, error.code).inc()
+        metrics.refusals.inc((error.code,))
         log.log(
             logging.WARNING if error.status >= 500 else logging.DEBUG,
             "request refused",

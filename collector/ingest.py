@@ -278,8 +278,8 @@ class Ingest:
                             item.received_ms, item.project_id, route, head.content_type, data
                         )
                     )
-        self.metrics.child(self.metrics.spans, route, "accepted").inc(conversion.accepted)
-        self.metrics.child(self.metrics.spans, route, "rejected").inc(conversion.rejected)
+        self.metrics.spans.inc((route, "accepted"), conversion.accepted)
+        self.metrics.spans.inc((route, "rejected"), conversion.rejected)
         return json_response(otlp_answer(conversion) if incoming.otlp_form else answer(conversion))
 
     def _admits_late(self, head: RequestHead, codings: list[str]) -> bool:
@@ -327,7 +327,7 @@ class Ingest:
             return
         depth = await self.admission.admit(self.admission.checks(caller.project_id, caller.ip))
         caller.admitted = True
-        self.metrics.child(self.metrics.queue_depth, caller.project_id).set(depth)
+        self.metrics.queue_depth.set((caller.project_id,), depth)
         if self.archive is not None and self.archive.degraded and depth >= self.archive_headroom:
             raise unavailable(
                 "ARCHIVE_DEGRADED_NO_HEADROOM",
@@ -348,5 +348,5 @@ class Ingest:
             checks = self.admission.checks(caller.project_id, caller.ip)
             depth = await self.queue.admit_and_enqueue(item, checks)
             caller.admitted = True
-            self.metrics.child(self.metrics.queue_depth, caller.project_id).set(depth)
+            self.metrics.queue_depth.set((caller.project_id,), depth)
         self.metrics.enqueue_seconds.observe(time.perf_counter() - started)

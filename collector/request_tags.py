@@ -49,7 +49,7 @@ class RequestTags:
         async def tagged(message: dict[str, Any]) -> None:
             if message["type"] == "http.response.start":
                 message = {**message, "headers": [*message.get("headers", ()), (_HEADER, tag)]}
-                self.metrics.child(self.metrics.requests, route, str(message["status"])).inc()
+                self.metrics.requests.inc((route, str(message["status"])))
             await send(message)
 
         await self.app(scope, receive, tagged)

@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
+import prometheus_client as prom
 from quart.typing import TestClientProtocol as Client
 
 from collector.app import create_app
-from collector.metrics import Metrics
+from collector.metrics import Counts, Metrics
 from collector.request_tags import RequestTags
 from spangate.logs import request_id
 from spangate.settings import Settings
@@ -100,3 +101,64 @@ async def test_the_request_id_is_set_for_the_requests_logs() -> None:
     assert seen == ["q1"]
     assert sent[0]["headers"] == [(b"a", b"1"), (b"x-request-id", b"q1")]
     assert sent[1] == {"type": "http.response.body", "body": b""}
+
+
+def test_metrics_text_is_prometheus_clients_own() -> None:
+    """The plain counts export the text prometheus_client's own metrics would, for the
+    same changes (bucket bounds included: a value on a bound counts in that bucket)."""
+    ours = Metrics()
+    ours.watch(lambda: 12, lambda: 0.25)
+    registry = prom.CollectorRegistry()
+    requests = prom.Counter(*ours_spec(ours.requests), registry=registry)
+    spans = prom.Counter(*ours_spec(ours.spans), registry=registry)
+    refusals = prom.Counter(*ours_spec(ours.refusals), registry=registry)
+    bounds = ours.enqueue_seconds.bounds
+    enqueue = prom.Histogram(
+        ours.enqueue_seconds.name,
+        ours.enqueue_seconds.documentation,
+        buckets=bounds,
+        registry=registry,
+    )
+    depth = prom.Gauge(*ours_spec(ours.queue_depth), registry=registry)
+    prom.Gauge(
+        "spangate_inflight_bytes",
+        "Request body bytes held by requests in progress",
+        registry=registry,
+    ).set(12)
+    prom.Gauge(
+        "spangate_redis_memory_ratio",
+        "Redis used_memory / maxmemory (last sample)",
+        registry=registry,
+    ).set(0.25)
+    for route, status in [("/v1/spans", "200"), ("/v1/spans", "200"), ("unmatched", "404")]:
+        ours.requests.inc((route, status))
+        requests.labels(route, status).inc()
+    for outcome, amount in [("accepted", 3), ("rejected", 0), ("accepted", 2)]:
+        ours.spans.inc(("spans", outcome), amount)
+        spans.labels("spans", outcome).inc(amount)
+    ours.refusals.inc(("UNAUTHORIZED",))
+    refusals.labels("UNAUTHORIZED").inc()
+    for seconds in (0.0001, 0.0005, 0.001, 0.7, 2.5, 9.0):
+        ours.enqueue_seconds.observe(seconds)
+        enqueue.observe(seconds)
+    for project, value in [("p1", 7), ("p2", 1), ("p1", 3)]:
+        ours.queue_depth.set((project,), value)
+        depth.labels(project).set(value)
+
+    def without_created(text: bytes) -> list[str]:
+        return [line for line in text.decode().splitlines() if "_created" not in line]
+
+    assert without_created(prom.generate_latest(ours.registry)) == without_created(
+        prom.generate_latest(registry)
+    )
+    created = [
+        line
+        for line in prom.generate_latest(ours.registry).decode().splitlines()
+        if "_created{" in line or line.startswith("spangate_enqueue_seconds_created ")
+    ]
+    assert len(created) == 2 + 2 + 1 + 1  # one per series of each counter, the histogram's
+
+
+def ours_spec(counts: Counts) -> tuple[str, str, tuple[str, ...]]:
+    """A family's name, help and label names, to make prometheus_client's own."""
+    return counts.name, counts.documentation, counts.label_names
