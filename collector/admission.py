@@ -53,7 +53,7 @@ if wait then return {1, math.ceil(wait)} end
 _ADMIT = Script.of(CHECKS + "return {0, depth}")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: one is made a request, and frozen fields set slowly
 class Checks:
     """One request's admission checks: the keys and arguments CHECKS starts with."""
 
