@@ -8,7 +8,7 @@ that, and every ingest request sends both.
 
 A connection carries the commands of every request at once. What the requests of
 one event loop turn send on it goes out in one write, in the order sent, so
-nothing interleaves inside a command or a MULTI ... EXEC, and Redis answers in that
+nothing interleaves inside a command or a connection's handshake, and Redis answers in that
 order, which is the order of the waiting calls. Every call has the same timeout, so
 the oldest waiting call is the first to expire, and one timer per connection watches
 it: when it expires, Redis has stopped answering, the connection is dropped, and every
@@ -32,7 +32,6 @@ import hiredis
 from redis.connection import SSLConnection, parse_url
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import (
-    ExecAbortError,
     NoScriptError,
     OutOfMemoryError,
     RedisError,
@@ -88,8 +87,6 @@ def error_of(reply: hiredis.ReplyError) -> RedisError:
         return OutOfMemoryError(message)
     if message.startswith("NOSCRIPT "):
         return NoScriptError(message)
-    if message.startswith("EXECABORT "):
-        return ExecAbortError(message)
     return ResponseError(message)
 
 
@@ -302,18 +299,6 @@ class RedisLink:
         if isinstance(reply, hiredis.ReplyError):
             raise error_of(reply)
         return reply
-
-    async def transaction(self, *commands: Sequence[Arg]) -> list[Any]:
-        """MULTI, `commands`, EXEC, written as one: EXEC's replies, or the first error."""
-        replies = await self._send([("MULTI",), *commands, ("EXEC",)])
-        error = first_error(replies)
-        if error is not None:
-            raise error  # a command refused when queued (EXEC then aborts too)
-        results: list[Any] = replies[-1]
-        error = first_error(results)
-        if error is not None:
-            raise error
-        return results
 
     async def evalsha(self, script: Script, keys: Sequence[Arg], args: Sequence[Arg]) -> Any:
         """Run `script`, sending its source only when Redis does not have it yet."""
