@@ -17,7 +17,8 @@
 typedef struct {
     const char *data;
     Py_ssize_t size;
-    char *owned; /* PyOS_double_to_string's text, freed after the copy */
+    char *owned;      /* PyOS_double_to_string's text, freed after the copy */
+    PyObject *text;   /* str() of an int past 64 bits, released after the copy */
     char digits[24];
 } Arg;
 
@@ -59,7 +60,6 @@ static int format_float(Arg *arg, double value) {
 
 /* Fill `arg` with the bytes of `value`; -1 with an exception set when it has none. */
 static int read_arg(Arg *arg, PyObject *value) {
-    arg->owned = NULL;
     if (PyBytes_Check(value)) {
         arg->data = PyBytes_AS_STRING(value);
         arg->size = PyBytes_GET_SIZE(value);
@@ -75,19 +75,11 @@ static int read_arg(Arg *arg, PyObject *value) {
         if (n == -1 && PyErr_Occurred())
             return -1;
         if (overflow) { /* past 64 bits: Python's own decimal text */
-            PyObject *text = PyObject_Str(value);
-            if (text == NULL)
+            arg->text = PyObject_Str(value);
+            if (arg->text == NULL)
                 return -1;
-            Py_ssize_t size;
-            const char *data = PyUnicode_AsUTF8AndSize(text, &size);
-            if (data != NULL && (arg->owned = PyMem_Malloc(size + 1)) != NULL)
-                memcpy(arg->owned, data, size + 1);
-            Py_DECREF(text);
-            if (arg->owned == NULL)
-                return data == NULL ? -1 : (PyErr_NoMemory(), -1);
-            arg->data = arg->owned;
-            arg->size = size;
-            return 0;
+            arg->data = PyUnicode_AsUTF8AndSize(arg->text, &arg->size);
+            return arg->data == NULL ? -1 : 0;
         }
         unsigned long long magnitude = n < 0 ? 0ULL - (unsigned long long)n : (unsigned long long)n;
         char *end = arg->digits + sizeof(arg->digits), *at = end;
@@ -130,7 +122,7 @@ static PyObject *pack(PyObject *module, PyObject *commands) {
         PyTuple_SET_ITEM(inner, c, command);
         n_args += PyTuple_GET_SIZE(command);
     }
-    args = PyMem_Calloc(n_args ? n_args : 1, sizeof(Arg)); /* every `owned` NULL */
+    args = PyMem_Calloc(n_args ? n_args : 1, sizeof(Arg)); /* owned, text: NULL */
     if (args == NULL) {
         PyErr_NoMemory();
         goto done;
@@ -164,8 +156,10 @@ static PyObject *pack(PyObject *module, PyObject *commands) {
     }
 done:
     if (args != NULL) {
-        for (Py_ssize_t i = 0; i < n_args; i++)
+        for (Py_ssize_t i = 0; i < n_args; i++) {
             PyMem_Free(args[i].owned);
+            Py_XDECREF(args[i].text);
+        }
         PyMem_Free(args);
     }
     Py_XDECREF(inner);

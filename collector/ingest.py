@@ -326,13 +326,17 @@ class Ingest:
         if caller.admitted:
             return
         depth = await self.admission.admit(self.admission.checks(caller.project_id, caller.ip))
-        caller.admitted = True
-        self.metrics.queue_depth.set((caller.project_id,), depth)
+        self._admitted(caller, depth)
         if self.archive is not None and self.archive.degraded and depth >= self.archive_headroom:
             raise unavailable(
                 "ARCHIVE_DEGRADED_NO_HEADROOM",
                 "the request archive cannot be written and the project's queue is half full",
             )
+
+    def _admitted(self, caller: _Caller, depth: int) -> None:
+        """Note an admission, with the project's queue depth it saw."""
+        caller.admitted = True
+        self.metrics.queue_depth.set((caller.project_id,), depth)
 
     def _limit_of(self, refusal: str) -> int:
         if refusal == "TOO_MANY_SPANS":
@@ -346,7 +350,5 @@ class Ingest:
             await self.queue.enqueue(item)
         else:
             checks = self.admission.checks(caller.project_id, caller.ip)
-            depth = await self.queue.admit_and_enqueue(item, checks)
-            caller.admitted = True
-            self.metrics.queue_depth.set((caller.project_id,), depth)
+            self._admitted(caller, await self.queue.admit_and_enqueue(item, checks))
         self.metrics.enqueue_seconds.observe(time.perf_counter() - started)

@@ -56,17 +56,17 @@ class Counts:
         """Set a gauge's series of `labels`."""
         self.values[labels] = value
 
-    def counter(self) -> Iterator[Metric]:
+    def counter(self) -> Metric:
         total = CounterMetricFamily(self.name, self.documentation, labels=self.label_names)
         for labels, value in self.values.items():
             total.add_metric(labels, value, created=self.created[labels])
-        yield total
+        return total
 
-    def gauge(self) -> Iterator[Metric]:
+    def gauge(self) -> Metric:
         family = GaugeMetricFamily(self.name, self.documentation, labels=self.label_names)
         for labels, value in self.values.items():
             family.add_metric(labels, value)
-        yield family
+        return family
 
 
 class Buckets:
@@ -140,11 +140,11 @@ class Metrics:
 
     def families(self) -> Iterator[Metric]:
         """Every family, in the order they are written."""
-        yield from self.requests.counter()
-        yield from self.spans.counter()
-        yield from self.refusals.counter()
+        yield self.requests.counter()
+        yield self.spans.counter()
+        yield self.refusals.counter()
         yield from self.enqueue_seconds.families()
-        yield from self.queue_depth.gauge()
+        yield self.queue_depth.gauge()
         for name, documentation, read in self._read_at_scrape:
             yield GaugeMetricFamily(name, documentation, value=read())
 
