@@ -36,6 +36,7 @@ typedef struct sqlite3_stmt sqlite3_stmt;
 #define SQLITE_FULL 13
 #define SQLITE_CANTOPEN 14
 #define SQLITE_CONSTRAINT 19
+#define SQLITE_ROW 100
 #define SQLITE_DONE 101
 #define SQLITE_STATIC ((void (*)(void *))0)
 
@@ -185,29 +186,65 @@ static int read_rows(PyObject *rows, Py_ssize_t first, Py_ssize_t n, int wanted,
     return 0;
 }
 
+/* The statements of one call: `unless` (or NULL) is a query run first for each row,
+ * bound to the row's first values; a row it answers any row for is skipped. */
+typedef struct {
+    sqlite3_stmt *stmt, *unless;
+    int wanted, unless_wanted;
+    char *skipped; /* per row of the chunk: 1 when `unless` skipped it */
+} Statements;
+
+static int bind_row(sqlite3_stmt *stmt, const Value *row, int count) {
+    for (int at = 0; at < count; at++) {
+        int rc = bind(stmt, at + 1, &row[at]);
+        if (rc != SQLITE_OK)
+            return rc;
+    }
+    return SQLITE_OK;
+}
+
+/* Whether `unless` answers a row for these values: SQLITE_ROW, SQLITE_DONE or an error. */
+static int step_unless(const Statements *s, const Value *row) {
+    int rc = bind_row(s->unless, row, s->unless_wanted);
+    if (rc != SQLITE_OK)
+        return rc;
+    rc = p_step(s->unless);
+    p_reset(s->unless);
+    return rc;
+}
+
 /* Bind and step `n` rows of values; SQLITE_DONE, or the first failing code. No GIL. */
-static int step_rows(sqlite3_stmt *stmt, const Value *values, Py_ssize_t n, int wanted) {
+static int step_rows(const Statements *s, const Value *values, Py_ssize_t n) {
     for (Py_ssize_t i = 0; i < n; i++) {
-        for (int at = 0; at < wanted; at++) {
-            int rc = bind(stmt, at + 1, &values[i * wanted + at]);
-            if (rc != SQLITE_OK)
+        const Value *row = &values[i * s->wanted];
+        if (s->unless != NULL) {
+            int rc = step_unless(s, row);
+            if (rc != SQLITE_ROW && rc != SQLITE_DONE)
                 return rc;
+            s->skipped[i] = rc == SQLITE_ROW;
+            if (s->skipped[i])
+                continue;
         }
-        int rc = p_step(stmt);
-        p_reset(stmt); /* after a failure: makes the step's own code the one errmsg tells */
+        int rc = bind_row(s->stmt, row, s->wanted);
+        if (rc != SQLITE_OK)
+            return rc;
+        rc = p_step(s->stmt);
+        p_reset(s->stmt); /* after a failure: makes the step's own code the one errmsg tells */
         if (rc != SQLITE_DONE)
             return rc;
     }
     return SQLITE_DONE;
 }
 
-/* Run the prepared statement once per row; 0, or -1 with an exception set. */
-static int run_rows(sqlite3 *db, sqlite3_stmt *stmt, PyObject *rows) {
-    int wanted = p_bind_parameter_count(stmt);
+/* Run the prepared statement once per row; 0, or -1 with an exception set. The positions
+ * of the rows `unless` skipped are appended to `skipped`. */
+static int run_rows(sqlite3 *db, Statements *s, PyObject *rows, PyObject *skipped) {
+    int wanted = s->wanted;
     Py_ssize_t count = PyList_GET_SIZE(rows), chunk = count < CHUNK_ROWS ? count : CHUNK_ROWS;
     Value *values = PyMem_Malloc(sizeof(Value) * (size_t)(chunk * (wanted ? wanted : 1)) + 1);
     PyObject **held = PyMem_Malloc(sizeof(PyObject *) * (size_t)chunk + 1);
-    int failed = values == NULL || held == NULL;
+    s->skipped = PyMem_Calloc((size_t)chunk + 1, 1);
+    int failed = values == NULL || held == NULL || s->skipped == NULL;
     if (failed)
         PyErr_NoMemory();
     for (Py_ssize_t first = 0; !failed && first < count; first += chunk) {
@@ -221,40 +258,73 @@ static int run_rows(sqlite3 *db, sqlite3_stmt *stmt, PyObject *rows) {
         if (!failed) {
             int rc;
             Py_BEGIN_ALLOW_THREADS
-            rc = step_rows(stmt, values, n, wanted);
+            rc = step_rows(s, values, n);
             Py_END_ALLOW_THREADS
             if (rc != SQLITE_DONE) {
                 raise_sqlite(db, rc);
                 failed = 1;
             }
         }
+        for (Py_ssize_t i = 0; !failed && s->unless != NULL && i < n; i++) {
+            if (!s->skipped[i])
+                continue;
+            PyObject *position = PyLong_FromSsize_t(first + i);
+            failed = position == NULL || PyList_Append(skipped, position) < 0;
+            Py_XDECREF(position);
+        }
         for (Py_ssize_t i = 0; i < n_held; i++)
             Py_DECREF(held[i]);
     }
     PyMem_Free(values);
     PyMem_Free(held);
+    PyMem_Free(s->skipped);
+    s->skipped = NULL;
     return failed ? -1 : 0;
 }
 
 static PyObject *executemany(PyObject *self, PyObject *args) {
-    PyObject *connection, *rows;
+    PyObject *connection, *rows, *unless_sql = Py_None;
     const char *sql;
-    if (!PyArg_ParseTuple(args, "OsO!", &connection, &sql, &PyList_Type, &rows))
+    if (!PyArg_ParseTuple(args, "OsO!|O", &connection, &sql, &PyList_Type, &rows, &unless_sql))
         return NULL;
+    if (unless_sql != Py_None && !PyUnicode_Check(unless_sql)) {
+        PyErr_SetString(PyExc_TypeError, "unless must be a str or None");
+        return NULL;
+    }
     sqlite3 *db = db_of(connection);
     if (db == NULL)
         return NULL;
-    sqlite3_stmt *stmt = NULL;
-    int rc = p_prepare_v2(db, sql, -1, &stmt, NULL);
-    if (rc != SQLITE_OK) {
-        raise_sqlite(db, rc);
+    Statements s = {NULL, NULL, 0, 0, NULL};
+    PyObject *skipped = PyList_New(0);
+    if (skipped == NULL)
+        return NULL;
+    int rc = p_prepare_v2(db, sql, -1, &s.stmt, NULL);
+    if (rc == SQLITE_OK && unless_sql != Py_None) {
+        const char *text = PyUnicode_AsUTF8(unless_sql);
+        rc = text == NULL ? -1 : p_prepare_v2(db, text, -1, &s.unless, NULL);
+    }
+    int failed = rc != SQLITE_OK;
+    if (failed) {
+        if (rc != -1)
+            raise_sqlite(db, rc);
+    } else {
+        s.wanted = p_bind_parameter_count(s.stmt);
+        s.unless_wanted = s.unless == NULL ? 0 : p_bind_parameter_count(s.unless);
+        if (s.unless_wanted > s.wanted) {
+            PyErr_Format(programming_error, "unless uses %d parameters, more than the %d of "
+                         "the statement", s.unless_wanted, s.wanted);
+            failed = 1;
+        }
+    }
+    if (!failed)
+        failed = run_rows(db, &s, rows, skipped) < 0;
+    p_finalize(s.stmt); /* NULL is a no-op */
+    p_finalize(s.unless);
+    if (failed) {
+        Py_DECREF(skipped);
         return NULL;
     }
-    int failed = run_rows(db, stmt, rows);
-    p_finalize(stmt);
-    if (failed)
-        return NULL;
-    Py_RETURN_NONE;
+    return skipped;
 }
 
 static PyObject *handle_file(PyObject *self, PyObject *connection) {
@@ -267,8 +337,9 @@ static PyObject *handle_file(PyObject *self, PyObject *connection) {
 
 static PyMethodDef methods[] = {
     {"executemany", executemany, METH_VARARGS,
-     "executemany(connection, sql, rows): run `sql` once per row tuple, in the "
-     "connection's open transaction."},
+     "executemany(connection, sql, rows, unless=None) -> skipped: run `sql` once per row "
+     "tuple, in the connection's open transaction; with `unless`, a query bound to the "
+     "row's first values, skip the rows it answers a row for (their positions returned)."},
     {"handle_file", handle_file, METH_O,
      "The file name SQLite gives for the handle read from `connection` (its main "
      "database): a check that the handle is the connection's."},

@@ -4,5 +4,11 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-def executemany(connection: sqlite3.Connection, sql: str, rows: list[Sequence[Any]], /) -> None: ...
+def executemany(
+    connection: sqlite3.Connection,
+    sql: str,
+    rows: list[Sequence[Any]],
+    unless: str | None = None,
+    /,
+) -> list[int]: ...
 def handle_file(connection: sqlite3.Connection, /) -> str: ...

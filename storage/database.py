@@ -63,12 +63,50 @@ class Transaction:
         self._cursor.execute(self._sql(sql), params)
         return self._cursor.rowcount
 
-    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        """Run one statement for each row of parameters."""
+    def executemany(
+        self, sql: str, rows: Sequence[Sequence[Any]], unless: str | None = None
+    ) -> list[int]:
+        """Run one statement for each row of parameters; the positions of rows skipped.
+
+        `unless` (SQLite only) is a query run first with each row's first values (`?N`
+        is the row's Nth); a row it finds anything for is skipped.
+        """
+        if unless is not None and self._postgres:
+            raise ValueError("unless is for SQLite; PostgreSQL can say it in one statement")
         if self._bulk is not None and isinstance(rows, list):
-            self._bulk.executemany(self._cursor.connection, sql, rows)  # type: ignore[attr-defined]
-        elif rows:
-            self._cursor.executemany(self._sql(sql), rows)
+            connection = self._cursor.connection  # type: ignore[attr-defined]
+            skipped: list[int] = self._bulk.executemany(connection, sql, rows, unless)
+            return skipped
+        if unless is None:
+            if rows:
+                self._cursor.executemany(self._sql(sql), rows)
+            return []
+        skipped = []
+        used = max((int(n) for n in re.findall(r"\?(\d+)", unless)), default=0)
+        for position, row in enumerate(rows):
+            self._cursor.execute(unless, row[:used])
+            if self._cursor.fetchone() is not None:
+                skipped.append(position)
+            else:
+                self._cursor.execute(sql, row)
+        return skipped
+
+    def first_rows(self, sql: str, rows: Sequence[Sequence[Any]]) -> list[Row | None]:
+        """Run one statement for each row of parameters; the first row each answered.
+
+        PostgreSQL sends them all before reading any answer (one round trip).
+        """
+        if not self._postgres:
+            return [self.query_one(sql, row) for row in rows]
+        if not rows:
+            return []
+        cursor: Any = self._cursor
+        cursor.executemany(self._sql(sql), rows, returning=True)
+        answers: list[Row | None] = []
+        for result in cursor.results():
+            row = result.fetchone()
+            answers.append(None if row is None else tuple(row))
+        return answers
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         """All rows of a query."""

@@ -139,3 +139,44 @@ def test_handle_check_accepts_the_connections_own_file(tmp_path: Path) -> None:
         assert database._bulk_for(connection) is bulk
     finally:
         connection.close()
+
+
+UNLESS = "SELECT 1 FROM t WHERE a = ?1 AND b > ?2"
+GUARDED = [("k", 5, None, None), ("k", 1, None, None), ("k", 9, None, None), ("j", 0, 1.5, None)]
+
+
+def test_unless_skips_the_rows_its_query_finds_and_names_them(tmp_path: Path) -> None:
+    """`unless` runs before each row, on the row's values and after the rows before it:
+    the rows it finds anything for are skipped, and their positions returned, exactly as
+    the database layer's own loop (the path without the extension) skips them."""
+    upsert = INSERT + " ON CONFLICT (a) DO UPDATE SET b = excluded.b"
+    db = Database(f"sqlite:///{tmp_path / 'layer.db'}")
+    try:
+        with db.transaction() as tx:
+            tx.execute(TABLE)
+            tx.execute(INSERT, ("j", 7, None, None))
+        answers = []
+        for extension in (bulk, None):
+            with db.transaction() as tx:
+                tx.execute("DELETE FROM t WHERE a = 'k'")
+                tx._bulk = extension
+                skipped = tx.executemany(upsert, GUARDED, unless=UNLESS)
+                answers.append((skipped, tx.query("SELECT a, b, c FROM t ORDER BY a")))
+        assert answers[0] == answers[1] == ([1, 3], [("j", 7, None), ("k", 9, None)])
+    finally:
+        db.close()
+
+
+def test_unless_with_more_parameters_than_a_row_or_bad_sql_is_an_error(
+    two: tuple[sqlite3.Connection, sqlite3.Connection],
+) -> None:
+    """An `unless` wanting values a row lacks, or that does not parse, raises; no row runs."""
+    _, fast = two
+    with pytest.raises(sqlite3.ProgrammingError, match="more than"):
+        bulk.executemany(fast, INSERT, ROWS, "SELECT 1 FROM t WHERE a = ?5")
+    with pytest.raises(sqlite3.DatabaseError, match="syntax error"):
+        bulk.executemany(fast, INSERT, ROWS, "SELEC nonsense")
+    with pytest.raises(TypeError):
+        bulk.executemany(fast, INSERT, ROWS, b"SELECT 1")
+    assert fast.execute("SELECT COUNT(*) FROM t").fetchall() == [(0,)]
+    assert bulk.executemany(fast, INSERT, ROWS[:1], None) == []
