@@ -505,82 +505,9 @@ static PyObject *content_hash(PyObject *Py_UNUSED(self), PyObject *span) {
 
 #include "_rows_json.h"
 
-static int put_bulk(Buf *b, const char *text, Py_ssize_t n) {
-    char head[32];
-    int written = snprintf(head, sizeof(head), "$%zd\r\n", n);
-    TRY(put(b, head, written));
-    TRY(put(b, text, n));
-    return PUT(b, "\r\n");
-}
-
-static int put_bulk_str(Buf *b, PyObject *o) {
-    const char *text;
-    Py_ssize_t n;
-    TRY(utf8_of(o, &text, &n));
-    return put_bulk(b, text, n);
-}
-
-/* The EVALSHA of the re-sending window's script for a chunk of rows, as RESP bytes:
- * KEYS = counter, prefix + traceId:spanId per row; ARGV = content hash, expiry per row. */
-static PyObject *window_command(PyObject *Py_UNUSED(self), PyObject *args) {
-    PyObject *sha, *counter, *prefix, *rows;
-    long long window_ms;
-    if (!PyArg_ParseTuple(args, "UUUO!L", &sha, &counter, &prefix, &PyList_Type, &rows,
-                          &window_ms))
-        return NULL;
-    Py_ssize_t n = PyList_GET_SIZE(rows);
-    Buf b = {NULL, 0, 0, NULL};
-    char head[64], number[32];
-    int status = OK, written = snprintf(head, sizeof(head), "*%zd\r\n", 4 + 3 * n);
-    status = put(&b, head, written);
-    if (status == OK) status = put_bulk(&b, "EVALSHA", 7);
-    if (status == OK) status = put_bulk_str(&b, sha);
-    written = snprintf(number, sizeof(number), "%zd", n + 1);
-    if (status == OK) status = put_bulk(&b, number, written);
-    if (status == OK) status = put_bulk_str(&b, counter);
-    const char *prefix_text;
-    Py_ssize_t prefix_len;
-    if (status == OK) status = utf8_of(prefix, &prefix_text, &prefix_len);
-    for (Py_ssize_t i = 0; status == OK && i < n; i++) {
-        PyObject *row = PyList_GET_ITEM(rows, i);
-        const char *trace, *span;
-        Py_ssize_t trace_len, span_len;
-        if (!PyTuple_Check(row) || PyTuple_GET_SIZE(row) != ROW_FIELDS) {
-            status = BAIL;
-            break;
-        }
-        status = utf8_of(PyTuple_GET_ITEM(row, 1), &trace, &trace_len);
-        if (status == OK) status = utf8_of(PyTuple_GET_ITEM(row, 2), &span, &span_len);
-        written = snprintf(head, sizeof(head), "$%zd\r\n", prefix_len + trace_len + 1 + span_len);
-        if (status == OK) status = put(&b, head, written);
-        if (status == OK) status = put(&b, prefix_text, prefix_len);
-        if (status == OK) status = put(&b, trace, trace_len);
-        if (status == OK) status = PUT(&b, ":");
-        if (status == OK) status = put(&b, span, span_len);
-        if (status == OK) status = PUT(&b, "\r\n");
-    }
-    for (Py_ssize_t i = 0; status == OK && i < n; i++) {
-        PyObject *row = PyList_GET_ITEM(rows, i);
-        status = put_bulk_str(&b, PyTuple_GET_ITEM(row, 18));
-        long long received = PyLong_AsLongLong(PyTuple_GET_ITEM(row, 19));
-        if (received == -1 && PyErr_Occurred()) status = FAIL;
-        written = snprintf(number, sizeof(number), "%lld", received + window_ms);
-        if (status == OK) status = put_bulk(&b, number, written);
-    }
-    PyObject *result = NULL;
-    if (status == OK)
-        result = PyBytes_FromStringAndSize(b.data, b.len);
-    else if (!PyErr_Occurred())
-        PyErr_SetString(PyExc_TypeError, "rows must be SpanRow tuples of strings");
-    PyMem_Free(b.data);
-    return result;
-}
-
 static PyMethodDef methods[] = {
     {"span_rows", span_rows, METH_VARARGS,
      "span_rows(request, project_id, received_ms, row_type) -> list[row_type] | None"},
-    {"window_command", window_command, METH_VARARGS,
-     "window_command(sha, counter, prefix, rows, window_ms) -> RESP bytes of one EVALSHA"},
     {"span_rows_json", span_rows_json, METH_VARARGS,
      "span_rows_json(body, project_id, received_ms, row_type) -> list[row_type] | None"},
     {"content_hash", content_hash, METH_O, "content_hash(span) -> str | None"},

@@ -1,208 +1,85 @@
-"""The re-sending window, kept in Redis so that several workers agree.
+"""The re-sending rules, applied by the span store in the transaction that writes a batch.
 
-For each span, one key holds the content hash of its first send and expires at that
-send's receive time plus the window. SET NX decides who is first, atomically:
-- the key was free: this send opens the window (or the old one has passed): write it;
-- the key holds this very hash: the same content again, or a redelivery after a crash
-  between setting the key and committing: write it (an idempotent upsert);
-- the key holds another hash: changed content within the window: refused (after the
-  gateway answered 200, as the spec says), counted and logged; the first one stays.
+A span (project, traceId, spanId) may be stored as several rows, one per UTC day of its
+start; each row keeps the content hash and the receive time of the send it holds. A
+send is refused when a stored row of the same span holds other content and was received
+less than the window before it: the window runs from the receive time of the send that
+opened it, whenever the worker gets to either (a backlog changes nothing). Otherwise the
+row of its start day is written: inserted, replaced when its content differs, left as
+it is when the content is the same (a redelivery, or a send of the same span again).
+
+The rows are the window, so it needs no state of its own: no Redis memory per span, and
+it holds across restarts and upgrades. Rows are checked and written one by one, in queue
+order, inside the batch's transaction, so a span sent twice in one batch is judged
+against its first send. SQLite has one writer at a time, so workers agree exactly; with
+PostgreSQL, two workers writing two different versions of one span at the same instant
+on different start days could both store theirs (on the same start day the second waits
+for the first's row, then leaves it, though it does not count itself refused).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from storage.span_rows import SpanRow
 
-import redis
-
-from storage.span_rows import FAST_ROWS, SpanRow
-
-
-def window_key(project_id: str, trace_id: str, span_id: str) -> str:
-    """The key holding a span's first content hash while its window lasts."""
-    return f"{_window_prefix(project_id)}{trace_id}:{span_id}"
-
-
-def _window_prefix(project_id: str) -> str:
-    return f"spangate:{{{project_id}}}:sent:"
+_FIELDS = SpanRow._fields
+_KEY = ("project_id", "trace_id", "span_id", "start_day")
+_INTEGER_COLUMNS = frozenset(("status_code", "start_ns", "end_ns", "received_ms"))
 
 
 def refused_counter(project_id: str) -> str:
-    """Running count of a project's spans refused by the window."""
+    """Running count of a project's spans refused by the window (kept in Redis)."""
     return f"spangate:{{{project_id}}}:refused"
 
 
-#: KEYS[1] is the project's refused counter, KEYS[2..] the window keys; ARGV holds each
-#: window key's hash and expiry (ms) in turn. Answers the positions (1-based, among the
-#: window keys) of the refused spans: usually none, so the reply stays small.
-_WINDOW_SCRIPT = """
-local refused = {}
-for i = 2, #KEYS do
-  local hash = ARGV[2 * i - 3]
-  if not redis.call('SET', KEYS[i], hash, 'NX', 'PXAT', ARGV[2 * i - 2]) then
-    local holder = redis.call('GET', KEYS[i])
-    if holder and holder ~= hash then
-      refused[#refused + 1] = i - 1
-    end
-  end
-end
-if #refused > 0 then redis.call('INCRBY', KEYS[1], #refused) end
-return refused
-"""
-#: Spans per script call: a script blocks Redis while it runs, so keep each one short
-#: (about a millisecond) and never hold up the collectors' XADDs for long.
-CHUNK = 2000
+def _number(field: str) -> int:
+    return _FIELDS.index(field) + 1
 
 
-@dataclass(frozen=True, slots=True)
-class Decision:
-    """Which rows of a batch are written and which are refused."""
+def _window_condition(new: str, stored: str, window_ms: int) -> str:
+    """The stored row of the span (alias `stored`) holds other content than the new one
+    (`new`, a prefix ending in `.`, or a `?N` per field) within the window."""
+    window_ms = int(window_ms)  # a setting, written into the SQL text as a number
 
-    write: list[SpanRow]
-    refused: list[SpanRow]
+    def value(field: str) -> str:
+        return f"?{_number(field)}" if new == "?" else f"{new}{field}"
 
-
-_Call = tuple[str, list[SpanRow]]  # a project and a chunk of its rows
-
-
-class Pending:
-    """Window decisions in flight on one connection: scripts sent, answers not read yet.
-
-    The worker sends each entry's rows as soon as it has decoded them, so Redis decides
-    on one entry while the next is decoded; `result` reads every answer. Use it as a
-    context manager: the connection goes back to the pool (dropped if answers are left
-    unread).
-    """
-
-    def __init__(self, window: ResendWindow) -> None:
-        self._window = window
-        self._connection: Any = window.client.connection_pool.get_connection()
-        self._calls: list[_Call] = []
-
-    def __enter__(self) -> Pending:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        if self._connection is not None:
-            self._connection.disconnect()
-            self._release()
-
-    def send(self, rows: list[SpanRow]) -> None:
-        """Send the window's scripts for these rows: one call per project and chunk.
-
-        Keys of one project share a hash tag, so each call stays on one Redis Cluster slot.
-        """
-        for project_id, chunk in self._window.calls(rows):
-            self._send_call(project_id, chunk)
-            self._calls.append((project_id, chunk))
-
-    def _send_call(self, project_id: str, chunk: list[SpanRow]) -> None:
-        window = self._window
-        if FAST_ROWS is not None:
-            counter, prefix = refused_counter(project_id), _window_prefix(project_id)
-            command = FAST_ROWS.window_command(
-                window.script_sha, counter, prefix, chunk, window.window_ms
-            )
-            self._connection.send_packed_command([command])
-        else:
-            keys, args = window.keys_and_args(project_id, chunk)
-            send: Any = self._connection.send_command
-            send("EVALSHA", window.script_sha, len(keys), *keys, *args)
-
-    def result(self) -> Decision:
-        """The decision on every row sent, in the order sent.
-
-        Calls answered NOSCRIPT (Redis restarted, or flushed its scripts) are sent again,
-        pipelined as before, once the script is loaded: not run one by one.
-        """
-        answers = [self._answer() for _ in self._calls]
-        missing = [i for i, answer in enumerate(answers) if answer is None]
-        if missing:
-            self._window.load()
-            for i in missing:
-                self._send_call(*self._calls[i])
-            for i in missing:
-                answers[i] = self._connection.read_response()
-        refused: list[SpanRow] = []
-        for (_, chunk), positions in zip(self._calls, answers, strict=True):
-            refused.extend(chunk[position - 1] for position in positions or ())
-        self._release()
-        return _decision([row for _, chunk in self._calls for row in chunk], refused)
-
-    def _answer(self) -> list[int] | None:
-        """The next call's refused positions; None when Redis lacked the script."""
-        try:
-            positions: list[int] = self._connection.read_response()
-        except redis.exceptions.NoScriptError:
-            return None
-        return positions
-
-    def _release(self) -> None:
-        self._window.client.connection_pool.release(self._connection)
-        self._connection = None
+    return (
+        f"{stored}.project_id = {value('project_id')} AND {stored}.trace_id = "
+        f"{value('trace_id')} AND {stored}.span_id = {value('span_id')} AND "
+        f"{stored}.content_hash <> {value('content_hash')} AND "
+        f"{stored}.received_ms > {value('received_ms')} - {window_ms}"
+    )
 
 
-def _decision(rows: list[SpanRow], refused: list[SpanRow]) -> Decision:
-    if not refused:
-        return Decision(rows, [])
-    refused_ids = {id(row) for row in refused}
-    return Decision([row for row in rows if id(row) not in refused_ids], refused)
+_SET = ", ".join(f"{f} = excluded.{f}" for f in _FIELDS if f not in _KEY)
+#: Insert, or replace the row of the same span and start day when the content differs:
+#: identical content is a no-op, so redelivered queue entries change nothing.
+UPSERT = (
+    f"INSERT INTO spans ({', '.join(_FIELDS)}) VALUES ({', '.join('?' * len(_FIELDS))}) "
+    f"ON CONFLICT ({', '.join(_KEY)}) DO UPDATE SET {_SET} "
+    "WHERE spans.content_hash <> excluded.content_hash"
+)
 
 
-class ResendWindow:
-    """The window of one worker: its Redis client and the script, registered once."""
+def sqlite_refusal(window_ms: int) -> str:
+    """SQLite: a query of a row's values (`?N` is its Nth field) that finds a row when
+    the window refuses it; the store runs it before each row's UPSERT."""
+    return (
+        f"SELECT 1 FROM spans AS stored WHERE {_window_condition('?', 'stored', window_ms)} LIMIT 1"
+    )
 
-    def __init__(self, client: redis.Redis, window_ms: int) -> None:
-        self.client = client
-        self.window_ms = window_ms
-        self._script: Any = client.register_script(_WINDOW_SCRIPT)
-        self._loaded = False
 
-    @property
-    def script_sha(self) -> str:
-        sha: str = self._script.sha
-        return sha
-
-    def decide(self, rows: list[SpanRow]) -> Decision:
-        """Apply the window to a batch, in order, and wait for the decision."""
-        with self.begin() as pending:
-            pending.send(rows)
-            return pending.result()
-
-    def begin(self) -> Pending:
-        """Decisions to send piecemeal and read at once (see Pending).
-
-        The script is loaded first by a new window: otherwise every call of the first
-        batch would come back NOSCRIPT and be run again, one by one, waiting on each
-        (redis-py loads a registered script only when a call finds it missing).
-        """
-        if not self._loaded:
-            self.load()
-        return Pending(self)
-
-    def load(self) -> None:
-        """Load the script into Redis (again, when it lost it)."""
-        self.client.script_load(_WINDOW_SCRIPT)
-        self._loaded = True
-
-    def calls(self, rows: list[SpanRow]) -> list[_Call]:
-        """The script calls for these rows: (project, rows), per project and chunk."""
-        by_project: dict[str, list[SpanRow]] = {}
-        for row in rows:
-            by_project.setdefault(row.project_id, []).append(row)
-        return [
-            (project_id, project_rows[at : at + CHUNK])
-            for project_id, project_rows in by_project.items()
-            for at in range(0, len(project_rows), CHUNK)
-        ]
-
-    def keys_and_args(
-        self, project_id: str, chunk: list[SpanRow]
-    ) -> tuple[list[str], list[str | int]]:
-        """The script's KEYS and ARGV for one call."""
-        prefix, expiry = _window_prefix(project_id), self.window_ms
-        keys = [refused_counter(project_id)]
-        keys += [f"{prefix}{row.trace_id}:{row.span_id}" for row in chunk]
-        args = [x for row in chunk for x in (row.content_hash, row.received_ms + expiry)]
-        return keys, args
+def postgres_upsert(window_ms: int) -> str:
+    """PostgreSQL: UPSERT unless the window refuses the row, in one statement that
+    answers whether it was refused. Parameters: a row's values, in order."""
+    casts = ", ".join(f"?::{'bigint' if f in _INTEGER_COLUMNS else 'text'}" for f in _FIELDS)
+    refusal = _window_condition("new.", "stored", window_ms)
+    return (
+        f"WITH new ({', '.join(_FIELDS)}) AS (VALUES ({casts})), "
+        f"refused AS (SELECT 1 FROM spans AS stored, new WHERE {refusal} LIMIT 1), "
+        f"written AS (INSERT INTO spans ({', '.join(_FIELDS)}) SELECT * FROM new "
+        f"WHERE NOT EXISTS (SELECT 1 FROM refused) ON CONFLICT ({', '.join(_KEY)}) "
+        f"DO UPDATE SET {_SET} WHERE spans.content_hash <> excluded.content_hash "
+        f"AND spans.received_ms <= excluded.received_ms - {int(window_ms)}) "
+        "SELECT EXISTS (SELECT 1 FROM refused)"
+    )

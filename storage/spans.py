@@ -8,18 +8,9 @@ from typing import Any
 import orjson
 
 from storage.database import Database
+from storage.resend import UPSERT, postgres_upsert, sqlite_refusal
 from storage.span_rows import SpanRow
 
-_FIELDS = list(SpanRow._fields)
-_KEY = ("project_id", "trace_id", "span_id", "start_day")
-# Insert, or replace the row of the same span and start day when the content differs:
-# identical content is a no-op, so redelivered queue entries change nothing.
-UPSERT = (
-    f"INSERT INTO spans ({', '.join(_FIELDS)}) VALUES ({', '.join('?' * len(_FIELDS))}) "
-    f"ON CONFLICT ({', '.join(_KEY)}) DO UPDATE SET "
-    + ", ".join(f"{f} = excluded.{f}" for f in _FIELDS if f not in _KEY)
-    + " WHERE spans.content_hash <> excluded.content_hash"
-)
 MAX_EXPORT_TRACES = 100
 
 
@@ -93,10 +84,17 @@ class SpanStore:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    def upsert(self, rows: list[SpanRow]) -> None:
-        """Write a batch in one transaction."""
-        with self.db.transaction() as tx:
-            tx.executemany(UPSERT, rows)
+    def upsert(self, rows: list[SpanRow], window_ms: int) -> list[SpanRow]:
+        """Write a batch in one transaction by the re-sending rules (storage/resend.py),
+        row by row in order; the rows the window refused."""
+        with self.db.transaction(immediate=True) as tx:
+            if self.db.postgres:
+                answers = tx.first_rows(postgres_upsert(window_ms), rows)
+                return [
+                    row for row, answer in zip(rows, answers, strict=True) if answer and answer[0]
+                ]
+            skipped = tx.executemany(UPSERT, rows, unless=sqlite_refusal(window_ms))
+        return [rows[position] for position in skipped]
 
     def list_traces(self, project_id: str, limit: int) -> list[TraceSummary]:
         """The most recent traces of a project (by earliest span start)."""

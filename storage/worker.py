@@ -4,7 +4,8 @@ Each stream has one consumer group. An entry is acknowledged (XACK) and deleted 
 so Redis memory stays flat) only after the database committed its spans; a worker
 killed mid-batch leaves its entries pending, and any worker takes them over (XAUTOCLAIM)
 once they have been idle for `claim_idle_ms`. The re-sending rules make a redelivery
-harmless. An entry that fails on its own (it does not decode, or the database refuses
+harmless. The re-sending window is applied by the span store as it writes
+(storage/resend.py). An entry that fails on its own (it does not decode, or the database refuses
 its rows) is retried up to `max_attempts` times, then moved with the reason to the
 project's dead-letter stream. A database that is down is not the entry's fault: the
 worker waits and retries without counting.
@@ -32,7 +33,7 @@ import redis
 
 from storage.checkpoints import BackgroundCheckpoints
 from storage.errors import StoreError, StoreUnavailable
-from storage.resend import Decision, Pending, ResendWindow
+from storage.resend import refused_counter
 from storage.span_rows import SpanRow, rows_of_json
 from storage.spans import SpanStore
 from storage.streams import STREAMS_KEY, QueuedRequest, depth_key, project_of_stream
@@ -113,6 +114,9 @@ class Entry:
     fields: dict[bytes, bytes]
 
 
+_Writing = Future[list[SpanRow]]  # a batch being written: the rows the window refused
+
+
 @dataclass
 class _Decoded:
     entries: list[Entry] = field(default_factory=list)
@@ -120,8 +124,8 @@ class _Decoded:
     poison: list[tuple[Entry, str]] = field(default_factory=list)
 
 
-def _decode(entries: list[Entry], window: Pending) -> _Decoded:
-    """Rows of each entry, each entry's sent to the window as soon as it is decoded."""
+def _decode(entries: list[Entry]) -> _Decoded:
+    """Rows of each entry; the entries that do not decode, with the reason."""
     decoded = _Decoded()
     for entry in entries:
         try:
@@ -130,21 +134,18 @@ def _decode(entries: list[Entry], window: Pending) -> _Decoded:
         except (KeyError, ValueError, TypeError, AttributeError, IndexError) as e:
             decoded.poison.append((entry, f"undecodable entry: {type(e).__name__}: {e}"))
             continue
-        window.send(rows)
         decoded.entries.append(entry)
         decoded.rows.append(rows)
     return decoded
 
 
-def _run_now(call: Callable[[Decision], None], decision: Decision) -> Future[None]:
-    """`call(decision)` run here, as a finished Future (its error kept for `result`)."""
-    done: Future[None] = Future()
+def _run_now(call: Callable[[list[SpanRow]], list[SpanRow]], rows: list[SpanRow]) -> _Writing:
+    """`call(rows)` run here, as a finished Future (its error kept for `result`)."""
+    done: _Writing = Future()
     try:
-        call(decision)
+        done.set_result(call(rows))
     except Exception as e:  # raised again by done.result()
         done.set_exception(e)
-    else:
-        done.set_result(None)
     return done
 
 
@@ -213,14 +214,14 @@ class Worker:
         self.max_attempts = max_attempts
         self.stats = WorkerStats()
         self._ack_script: Any = client.register_script(_ACK)
-        self.window = ResendWindow(client, window_s * 1000)
+        self.window_ms = window_s * 1000
         self._streams: list[str] = []
         self._discovered_at = 0.0
         self._ahead: _ReadAhead | None = None
         self._reading_ahead = False
         self._checkpoints: BackgroundCheckpoints | None = None
         self._writer: ThreadPoolExecutor | None = None
-        self._writing: tuple[_Decoded, Future[None]] | None = None
+        self._writing: tuple[_Decoded, _Writing] | None = None
 
     # -- streams and groups -----------------------------------------------------------
 
@@ -325,20 +326,28 @@ class Worker:
                 extra={"entry": entry.id.decode(), "attempt": attempts, "reason": reason},
             )
 
-    def _write(self, rows: list[SpanRow]) -> None:
-        self._store(self.window.decide(rows))
-
-    def _store(self, decision: Decision) -> None:
-        self.store.upsert(decision.write)
+    def _store(self, rows: list[SpanRow]) -> list[SpanRow]:
+        """Write rows by the re-sending rules (on the writer thread); the refused ones."""
+        refused = self.store.upsert(rows, self.window_ms)
         if self._checkpoints is not None:
             self._checkpoints.committed()
-        self.stats.spans_written += len(decision.write)
-        self.stats.spans_refused += len(decision.refused)
-        for row in decision.refused:
+        return refused
+
+    def _stored(self, rows: list[list[SpanRow]], refused: list[SpanRow], done: Any) -> None:
+        """Count a written batch; its refused spans are logged and counted in Redis (with
+        `done`, the pipeline that acknowledges the batch)."""
+        spans = sum(len(entry_rows) for entry_rows in rows)
+        self.stats.spans_written += spans - len(refused)
+        self.stats.spans_refused += len(refused)
+        by_project: dict[str, int] = {}
+        for row in refused:
+            by_project[row.project_id] = by_project.get(row.project_id, 0) + 1
             log.info(
                 "changed span refused within the re-sending window",
                 extra={"project": row.project_id, "trace_id": row.trace_id, "span_id": row.span_id},
             )
+        for project_id, count in by_project.items():
+            done.incrby(refused_counter(project_id), count)
 
     def process(self, entries: list[Entry]) -> None:
         """Store a batch; acknowledge what was stored. StoreUnavailable propagates.
@@ -350,17 +359,16 @@ class Worker:
             self._process(entries)
 
     def _process(self, entries: list[Entry]) -> None:
-        with self.window.begin() as window:  # Redis decides while the next entry decodes
-            decoded = _decode(entries, window)
-            decision = window.result()
+        decoded = _decode(entries)
+        rows = [row for entry_rows in decoded.rows for row in entry_rows]
         for entry, reason in decoded.poison:
             self._failed(entry, reason)
         self._read_ahead()  # Redis prepares the next batch while the database writes
         self._written()  # the batch before this one, in order
         if self._writer is not None:
-            self._writing = (decoded, self._writer.submit(self._store, decision))
+            self._writing = (decoded, self._writer.submit(self._store, rows))
         else:
-            self._writing = (decoded, _run_now(self._store, decision))
+            self._writing = (decoded, _run_now(self._store, rows))
             self._written()
 
     def _written(self) -> None:
@@ -370,25 +378,31 @@ class Worker:
             return
         (decoded, writing), self._writing = self._writing, None
         try:
-            writing.result()
+            refused = writing.result()
         except StoreUnavailable:
             raise
         except StoreError:
             self._isolate(decoded)  # one entry's rows broke the batch: find it
             return
-        self._acknowledge(decoded.entries)
+        done = self.client.pipeline(transaction=False)
+        self._stored(decoded.rows, refused, done)
+        self._acknowledge(decoded.entries, done)
+        done.execute()
         self.stats.entries += len(decoded.entries)
 
     def _isolate(self, decoded: _Decoded) -> None:
         for entry, rows in zip(decoded.entries, decoded.rows, strict=True):
             try:
-                self._write(rows)
+                refused = self._store(rows)
             except StoreUnavailable:
                 raise
             except StoreError as e:
                 self._failed(entry, f"rows refused by the database: {e}")
                 continue
-            self._acknowledge([entry])
+            done = self.client.pipeline(transaction=False)
+            self._stored([rows], refused, done)
+            self._acknowledge([entry], done)
+            done.execute()
             self.stats.entries += 1
 
     # -- the loop -------------------------------------------------------------------------

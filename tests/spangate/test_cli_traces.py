@@ -41,7 +41,7 @@ def filled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         for s in range(2)
     ]
     request = proto_json.convert_spans(orjson.dumps({"spans": spans})).request
-    SpanStore(db).upsert(rows_of(request, project.id, 1))
+    SpanStore(db).upsert(rows_of(request, project.id, 1), 1_200_000)
     db.close()
 
 

@@ -16,9 +16,9 @@ import redis
 import proto_json
 from storage.database import Database
 from storage.errors import StoreUnavailable
-from storage.resend import ResendWindow, refused_counter
+from storage.resend import refused_counter
 from storage.spans import SpanStore
-from storage.streams import STREAMS_KEY, QueuedRequest, stream_key
+from storage.streams import STREAMS_KEY, QueuedRequest, depth_key, stream_key
 from storage.worker import GROUP, Worker, attempts_key, dead_letter_key
 from tests.proto_json.spans import span
 
@@ -161,49 +161,71 @@ def test_two_workers_agree_on_the_window(
     assert one.stats.spans_refused + two.stats.spans_refused == 1
 
 
-class _CountedLoads(ResendWindow):
-    """The window, counting how often it loads its script (once per NOSCRIPT batch)."""
-
-    loads = 0
-
-    def load(self) -> None:
-        type(self).loads += 1
-        super().load()
-
-
-def test_a_new_worker_sends_its_window_script_loaded(
-    client: redis.Redis, queue: Queue, store: SpanStore, monkeypatch: pytest.MonkeyPatch
+def test_a_backlog_does_not_shorten_the_window(
+    client: redis.Redis, queue: Queue, store: SpanStore
 ) -> None:
-    """A worker whose Redis has no scripts loads the window's first: its first batch is
-    decided as it is sent, not answered NOSCRIPT and run again entry by entry."""
-    monkeypatch.setattr("storage.worker.ResendWindow", _CountedLoads)
-    monkeypatch.setattr(_CountedLoads, "loads", 0)
-    client.script_flush()
-    for i in range(3):
-        queue.send(span(spanId=f"{i + 1:016x}"))
+    """The window is measured on receive times: a change received within it is refused
+    even when the worker only gets to it after the window has passed."""
+    received = int(time.time() * 1000) - 10 * WINDOW_S * 1000
+    queue.send(span(name="first"), received_ms=received)
+    queue.send(span(name="changed"), received_ms=received + WINDOW_S * 1000 - 1)
+    worker = drain(client, store)
+    [stored] = store.trace(queue.project_id, span()["traceId"])
+    assert (stored["name"], worker.stats.spans_refused) == ("first", 1)
+
+
+def test_an_older_send_delivered_late_does_not_replace_a_newer_one(
+    client: redis.Redis, queue: Queue, store: SpanStore
+) -> None:
+    """A send received before the stored one (a stale redelivery) never replaces it."""
+    now = int(time.time() * 1000)
+    queue.send(span(name="newer"), received_ms=now)
     drain(client, store)
-    assert store.count(queue.project_id) == 3
-    assert _CountedLoads.loads == 1  # before the first batch; no NOSCRIPT answer after
+    queue.send(span(name="older"), received_ms=now - 10 * WINDOW_S * 1000)
+    worker = drain(client, store)
+    [stored] = store.trace(queue.project_id, span()["traceId"])
+    assert (stored["name"], worker.stats.spans_refused) == ("newer", 1)
 
 
-def test_window_survives_redis_losing_its_scripts(
-    client: redis.Redis, queue: Queue, store: SpanStore, monkeypatch: pytest.MonkeyPatch
+def test_the_window_of_a_send_stored_on_another_day_holds_for_every_day(
+    client: redis.Redis, queue: Queue, store: SpanStore
 ) -> None:
-    """Scripts flushed between batches (Redis restarted without them): the calls answered
-    NOSCRIPT are sent again after one load, none run one by one, and the re-sending
-    rules still hold."""
-    monkeypatch.setattr("storage.worker.ResendWindow", _CountedLoads)
-    monkeypatch.setattr(_CountedLoads, "loads", 0)
-    worker = Worker(client, store, WINDOW_S, block_ms=10)
-    queue.send(span(name="first"))
-    worker.run(burst=True)
-    client.script_flush()
-    queue.send(span(name="changed"), span(spanId="2" * 16))
-    worker.run(burst=True)
-    assert _CountedLoads.loads == 2  # the first batch's, and once for the NOSCRIPT batch
-    assert worker.stats.spans_refused == 1
+    """A changed span stored after the window as a second row (another start day) opens a
+    new window: a change back to the first day within it is refused, after it replaces."""
+    now = int(time.time() * 1000)
+    queue.send(span(name="first"), received_ms=now - 3 * WINDOW_S * 1000)
+    queue.send(span(name="moved", startTime="2026-11-23T00:00:00Z"), received_ms=now)
+    queue.send(span(name="back"), received_ms=now + 1000)
+    worker = drain(client, store)
+    names = sorted(s["name"] for s in store.trace(queue.project_id, span()["traceId"]))
+    assert (names, worker.stats.spans_refused) == (["first", "moved"], 1)
+    queue.send(span(name="back"), received_ms=now + WINDOW_S * 1000)
+    drain(client, store)
+    names = sorted(s["name"] for s in store.trace(queue.project_id, span()["traceId"]))
+    assert names == ["back", "moved"]
+
+
+def test_a_span_twice_in_one_batch_is_judged_against_its_first_send(
+    client: redis.Redis, queue: Queue, store: SpanStore
+) -> None:
+    """Two versions of a span in one entry: the first is stored, the second refused; the
+    same span twice with the same content is one span."""
+    queue.send(span(name="one"), span(name="two"), span(spanId="3" * 16), span(spanId="3" * 16))
+    worker = drain(client, store)
     stored = {s["spanId"]: s["name"] for s in store.trace(queue.project_id, span()["traceId"])}
-    assert stored == {span()["spanId"]: "first", "2" * 16: span()["name"]}
+    assert stored == {span()["spanId"]: "one", "3" * 16: span()["name"]}
+    assert (worker.stats.spans_written, worker.stats.spans_refused) == (3, 1)
+    assert int(client.get(refused_counter(queue.project_id)) or 0) == 1
+
+
+def test_the_window_keeps_no_key_per_span_in_redis(
+    client: redis.Redis, queue: Queue, store: SpanStore
+) -> None:
+    """The stored rows are the window: Redis holds nothing per span once entries are done."""
+    queue.send(*[span(spanId=f"{i + 1:016x}") for i in range(50)])
+    drain(client, store)
+    keys = {key.decode() for key in client.scan_iter(match=f"spangate:{{{queue.project_id}}}:*")}
+    assert keys <= {stream_key(queue.project_id), depth_key(queue.project_id)}
 
 
 def test_stream_deleted_and_written_again_is_read_again(
@@ -318,14 +340,15 @@ class _StopAfter(SpanStore):
         super().__init__(db)
         self.stop, self.writes, self.then_fail = stop, writes, then_fail
 
-    def upsert(self, rows: list[Any]) -> None:
+    def upsert(self, rows: list[Any], window_ms: int) -> list[Any]:
         if self.writes == 0 and self.then_fail:
             self.stop.set()
             raise StoreUnavailable("the database went away")
-        super().upsert(rows)
+        refused = super().upsert(rows, window_ms)
         self.writes -= 1
         if self.writes == 0 and not self.then_fail:
             self.stop.set()
+        return refused
 
 
 def test_batches_read_ahead_are_each_stored_once(
@@ -384,13 +407,13 @@ class _Recording(SpanStore):
         super().__init__(db)
         self.writes: list[tuple[str, int]] = []
 
-    def upsert(self, rows: list[Any]) -> None:
+    def upsert(self, rows: list[Any], window_ms: int) -> list[Any]:
         threshold = 0
         if self.db.sqlite_path is not None:
             with self.db.transaction() as tx:
                 threshold = int((tx.query_one("PRAGMA wal_autocheckpoint") or (0,))[0])
         self.writes.append((threading.current_thread().name, threshold))
-        super().upsert(rows)
+        return super().upsert(rows, window_ms)
 
 
 def test_run_writes_on_the_writer_thread_which_leaves_checkpoints_to_theirs(
