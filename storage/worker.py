@@ -10,9 +10,10 @@ its rows) is retried up to `max_attempts` times, then moved with the reason to t
 project's dead-letter stream. A database that is down is not the entry's fault: the
 worker waits and retries without counting.
 
-Within `run`, each batch is written on a thread of its own while the next one is read
-and decoded (the database layer lets go of the GIL while SQLite writes), and is
-acknowledged once written; batches are written one at a time, in order.
+Within `run`, the entries read at once are written in parts of about `part_spans` spans,
+each on a thread of its own while the next part is decoded (the database layer lets go
+of the GIL while SQLite writes), and acknowledged once written; parts are written one at
+a time, in order.
 """
 
 from __future__ import annotations
@@ -41,6 +42,9 @@ from storage.streams import STREAMS_KEY, QueuedRequest, depth_key, project_of_st
 log = logging.getLogger("spangate.worker")
 GROUP = "spangate-workers"
 UNAVAILABLE_BACKOFF_S = 1.0
+#: Spans per write: big enough that a transaction's own cost does not count, small
+#: enough that one part is decoded while the one before it is written.
+PART_SPANS = 5000
 DISCOVER_EVERY_S = 2.0
 
 
@@ -188,6 +192,20 @@ def _span_count(entry: Entry) -> int:
         return max(0, int(entry.fields.get(b"spans", b"0")))
     except ValueError:
         return 0
+
+
+def _parts(entries: list[Entry], spans: int) -> Iterator[list[Entry]]:
+    """Consecutive entries, in parts of at least `spans` spans (the last may have fewer)."""
+    part: list[Entry] = []
+    counted = 0
+    for entry in entries:
+        part.append(entry)
+        counted += _span_count(entry)
+        if counted >= spans:
+            yield part
+            part, counted = [], 0
+    if part:
+        yield part
 
 
 class Worker:
@@ -359,17 +377,20 @@ class Worker:
             self._process(entries)
 
     def _process(self, entries: list[Entry]) -> None:
-        decoded = _decode(entries)
-        rows = [row for entry_rows in decoded.rows for row in entry_rows]
-        for entry, reason in decoded.poison:
-            self._failed(entry, reason)
-        self._read_ahead()  # Redis prepares the next batch while the database writes
-        self._written()  # the batch before this one, in order
-        if self._writer is not None:
-            self._writing = (decoded, self._writer.submit(self._store, rows))
-        else:
-            self._writing = (decoded, _run_now(self._store, rows))
-            self._written()
+        parts = list(_parts(entries, PART_SPANS))
+        for number, part in enumerate(parts, start=1):
+            decoded = _decode(part)
+            rows = [row for entry_rows in decoded.rows for row in entry_rows]
+            for entry, reason in decoded.poison:
+                self._failed(entry, reason)
+            if number == len(parts):
+                self._read_ahead()  # Redis prepares the next batch while the database writes
+            self._written()  # the part before this one, in order
+            if self._writer is not None:
+                self._writing = (decoded, self._writer.submit(self._store, rows))
+            else:
+                self._writing = (decoded, _run_now(self._store, rows))
+                self._written()
 
     def _written(self) -> None:
         """Wait for the batch being written; acknowledge it (or find the entry that broke

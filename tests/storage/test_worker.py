@@ -406,6 +406,7 @@ class _Recording(SpanStore):
     def __init__(self, db: Database) -> None:
         super().__init__(db)
         self.writes: list[tuple[str, int]] = []
+        self.sizes: list[list[Any]] = []
 
     def upsert(self, rows: list[Any], window_ms: int) -> list[Any]:
         threshold = 0
@@ -413,6 +414,7 @@ class _Recording(SpanStore):
             with self.db.transaction() as tx:
                 threshold = int((tx.query_one("PRAGMA wal_autocheckpoint") or (0,))[0])
         self.writes.append((threading.current_thread().name, threshold))
+        self.sizes.append(rows)
         return super().upsert(rows, window_ms)
 
 
@@ -451,3 +453,20 @@ def test_a_running_worker_acknowledges_its_last_batch_when_the_queue_goes_quiet(
     finally:
         stop.set()
         thread.join()
+
+
+def test_a_batch_is_written_in_parts_of_about_part_spans(
+    client: redis.Redis, queue: Queue, database: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Entries read at once are written in parts of at least PART_SPANS spans, each
+    acknowledged once written: one part is decoded while the one before it is written."""
+    monkeypatch.setattr("storage.worker.PART_SPANS", 3)
+    queue.send(span(spanId="1" * 16), span(spanId="2" * 16))
+    queue.add({b"project": b"garbage"})  # an entry that does not decode, in a part
+    for i in range(3, 7):
+        queue.send(span(spanId=f"{i:016x}"))
+    store = _Recording(database)
+    worker = drain(client, store, batch_entries=10, max_attempts=1)
+    assert store.count(queue.project_id) == 6 and worker.stats.entries == 5
+    assert [len(rows) for rows in store.sizes] == [3, 3]  # 2+0+1 spans, then 1+1+1
+    assert worker.stats.dead_lettered == 1 and queue.length() == 0
