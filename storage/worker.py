@@ -22,6 +22,7 @@ import gc
 import logging
 import os
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -45,6 +46,11 @@ UNAVAILABLE_BACKOFF_S = 1.0
 #: Spans per write: big enough that a transaction's own cost does not count, small
 #: enough that one part is decoded while the one before it is written.
 PART_SPANS = 5000
+#: The GIL's switch interval while `run` runs. The writer thread needs the GIL briefly
+#: a few times a part (between its SQLite calls), while the main thread holds it through
+#: whole entries (a 1,000-span entry is milliseconds of C). A thread waiting for the GIL
+#: asks for it only after the switch interval, 5 ms by default: the writer sat idle.
+SWITCH_INTERVAL_S = 0.0005
 DISCOVER_EVERY_S = 2.0
 
 
@@ -481,6 +487,8 @@ class Worker:
     def run(self, stop: threading.Event | None = None, burst: bool = False) -> WorkerStats:
         """Until `stop` is set (or, in burst mode, until nothing is left to do)."""
         stop = stop or threading.Event()
+        switch_interval = sys.getswitchinterval()
+        sys.setswitchinterval(SWITCH_INTERVAL_S)
         self._discover(force=True)
         self._reading_ahead = True
         if self.store.db.sqlite_path is not None:
@@ -520,6 +528,7 @@ class Worker:
             self._reading_ahead = False
             self._drop_ahead()
             self._stop_writer()
+            sys.setswitchinterval(switch_interval)
             if self._checkpoints is not None:
                 self._checkpoints.stop()
                 self._checkpoints = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 import uuid
@@ -19,7 +20,13 @@ from storage.errors import StoreUnavailable
 from storage.resend import refused_counter
 from storage.spans import SpanStore
 from storage.streams import STREAMS_KEY, QueuedRequest, depth_key, stream_key
-from storage.worker import GROUP, Worker, attempts_key, dead_letter_key
+from storage.worker import (
+    GROUP,
+    SWITCH_INTERVAL_S,
+    Worker,
+    attempts_key,
+    dead_letter_key,
+)
 from tests.proto_json.spans import span
 
 WINDOW_S = 60
@@ -470,3 +477,22 @@ def test_a_batch_is_written_in_parts_of_about_part_spans(
     assert store.count(queue.project_id) == 6 and worker.stats.entries == 5
     assert [len(rows) for rows in store.sizes] == [3, 3]  # 2+0+1 spans, then 1+1+1
     assert worker.stats.dead_lettered == 1 and queue.length() == 0
+
+
+def test_run_shortens_the_gil_switch_interval_and_restores_it(
+    client: redis.Redis, queue: Queue, database: Database
+) -> None:
+    """While `run` runs, a thread waiting for the GIL asks for it after SWITCH_INTERVAL_S
+    (the writer thread waits less for the decoding main thread); afterwards, as before."""
+    queue.send(span())
+    seen: list[float] = []
+
+    class Noting(SpanStore):
+        def upsert(self, rows: list[Any], window_ms: int) -> list[Any]:
+            seen.append(sys.getswitchinterval())
+            return super().upsert(rows, window_ms)
+
+    before = sys.getswitchinterval()
+    drain(client, Noting(database))
+    assert seen == [pytest.approx(SWITCH_INTERVAL_S)] and SWITCH_INTERVAL_S < before
+    assert sys.getswitchinterval() == before
