@@ -412,6 +412,7 @@ static PyObject *row_of(Rows *r, PyObject *span, int *status) {
     FIELD(17, Py_NewRef(r->scope));
     FIELD(18, content_hash_of(&r->buf, span, status));
     FIELD(19, Py_NewRef(r->received_ms));
+    PyObject_GC_UnTrack(row); /* texts, numbers and None only: the GC need not visit it */
     return row;
 fail:
     Py_DECREF(row);

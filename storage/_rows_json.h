@@ -445,6 +445,7 @@ static PyObject *row_of_node(Rows *r, const Scan *s, uint32_t span, int *status)
     FIELD(17, Py_NewRef(r->scope));
     FIELD(18, node_hash(&r->buf, s, span, status));
     FIELD(19, Py_NewRef(r->received_ms));
+    PyObject_GC_UnTrack(row); /* texts, numbers and None only: the GC need not visit it */
     return row;
 fail:
     Py_DECREF(row);

@@ -167,7 +167,8 @@ static int read_rows(PyObject *rows, Py_ssize_t first, Py_ssize_t n, int wanted,
             PyErr_SetString(programming_error, "parameters are of unsupported type");
             return -1;
         }
-        PyObject *row = PySequence_Tuple(item);
+        /* a tuple (a NamedTuple too) is held as it is; a list is copied to a tuple */
+        PyObject *row = PyTuple_Check(item) ? Py_NewRef(item) : PySequence_Tuple(item);
         if (row == NULL)
             return -1;
         held[(*count_held)++] = row;
