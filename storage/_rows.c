@@ -272,15 +272,24 @@ static PyObject *content_hash_of(Buf *b, PyObject *span, int *status) {
     return *status == OK ? hex_digest(b) : NULL;
 }
 
-/* Days since the epoch to "YYYY-MM-DD" (H. Hinnant's civil_from_days). */
+/* Days since the epoch to "YYYY-MM-DD" (H. Hinnant's civil_from_days). The last day
+ * made is kept: a batch's spans mostly start on one day. */
 static PyObject *utc_day(unsigned long long nanos) {
+    static unsigned long long last_day = ~0ULL;
+    static PyObject *last_text;
+    if (nanos / 86400000000000ULL == last_day) return Py_NewRef(last_text);
     long long z = (long long)(nanos / 86400000000000ULL) + 719468;
     long long era = z / 146097, doe = z - era * 146097;
     long long yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
     long long doy = doe - (365 * yoe + yoe / 4 - yoe / 100), mp = (5 * doy + 2) / 153;
     int day = (int)(doy - (153 * mp + 2) / 5 + 1), month = (int)(mp < 10 ? mp + 3 : mp - 9);
     long long year = yoe + era * 400 + (month <= 2);
-    return PyUnicode_FromFormat("%04d-%02d-%02d", (int)year, month, day);
+    PyObject *text = PyUnicode_FromFormat("%04d-%02d-%02d", (int)year, month, day);
+    if (text != NULL) {
+        Py_XSETREF(last_text, Py_NewRef(text));
+        last_day = nanos / 86400000000000ULL;
+    }
+    return text;
 }
 
 static int nanos_of(PyObject *o, unsigned long long *out) {

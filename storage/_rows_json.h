@@ -48,12 +48,25 @@ static int node_int(const Scan *s, uint32_t i, long long *out) {
 
 static int put_node(Buf *b, const Scan *s, uint32_t i);
 
-/* A number with a fraction or exponent, as orjson writes the double it reads. */
+/* A number with a fraction or exponent, as orjson writes the double it reads. The last
+ * few texts read and what was written for them are kept: spans repeat their numbers (a
+ * temperature, a sampling rate), and each takes a parse and an orjson call otherwise. */
+#define FLOAT_TEXTS 8
+static struct {
+    unsigned char in_len, out_len;
+    char in[48], out[48];
+} float_texts[FLOAT_TEXTS];
+static unsigned next_float_text;
+
 static int put_float_node(Buf *b, const Scan *s, uint32_t i) {
     const Node *n = NODE(s, i);
+    const char *in = (const char *)s->text + n->start;
     char text[64];
     if (n->len >= sizeof(text)) return BAIL;
-    memcpy(text, s->text + n->start, n->len);
+    for (int k = 0; k < FLOAT_TEXTS; k++)
+        if (float_texts[k].in_len == n->len && memcmp(float_texts[k].in, in, n->len) == 0)
+            return put(b, float_texts[k].out, float_texts[k].out_len);
+    memcpy(text, in, n->len);
     text[n->len] = '\0';
     double value = PyOS_string_to_double(text, NULL, NULL);
     if ((value == -1.0 && PyErr_Occurred()) || !isfinite(value)) {
@@ -62,8 +75,19 @@ static int put_float_node(Buf *b, const Scan *s, uint32_t i) {
     }
     PyObject *number = PyFloat_FromDouble(value);
     if (number == NULL) return FAIL;
+    Py_ssize_t start = b->len;
     int status = put_json(b, number, 0);
     Py_DECREF(number);
+    Py_ssize_t written = b->len - start;
+    if (status == OK && n->len < sizeof(float_texts[0].in) && written > 0 &&
+        written < (Py_ssize_t)sizeof(float_texts[0].out)) {
+        unsigned k = next_float_text++ % FLOAT_TEXTS;
+        float_texts[k].in_len = 0; /* no match on a half-written entry */
+        memcpy(float_texts[k].in, in, n->len);
+        memcpy(float_texts[k].out, b->data + start, (size_t)written);
+        float_texts[k].out_len = (unsigned char)written;
+        float_texts[k].in_len = (unsigned char)n->len;
+    }
     return status;
 }
 

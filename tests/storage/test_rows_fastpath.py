@@ -161,6 +161,25 @@ def test_rows_from_bytes_of_otlp_spans(spans: list[Any]) -> None:
     _same_rows_from_bytes(orjson.dumps(conversion.request), must_take=True)
 
 
+def test_numbers_written_as_orjson_writes_them_however_they_were_written_and_repeated() -> None:
+    """The builder keeps the last few number texts it read and what it wrote for them:
+    texts written otherwise than orjson writes them (0.20, 2e-1) still come out as
+    orjson's, and numbers cycling through more texts than it keeps stay right."""
+    texts = ["0.2", "0.20", "2e-1", "2E-1", "-0.0", "1.5e300", "1e-7", "123.456"]
+    texts += [f"{k}.25" for k in range(12)]
+    attributes = ",".join(
+        f'{{"key":"k{i}","value":{{"doubleValue":{text}}}}}' for i, text in enumerate(texts * 3)
+    )
+    span = (
+        '{"traceId":"' + "1" * 32 + '","spanId":"' + "2" * 16 + '","name":"n","kind":1,'
+        '"startTimeUnixNano":"5","attributes":[' + attributes + '],"status":{"code":0}}'
+    )
+    body = ('{"resourceSpans":[{"scopeSpans":[{"spans":[' + span + "]}]}]}").encode()
+    _same_rows_from_bytes(body, must_take=True)
+    [row] = span_rows.rows_of_json(body, "project", 1234)
+    assert '{"doubleValue":0.2}' in row.attributes and "0.20" not in row.attributes
+
+
 @SETTINGS
 @given(JSON_VALUES, st.sampled_from(["attributes", "events", "status", "kind", "x", "name"]))
 def test_rows_from_bytes_of_unexpected_shapes(junk: Any, member: str) -> None:
