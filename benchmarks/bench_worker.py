@@ -7,7 +7,8 @@ executemany, one transaction per batch of the worker's size, into an empty copy 
 spans table: the database's ceiling through the standard library (the worker's store
 writes through storage/_sqlite_bulk.c where it was built, so it can pass 1.0). The
 worker does everything else too: XREADGROUP, decoding the canonical JSON, building rows
-and content hashes, the re-sending window in Redis, upserts, XACK and XDEL. Targets:
+and content hashes, the re-sending window (a query per row before its upsert), XACK and
+XDEL. Targets:
 issue 6, >= 50,000 spans/s; issue 8, >= 100,000 (0.83 of the baseline's 121,000 on the
 host where that target was set).
 """
