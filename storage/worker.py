@@ -4,13 +4,13 @@ Each stream has one consumer group. An entry is acknowledged (XACK) and deleted 
 so Redis memory stays flat) only after the database committed its spans; a worker
 killed mid-batch leaves its entries pending, and any worker takes them over (XAUTOCLAIM)
 once they have been idle for `claim_idle_ms`. The re-sending rules make a redelivery
-harmless. The re-sending window is applied by the span store as it writes
-(storage/resend.py). An entry that fails on its own (it does not decode, or the database refuses
-its rows) is retried up to `max_attempts` times, then moved with the reason to the
-project's dead-letter stream. A database that is down is not the entry's fault: the
+harmless; the re-sending window is applied by the span store as it writes
+(storage/resend.py). An entry that fails on its own (it does not decode, or the database
+refuses its rows) is retried up to `max_attempts` times, then moved with the reason to
+the project's dead-letter stream. A database that is down is not the entry's fault: the
 worker waits and retries without counting.
 
-Within `run`, the entries read at once are written in parts of about `part_spans` spans,
+Within `run`, the entries read at once are written in parts of about PART_SPANS spans,
 each on a thread of its own while the next part is decoded (the database layer lets go
 of the GIL while SQLite writes), and acknowledged once written; parts are written one at
 a time, in order.
@@ -357,9 +357,12 @@ class Worker:
             self._checkpoints.committed()
         return refused
 
-    def _stored(self, rows: list[list[SpanRow]], refused: list[SpanRow], done: Any) -> None:
-        """Count a written batch; its refused spans are logged and counted in Redis (with
-        `done`, the pipeline that acknowledges the batch)."""
+    def _stored(
+        self, entries: list[Entry], rows: list[list[SpanRow]], refused: list[SpanRow]
+    ) -> None:
+        """Entries whose rows were written: acknowledged, their refused spans logged and
+        counted (in Redis too, in the same pipeline)."""
+        done = self.client.pipeline(transaction=False)
         spans = sum(len(entry_rows) for entry_rows in rows)
         self.stats.spans_written += spans - len(refused)
         self.stats.spans_refused += len(refused)
@@ -372,6 +375,9 @@ class Worker:
             )
         for project_id, count in by_project.items():
             done.incrby(refused_counter(project_id), count)
+        self._acknowledge(entries, done)
+        done.execute()
+        self.stats.entries += len(entries)
 
     def process(self, entries: list[Entry]) -> None:
         """Store a batch; acknowledge what was stored. StoreUnavailable propagates.
@@ -411,11 +417,7 @@ class Worker:
         except StoreError:
             self._isolate(decoded)  # one entry's rows broke the batch: find it
             return
-        done = self.client.pipeline(transaction=False)
-        self._stored(decoded.rows, refused, done)
-        self._acknowledge(decoded.entries, done)
-        done.execute()
-        self.stats.entries += len(decoded.entries)
+        self._stored(decoded.entries, decoded.rows, refused)
 
     def _isolate(self, decoded: _Decoded) -> None:
         for entry, rows in zip(decoded.entries, decoded.rows, strict=True):
@@ -426,11 +428,7 @@ class Worker:
             except StoreError as e:
                 self._failed(entry, f"rows refused by the database: {e}")
                 continue
-            done = self.client.pipeline(transaction=False)
-            self._stored([rows], refused, done)
-            self._acknowledge([entry], done)
-            done.execute()
-            self.stats.entries += 1
+            self._stored([entry], [rows], refused)
 
     # -- the loop -------------------------------------------------------------------------
 
