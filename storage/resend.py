@@ -19,6 +19,8 @@ for the first's row, then leaves it, though it does not count itself refused).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from storage.span_rows import SpanRow
 
 _FIELDS = SpanRow._fields
@@ -31,23 +33,14 @@ def refused_counter(project_id: str) -> str:
     return f"spangate:{{{project_id}}}:refused"
 
 
-def _number(field: str) -> int:
-    return _FIELDS.index(field) + 1
-
-
-def _window_condition(new: str, stored: str, window_ms: int) -> str:
-    """The stored row of the span (alias `stored`) holds other content than the new one
-    (`new`, a prefix ending in `.`, or a `?N` per field) within the window."""
-    window_ms = int(window_ms)  # a setting, written into the SQL text as a number
-
-    def value(field: str) -> str:
-        return f"?{_number(field)}" if new == "?" else f"{new}{field}"
-
+def _refusal(new: Callable[[str], str], window_ms: int) -> str:
+    """SQL true of a stored row (`stored`) of the new row's span that holds other content
+    and was received within the window before it; `new(field)` spells the new value."""
     return (
-        f"{stored}.project_id = {value('project_id')} AND {stored}.trace_id = "
-        f"{value('trace_id')} AND {stored}.span_id = {value('span_id')} AND "
-        f"{stored}.content_hash <> {value('content_hash')} AND "
-        f"{stored}.received_ms > {value('received_ms')} - {window_ms}"
+        f"stored.project_id = {new('project_id')} AND stored.trace_id = {new('trace_id')} "
+        f"AND stored.span_id = {new('span_id')} AND stored.content_hash <> "
+        f"{new('content_hash')} AND stored.received_ms > {new('received_ms')} - "
+        f"{int(window_ms)}"  # a setting, written into the SQL text as a number
     )
 
 
@@ -64,16 +57,15 @@ UPSERT = (
 def sqlite_refusal(window_ms: int) -> str:
     """SQLite: a query of a row's values (`?N` is its Nth field) that finds a row when
     the window refuses it; the store runs it before each row's UPSERT."""
-    return (
-        f"SELECT 1 FROM spans AS stored WHERE {_window_condition('?', 'stored', window_ms)} LIMIT 1"
-    )
+    refusal = _refusal(lambda field: f"?{_FIELDS.index(field) + 1}", window_ms)
+    return f"SELECT 1 FROM spans AS stored WHERE {refusal} LIMIT 1"
 
 
 def postgres_upsert(window_ms: int) -> str:
     """PostgreSQL: UPSERT unless the window refuses the row, in one statement that
     answers whether it was refused. Parameters: a row's values, in order."""
     casts = ", ".join(f"?::{'bigint' if f in _INTEGER_COLUMNS else 'text'}" for f in _FIELDS)
-    refusal = _window_condition("new.", "stored", window_ms)
+    refusal = _refusal(lambda field: f"new.{field}", window_ms)
     return (
         f"WITH new ({', '.join(_FIELDS)}) AS (VALUES ({casts})), "
         f"refused AS (SELECT 1 FROM spans AS stored, new WHERE {refusal} LIMIT 1), "
