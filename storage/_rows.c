@@ -277,8 +277,9 @@ static PyObject *content_hash_of(Buf *b, PyObject *span, int *status) {
 static PyObject *utc_day(unsigned long long nanos) {
     static unsigned long long last_day = ~0ULL;
     static PyObject *last_text;
-    if (nanos / 86400000000000ULL == last_day) return Py_NewRef(last_text);
-    long long z = (long long)(nanos / 86400000000000ULL) + 719468;
+    unsigned long long days = nanos / 86400000000000ULL;
+    if (days == last_day) return Py_NewRef(last_text);
+    long long z = (long long)days + 719468;
     long long era = z / 146097, doe = z - era * 146097;
     long long yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
     long long doy = doe - (365 * yoe + yoe / 4 - yoe / 100), mp = (5 * doy + 2) / 153;
@@ -287,7 +288,7 @@ static PyObject *utc_day(unsigned long long nanos) {
     PyObject *text = PyUnicode_FromFormat("%04d-%02d-%02d", (int)year, month, day);
     if (text != NULL) {
         Py_XSETREF(last_text, Py_NewRef(text));
-        last_day = nanos / 86400000000000ULL;
+        last_day = days;
     }
     return text;
 }

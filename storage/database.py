@@ -92,12 +92,10 @@ class Transaction:
         return skipped
 
     def first_rows(self, sql: str, rows: Sequence[Sequence[Any]]) -> list[Row | None]:
-        """Run one statement for each row of parameters; the first row each answered.
-
-        PostgreSQL sends them all before reading any answer (one round trip).
-        """
+        """PostgreSQL: run one statement for each row of parameters, all sent before any
+        answer is read (one round trip); the first row each answered."""
         if not self._postgres:
-            return [self.query_one(sql, row) for row in rows]
+            raise ValueError("first_rows is for PostgreSQL; SQLite has executemany's unless")
         if not rows:
             return []
         cursor: Any = self._cursor
