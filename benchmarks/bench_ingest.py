@@ -4,8 +4,10 @@
                                       [--only 1-span] [--together]
 
 Both servers are single Hypercorn processes pinned to core 0; this load generator and
-Redis (append-only on, as in production) share core 1. Rounds alternate echo and
-collector for each body; the ratio is the median of the paired rounds.
+Redis (append-only on, as in production) share core 1. Each round runs the echo app and
+the collector back to back for each body, the echo app first in even rounds and the
+collector first in odd ones, so that a host speeding up or slowing down during a run
+does not favour one side; the ratio is the median of the paired rounds.
 
 `--together` drives both servers at once instead, so that they share core 0 (the
 scheduler gives each half of it) and whatever slows the host slows both alike: on a
@@ -149,12 +151,15 @@ def main() -> None:
         f"servers on core 0{' at once' if args.together else ''}, load and Redis on core 1"
     )
 
-    def paired(request: bytes) -> tuple[LoadResult, LoadResult]:
+    def paired(request: bytes, round_no: int) -> tuple[LoadResult, LoadResult]:
         if args.together:
             baseline, measured = load_together(
                 [echo_port, collector_port], request, args.seconds, args.connections
             )
             return baseline, measured
+        if round_no % 2:  # every other round the collector goes first (see the docstring)
+            measured = load(collector_port, request, args.seconds, args.connections)
+            return load(echo_port, request, args.seconds, args.connections), measured
         baseline = load(echo_port, request, args.seconds, args.connections)
         return baseline, load(collector_port, request, args.seconds, args.connections)
 
@@ -166,9 +171,9 @@ def main() -> None:
             drain(client)
             ratios, echo_rates, collector_rates, shares, refused = [], [], [], [], 0
             statuses: Counter[int] = Counter()
-            for _ in range(args.rounds):
+            for round_no in range(args.rounds):
                 used = [cpu_seconds(p.pid) for p in (echo, collector)]
-                baseline, measured = paired(request)
+                baseline, measured = paired(request, round_no)
                 echo_s, collector_s = (
                     cpu_seconds(p.pid) - u for p, u in zip((echo, collector), used, strict=True)
                 )
