@@ -24,7 +24,12 @@ setup(
         Extension(
             "storage._rows",
             ["storage/_rows.c"],
-            depends=["proto_json/_jsonbuf.h", "proto_json/_jsonscan.h", "storage/_rows_json.h"],
+            depends=[
+                "proto_json/_jsonbuf.h",
+                "proto_json/_jsonscan.h",
+                "storage/_rows_json.h",
+                "storage/_blake2b.h",
+            ],
             optional=True,
             extra_compile_args=["-O2"],
         ),

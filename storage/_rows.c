@@ -7,8 +7,9 @@
  * caller builds the rows in Python; tests/storage/test_rows_fastpath.py compares both.
  */
 #include "../proto_json/_jsonbuf.h"
+#include "_blake2b.h"
 
-static PyObject *orjson_dumps, *blake2b, *hash_kwargs, *s_hexdigest, *s_empty_list,
+static PyObject *orjson_dumps, *s_empty_list,
     *s_empty_object, *kind_names[6];
 static PyObject *k_resourceSpans, *k_resource, *k_scopeSpans, *k_scope, *k_spans,
     *k_traceId, *k_spanId, *k_parentSpanId, *k_name, *k_kind, *k_startTimeUnixNano,
@@ -247,18 +248,11 @@ static PyObject *json_column(Buf *b, PyObject *value, PyObject *empty, int *stat
     return PyUnicode_DecodeUTF8(b->data, b->len, NULL);
 }
 
-/* blake2b-16 of what the buffer holds, as 32 hex characters (span_content_hash). */
-static PyObject *hex_digest(const Buf *b) {
-    PyObject *data = PyBytes_FromStringAndSize(b->data, b->len);
-    if (data == NULL) return NULL;
-    PyObject *args = PyTuple_Pack(1, data);
-    Py_DECREF(data);
-    if (args == NULL) return NULL;
-    PyObject *hasher = PyObject_Call(blake2b, args, hash_kwargs);
-    Py_DECREF(args);
-    if (hasher == NULL) return NULL;
-    PyObject *digest = PyObject_CallMethodNoArgs(hasher, s_hexdigest);
-    Py_DECREF(hasher);
+/* blake2b-16 of data[0:len], as 32 hex characters (span_content_hash). */
+static PyObject *hex_digest(const char *data, size_t len) {
+    PyObject *digest = PyUnicode_New(2 * BLAKE2B_DIGEST, 127);
+    if (digest == NULL) return NULL;
+    blake2b16_hex((const uint8_t *)data, len, (char *)PyUnicode_1BYTE_DATA(digest));
     return digest;
 }
 
@@ -269,7 +263,7 @@ static PyObject *content_hash_of(Buf *b, PyObject *span, int *status) {
         return NULL;
     }
     *status = put_object(b, span, 1, span_member);
-    return *status == OK ? hex_digest(b) : NULL;
+    return *status == OK ? hex_digest(b->data, (size_t)b->len) : NULL;
 }
 
 /* Days since the epoch to "YYYY-MM-DD" (H. Hinnant's civil_from_days). The last day
@@ -514,6 +508,15 @@ static PyObject *content_hash(PyObject *Py_UNUSED(self), PyObject *span) {
     return digest;
 }
 
+/* The content hash's digest of any bytes, for tests against hashlib. */
+static PyObject *blake2b16(PyObject *Py_UNUSED(self), PyObject *data) {
+    if (!PyBytes_Check(data)) {
+        PyErr_SetString(PyExc_TypeError, "blake2b16 takes bytes");
+        return NULL;
+    }
+    return hex_digest(PyBytes_AS_STRING(data), (size_t)PyBytes_GET_SIZE(data));
+}
+
 #include "_rows_json.h"
 
 static PyMethodDef methods[] = {
@@ -522,6 +525,7 @@ static PyMethodDef methods[] = {
     {"span_rows_json", span_rows_json, METH_VARARGS,
      "span_rows_json(body, project_id, received_ms, row_type) -> list[row_type] | None"},
     {"content_hash", content_hash, METH_O, "content_hash(span) -> str | None"},
+    {"blake2b16", blake2b16, METH_O, "blake2b16(data) -> hashlib.blake2b(data, digest_size=16).hexdigest()"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -566,19 +570,12 @@ PyMODINIT_FUNC PyInit__rows(void) {
     if ((column_set = PyFrozenSet_New(NULL)) == NULL) return NULL;
     for (size_t c = 0; c < NCOLUMNS; c++)
         if (PySet_Add(column_set, *columns[c]) < 0) return NULL;
-    INTERN(s_hexdigest, "hexdigest");
     INTERN(s_empty_list, "[]");
     INTERN(s_empty_object, "{}");
     PyObject *orjson = PyImport_ImportModule("orjson");
     if (orjson == NULL) return NULL;
     orjson_dumps = PyObject_GetAttrString(orjson, "dumps");
     Py_DECREF(orjson);
-    PyObject *hashlib = PyImport_ImportModule("hashlib");
-    if (orjson_dumps == NULL || hashlib == NULL) return NULL;
-    blake2b = PyObject_GetAttrString(hashlib, "blake2b");
-    Py_DECREF(hashlib);
-    if (blake2b == NULL) return NULL;
-    hash_kwargs = Py_BuildValue("{s:i}", "digest_size", 16);
-    if (hash_kwargs == NULL) return NULL;
+    if (orjson_dumps == NULL) return NULL;
     return PyModule_Create(&module);
 }

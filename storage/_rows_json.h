@@ -415,7 +415,7 @@ static int node_tagged(const Scan *s, uint32_t list, uint32_t *session, uint32_t
 static PyObject *node_hash(Buf *b, const Scan *s, uint32_t span, int *status) {
     b->len = 0;
     if ((*status = put_node_sorted(b, s, span, span_node_member)) != OK) return NULL;
-    return hex_digest(b);
+    return hex_digest(b->data, (size_t)b->len);
 }
 
 static PyObject *node_optional_str(const Scan *s, uint32_t i, int *status) {
