@@ -21,7 +21,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 import httpx
 
@@ -60,7 +59,12 @@ def idle_ticks() -> tuple[int, int]:
 
 
 def measured(
-    workers: int, spans: int, redis_server: RedisServer, db_url: str, key: str, args: Any
+    workers: int,
+    spans: int,
+    redis_server: RedisServer,
+    db_url: str,
+    key: str,
+    args: argparse.Namespace,
 ) -> tuple[float, list[float]]:
     """(spans/s, cores used by the collectors, Redis and this process, cores idle) with
     `workers` collectors answering `spans`-span bodies."""

@@ -9,8 +9,7 @@
 #include "../proto_json/_jsonbuf.h"
 #include "_blake2b.h"
 
-static PyObject *orjson_dumps, *s_empty_list,
-    *s_empty_object, *kind_names[6];
+static PyObject *orjson_dumps, *s_empty_list, *s_empty_object, *kind_names[6];
 static PyObject *k_resourceSpans, *k_resource, *k_scopeSpans, *k_scope, *k_spans,
     *k_traceId, *k_spanId, *k_parentSpanId, *k_name, *k_kind, *k_startTimeUnixNano,
     *k_endTimeUnixNano, *k_attributes, *k_events, *k_links, *k_status, *k_code,
@@ -525,7 +524,8 @@ static PyMethodDef methods[] = {
     {"span_rows_json", span_rows_json, METH_VARARGS,
      "span_rows_json(body, project_id, received_ms, row_type) -> list[row_type] | None"},
     {"content_hash", content_hash, METH_O, "content_hash(span) -> str | None"},
-    {"blake2b16", blake2b16, METH_O, "blake2b16(data) -> hashlib.blake2b(data, digest_size=16).hexdigest()"},
+    {"blake2b16", blake2b16, METH_O,
+     "blake2b16(data) -> str, as hashlib.blake2b(data, digest_size=16).hexdigest()"},
     {NULL, NULL, 0, NULL},
 };
 
