@@ -47,6 +47,7 @@ static int (*p_bind_int64)(sqlite3_stmt *, int, long long);
 static int (*p_bind_double)(sqlite3_stmt *, int, double);
 static int (*p_bind_null)(sqlite3_stmt *, int);
 static int (*p_bind_parameter_count)(sqlite3_stmt *);
+static const char *(*p_bind_parameter_name)(sqlite3_stmt *, int);
 static int (*p_step)(sqlite3_stmt *);
 static int (*p_reset)(sqlite3_stmt *);
 static int (*p_finalize)(sqlite3_stmt *);
@@ -188,48 +189,77 @@ static int read_rows(PyObject *rows, Py_ssize_t first, Py_ssize_t n, int wanted,
 }
 
 /* The statements of one call: `unless` (or NULL) is a query run first for each row,
- * bound to the row's first values; a row it answers any row for is skipped. */
+ * bound to the row's values it names (`?N` is the row's Nth); a row it answers any row
+ * for is skipped. */
 typedef struct {
     sqlite3_stmt *stmt, *unless;
     int wanted, unless_wanted;
-    char *skipped; /* per row of the chunk: 1 when `unless` skipped it */
+    int *unless_params, unless_count; /* the parameters `unless` names (1-based) */
+    char *skipped;                    /* per row of the chunk: 1 when `unless` skipped it */
 } Statements;
 
-static int bind_row(sqlite3_stmt *stmt, const Value *row, int count) {
-    for (int at = 0; at < count; at++) {
-        int rc = bind(stmt, at + 1, &row[at]);
+/* Whether two values read are the same (a text by where it lies: the same object). */
+static int same_value(const Value *a, const Value *b) {
+    if (a->kind != b->kind)
+        return 0;
+    switch (a->kind) {
+        case V_NULL:
+            return 1;
+        case V_TEXT:
+        case V_BLOB:
+            return a->as.data == b->as.data && a->size == b->size;
+        case V_INT:
+            return a->as.number == b->as.number;
+        default:
+            return memcmp(&a->as.real, &b->as.real, sizeof(double)) == 0;
+    }
+}
+
+/* Bind parameter `at` to `v`, unless the row bound before (`last`, or NULL) bound it to
+ * the same value: SQLite keeps a statement's bindings across resets, and rows repeat
+ * many of theirs (the project, the receive time, a scope's resource and scope texts,
+ * the empty lists). A text left bound is the same object, held by this row too. */
+static int bind_changed(sqlite3_stmt *stmt, int at, const Value *row, const Value *last) {
+    if (last != NULL && same_value(&row[at - 1], &last[at - 1]))
+        return SQLITE_OK;
+    return bind(stmt, at, &row[at - 1]);
+}
+
+/* Whether `unless` answers a row for these values: SQLITE_ROW, SQLITE_DONE or an error.
+ * Only the values it names are bound: the window's query uses 5 of a span row's 20. */
+static int step_unless(const Statements *s, const Value *row, const Value *last) {
+    for (int k = 0; k < s->unless_count; k++) {
+        int rc = bind_changed(s->unless, s->unless_params[k], row, last);
         if (rc != SQLITE_OK)
             return rc;
     }
-    return SQLITE_OK;
-}
-
-/* Whether `unless` answers a row for these values: SQLITE_ROW, SQLITE_DONE or an error. */
-static int step_unless(const Statements *s, const Value *row) {
-    int rc = bind_row(s->unless, row, s->unless_wanted);
-    if (rc != SQLITE_OK)
-        return rc;
-    rc = p_step(s->unless);
+    int rc = p_step(s->unless);
     p_reset(s->unless);
     return rc;
 }
 
-/* Bind and step `n` rows of values; SQLITE_DONE, or the first failing code. No GIL. */
+/* Bind and step `n` rows of values; SQLITE_DONE, or the first failing code. No GIL.
+ * The first row binds every value (the rows of the chunk before are no longer held). */
 static int step_rows(const Statements *s, const Value *values, Py_ssize_t n) {
+    const Value *last_checked = NULL, *last_written = NULL;
     for (Py_ssize_t i = 0; i < n; i++) {
         const Value *row = &values[i * s->wanted];
         if (s->unless != NULL) {
-            int rc = step_unless(s, row);
+            int rc = step_unless(s, row, last_checked);
             if (rc != SQLITE_ROW && rc != SQLITE_DONE)
                 return rc;
+            last_checked = row;
             s->skipped[i] = rc == SQLITE_ROW;
             if (s->skipped[i])
                 continue;
         }
-        int rc = bind_row(s->stmt, row, s->wanted);
-        if (rc != SQLITE_OK)
-            return rc;
-        rc = p_step(s->stmt);
+        for (int at = 1; at <= s->wanted; at++) {
+            int rc = bind_changed(s->stmt, at, row, last_written);
+            if (rc != SQLITE_OK)
+                return rc;
+        }
+        last_written = row;
+        int rc = p_step(s->stmt);
         p_reset(s->stmt); /* after a failure: makes the step's own code the one errmsg tells */
         if (rc != SQLITE_DONE)
             return rc;
@@ -283,6 +313,23 @@ static int run_rows(sqlite3 *db, Statements *s, PyObject *rows, PyObject *skippe
     return failed ? -1 : 0;
 }
 
+/* The parameters `unless` names, as `?N` (the numbers it skips have no name); all of
+ * them when it names none (bare `?`s). 0, or -1 with an exception set. */
+static int unless_parameters(Statements *s) {
+    s->unless_params = PyMem_Malloc(sizeof(int) * (size_t)s->unless_wanted + 1);
+    if (s->unless_params == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (int at = 1; at <= s->unless_wanted; at++)
+        if (p_bind_parameter_name(s->unless, at) != NULL)
+            s->unless_params[s->unless_count++] = at;
+    if (s->unless_count == 0)
+        for (int at = 1; at <= s->unless_wanted; at++)
+            s->unless_params[s->unless_count++] = at;
+    return 0;
+}
+
 static PyObject *executemany(PyObject *self, PyObject *args) {
     PyObject *connection, *rows, *unless_sql = Py_None;
     const char *sql;
@@ -295,7 +342,7 @@ static PyObject *executemany(PyObject *self, PyObject *args) {
     sqlite3 *db = db_of(connection);
     if (db == NULL)
         return NULL;
-    Statements s = {NULL, NULL, 0, 0, NULL};
+    Statements s = {NULL, NULL, 0, 0, NULL, 0, NULL};
     PyObject *skipped = PyList_New(0);
     if (skipped == NULL)
         return NULL;
@@ -315,12 +362,15 @@ static PyObject *executemany(PyObject *self, PyObject *args) {
             PyErr_Format(programming_error, "unless uses %d parameters, more than the %d of "
                          "the statement", s.unless_wanted, s.wanted);
             failed = 1;
+        } else if (s.unless != NULL) {
+            failed = unless_parameters(&s) < 0;
         }
     }
     if (!failed)
         failed = run_rows(db, &s, rows, skipped) < 0;
     p_finalize(s.stmt); /* NULL is a no-op */
     p_finalize(s.unless);
+    PyMem_Free(s.unless_params);
     if (failed) {
         Py_DECREF(skipped);
         return NULL;
@@ -373,6 +423,7 @@ static int find_functions(PyObject *sqlite3_module) {
     FIND(p_bind_double, "sqlite3_bind_double")
     FIND(p_bind_null, "sqlite3_bind_null")
     FIND(p_bind_parameter_count, "sqlite3_bind_parameter_count")
+    FIND(p_bind_parameter_name, "sqlite3_bind_parameter_name")
     FIND(p_step, "sqlite3_step")
     FIND(p_reset, "sqlite3_reset")
     FIND(p_finalize, "sqlite3_finalize")

@@ -68,8 +68,9 @@ class Transaction:
     ) -> list[int]:
         """Run one statement for each row of parameters; the positions of rows skipped.
 
-        `unless` (SQLite only) is a query run first with each row's first values (`?N`
-        is the row's Nth); a row it finds anything for is skipped.
+        `unless` (SQLite only) is a query run first with each row's values (`?N` is the
+        row's Nth; bare `?`s are its first values in order); a row it finds anything for
+        is skipped.
         """
         if unless is not None and self._postgres:
             raise ValueError("unless is for SQLite; PostgreSQL can say it in one statement")
@@ -83,6 +84,7 @@ class Transaction:
             return []
         skipped = []
         used = max((int(n) for n in re.findall(r"\?(\d+)", unless)), default=0)
+        used = used or unless.count("?")
         for position, row in enumerate(rows):
             self._cursor.execute(unless, row[:used])
             if self._cursor.fetchone() is not None:

@@ -167,6 +167,67 @@ def test_unless_skips_the_rows_its_query_finds_and_names_them(tmp_path: Path) ->
         db.close()
 
 
+@pytest.mark.parametrize(
+    "unless",
+    [
+        "SELECT 1 FROM t WHERE a = ?1 AND ?4 IS NULL AND b > ?2",  # ?3 unused: a gap
+        "SELECT 1 FROM t WHERE a = ? AND b > ?",  # bare ?: the row's first values
+    ],
+)
+def test_unless_is_bound_to_the_values_it_names(tmp_path: Path, unless: str) -> None:
+    """An `unless` that leaves numbers out, or numbers none, sees the row's values at the
+    places it names, with the extension and without it."""
+    upsert = INSERT + " ON CONFLICT (a) DO UPDATE SET b = excluded.b"
+    db = Database(f"sqlite:///{tmp_path / 'layer.db'}")
+    try:
+        with db.transaction() as tx:
+            tx.execute(TABLE)
+            tx.execute(INSERT, ("j", 7, None, None))
+        answers = []
+        for extension in (bulk, None):
+            with db.transaction() as tx:
+                tx.execute("DELETE FROM t WHERE a = 'k'")
+                tx._bulk = extension
+                skipped = tx.executemany(upsert, GUARDED, unless=unless)
+                answers.append((skipped, tx.query("SELECT a, b, c FROM t ORDER BY a")))
+        assert answers[0] == answers[1] == ([1, 3], [("j", 7, None), ("k", 9, None)])
+    finally:
+        db.close()
+
+
+def test_values_repeated_from_row_to_row_are_stored_as_given(
+    two: tuple[sqlite3.Connection, sqlite3.Connection],
+) -> None:
+    """The extension leaves a value bound while rows repeat it (the same object, number,
+    NULL); every change, a skipped row in between, and a new chunk of rows bind anew."""
+    reference, fast = two
+    table = "CREATE TABLE r (n INTEGER PRIMARY KEY, a TEXT, b INTEGER, c REAL, d BLOB, e TEXT)"
+    insert = "INSERT INTO r (n, a, b, c, d, e) VALUES (?, ?, ?, ?, ?, ?)"
+    unless = "SELECT 1 WHERE ?6 = 'skip'"
+    shared, blob = "shared text", b"shared blob"
+    equal = "".join(["shared", " text"])  # equal to `shared`, another object
+    pattern = [
+        (shared, 1, 0.0, blob, "keep"),
+        (shared, 1, -0.0, blob, "keep"),
+        (equal, 2, 0.0, None, "keep"),
+        ("other", 2, float("nan"), None, "skip"),  # checked, never written
+        ("other", None, 0.0, blob, "keep"),
+        (None, None, None, None, "keep"),
+        (shared, 1, 0.0, b"", "keep"),
+    ]
+    chunk = 16_384  # the extension's rows per pass (CHUNK_ROWS)
+    rows = [(n, *pattern[n % len(pattern)]) for n in range(chunk + 2 * len(pattern))]
+    reference.execute(table)
+    fast.execute(table)
+    reference.executemany(insert, [row for row in rows if row[5] != "skip"])
+    fast.execute("BEGIN")
+    skipped = bulk.executemany(fast, insert, rows, unless)
+    fast.execute("COMMIT")
+    assert skipped == [n for n, row in enumerate(rows) if row[5] == "skip"]
+    query = "SELECT n, a, b, c, d, e, typeof(b), typeof(c) FROM r ORDER BY n"
+    assert fast.execute(query).fetchall() == reference.execute(query).fetchall()
+
+
 def test_unless_with_more_parameters_than_a_row_or_bad_sql_is_an_error(
     two: tuple[sqlite3.Connection, sqlite3.Connection],
 ) -> None:
