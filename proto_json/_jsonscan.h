@@ -17,6 +17,18 @@
 
 enum { J_OBJECT, J_ARRAY, J_STRING, J_INT, J_FLOAT, J_TRUE, J_FALSE, J_NULL };
 #define J_ESCAPED 1 /* a string with at least one escape */
+/* A value whose text is what orjson.dumps(orjson.loads(text), option=OPT_SORT_KEYS)
+ * writes: no floats (orjson may write them otherwise), integers of 64 bits other than
+ * "-0", every object's keys unescaped and in strictly ascending order (so none is
+ * repeated). Its text can then be copied as it is where it would be written anew.
+ * Marked where SCAN_MARKS_CANONICAL is defined before this file is included (the row
+ * builder); elsewhere (the collector's converters) the marking compiles to nothing. */
+#define J_CANONICAL 2
+#ifdef SCAN_MARKS_CANONICAL
+#define CANONICAL_MARK J_CANONICAL
+#else
+#define CANONICAL_MARK 0
+#endif
 #define MAX_SCAN_DEPTH 64
 
 typedef struct {
@@ -37,12 +49,15 @@ typedef struct {
 
 #define SCAN_OTHER BAIL
 
-static inline void skip_space(Scan *s) {
+/* Skip whitespace; whether there was any. */
+static inline int skip_space(Scan *s) {
+    Py_ssize_t from = s->at;
     while (s->at < s->size) {
         unsigned char c = s->text[s->at];
-        if (c != ' ' && c != '\n' && c != '\r' && c != '\t') return;
+        if (c != ' ' && c != '\n' && c != '\r' && c != '\t') break;
         s->at++;
     }
+    return s->at != from;
 }
 
 static int new_node(Scan *s, uint8_t type, uint32_t *index) {
@@ -59,7 +74,7 @@ static int new_node(Scan *s, uint8_t type, uint32_t *index) {
     *index = s->count++;
     Node *n = &s->nodes[*index];
     n->type = type;
-    n->flags = 0;
+    n->flags = CANONICAL_MARK; /* strings and literals keep it; numbers and containers see */
     n->start = (uint32_t)s->at;
     n->len = 0;
     n->count = 0;
@@ -109,7 +124,7 @@ static inline uint64_t special_bytes(const unsigned char *p) {
 
 static int scan_string(Scan *s, uint32_t *index) {
     s->at++; /* the opening quote */
-    TRY(new_node(s, J_STRING, index));
+    TRY(new_node(s, J_STRING, index)); /* canonical: escapes are as orjson's, or refused */
     const unsigned char *t = s->text;
     while (s->at < s->size) {
 #ifdef SWAR_STRINGS
@@ -162,6 +177,17 @@ static int scan_string(Scan *s, uint32_t *index) {
     return SCAN_OTHER;
 }
 
+/* Whether an integer's text (as scanned) is one of 64 bits, and not "-0". */
+static inline int int64_text(const unsigned char *t, Py_ssize_t len) {
+    int negative = t[0] == '-';
+    Py_ssize_t digits = len - negative;
+    if (negative && digits == 1 && t[1] == '0') return 0;
+    if (digits < 19) return 1;
+    return digits == 19 &&
+           memcmp(t + negative, negative ? "9223372036854775808" : "9223372036854775807",
+                  19) <= 0;
+}
+
 static int scan_number(Scan *s, uint32_t *index) {
     TRY(new_node(s, J_INT, index));
     const unsigned char *t = s->text;
@@ -206,6 +232,7 @@ static int scan_number(Scan *s, uint32_t *index) {
         return SCAN_OTHER;
     }
     Node *n = &s->nodes[*index];
+    if (n->flags && (is_float || !int64_text(t + s->at, len))) n->flags = 0;
     n->type = is_float ? J_FLOAT : J_INT;
     n->len = (uint32_t)len;
     n->next = s->count;
@@ -226,28 +253,45 @@ static inline int scan_literal(Scan *s, const char *word, uint8_t type, uint32_t
     return OK;
 }
 
+/* Whether key string node `a` sorts strictly before `b` (by UTF-8 bytes: code points). */
+static inline int keys_ascending(const Scan *s, uint32_t a, uint32_t b) {
+    const Node *x = &s->nodes[a], *y = &s->nodes[b];
+    if (x->len && y->len && s->text[x->start] != s->text[y->start]) /* most keys differ */
+        return s->text[x->start] < s->text[y->start];
+    uint32_t n = x->len < y->len ? x->len : y->len;
+    int order = memcmp(s->text + x->start, s->text + y->start, n);
+    return order < 0 || (order == 0 && x->len < y->len);
+}
+
 static int scan_container(Scan *s, int depth, uint32_t *index) {
     int object = s->text[s->at] == '{';
     if (depth >= MAX_SCAN_DEPTH) return SCAN_OTHER;
     TRY(new_node(s, object ? J_OBJECT : J_ARRAY, index));
     s->at++;
-    uint32_t count = 0, child;
-    skip_space(s);
+    uint32_t count = 0, child, key = 0;
+    uint8_t canonical = CANONICAL_MARK; /* and no whitespace inside, to be copied as is */
+    if (skip_space(s)) canonical = 0;
     if (s->at < s->size && s->text[s->at] == (object ? '}' : ']')) {
         s->at++;
     } else {
         for (;;) {
             if (object) {
-                skip_space(s);
+                if (skip_space(s)) canonical = 0;
                 if (s->at >= s->size || s->text[s->at] != '"') return SCAN_OTHER;
                 TRY(scan_string(s, &child));
-                skip_space(s);
+                if (canonical && (s->nodes[child].flags & J_ESCAPED ||
+                                  (count && !keys_ascending(s, key, child))))
+                    canonical = 0;
+                key = child;
+                if (skip_space(s)) canonical = 0;
                 if (s->at >= s->size || s->text[s->at] != ':') return SCAN_OTHER;
                 s->at++;
             }
+            if (CANONICAL_MARK && skip_space(s)) canonical = 0; /* scan_value would skip it */
             TRY(scan_value(s, depth + 1, &child));
+            if (canonical) canonical = s->nodes[child].flags & J_CANONICAL;
             count++;
-            skip_space(s);
+            if (skip_space(s)) canonical = 0;
             if (s->at >= s->size) return SCAN_OTHER;
             unsigned char c = s->text[s->at++];
             if (c == ',') continue;
@@ -256,6 +300,7 @@ static int scan_container(Scan *s, int depth, uint32_t *index) {
         }
     }
     Node *n = &s->nodes[*index];
+    n->flags = canonical;
     n->count = count;
     n->len = (uint32_t)(s->at - n->start);
     n->next = s->count;

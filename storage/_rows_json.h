@@ -7,6 +7,7 @@
  * the dict-based builder would decline are declined here too (None): the caller then
  * parses with orjson.
  */
+#define SCAN_MARKS_CANONICAL /* J_CANONICAL nodes: texts copied, not written anew */
 #include "../proto_json/_jsonscan.h"
 
 #include <math.h>
@@ -109,9 +110,16 @@ static int put_scalar_node(Buf *b, const Scan *s, uint32_t i) {
     }
 }
 
+/* Whether a node is an object or array whose text is already what put_node and the
+ * generic put_node_sorted write (J_CANONICAL): copied as it is, not walked. */
+static inline int canonical_container(const Node *n) {
+    return n->flags & J_CANONICAL && (n->type == J_OBJECT || n->type == J_ARRAY);
+}
+
 /* A node as orjson.dumps(orjson.loads(its text)) writes it. */
 static int put_node(Buf *b, const Scan *s, uint32_t i) {
     const Node *n = NODE(s, i);
+    if (canonical_container(n)) return put(b, (const char *)s->text + n->start, n->len);
     if (n->type == J_ARRAY) {
         TRY(PUT(b, "["));
         for (uint32_t k = 0, item = i + 1; k < n->count; k++, item = NODE(s, item)->next) {
@@ -147,6 +155,8 @@ static int generic_member(Buf *b, const Scan *s, uint32_t key, uint32_t value) {
 /* Sorted members (NULL: generic all the way down), arrays in order, scalars as is. */
 static int put_node_sorted(Buf *b, const Scan *s, uint32_t i, NodeMember member) {
     const Node *n = NODE(s, i);
+    if (member == NULL && canonical_container(n))
+        return put(b, (const char *)s->text + n->start, n->len);
     if (n->type == J_ARRAY) {
         TRY(PUT(b, "["));
         for (uint32_t k = 0, item = i + 1; k < n->count; k++, item = NODE(s, item)->next) {

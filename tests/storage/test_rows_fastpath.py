@@ -180,6 +180,68 @@ def test_numbers_written_as_orjson_writes_them_however_they_were_written_and_rep
     assert '{"doubleValue":0.2}' in row.attributes and "0.20" not in row.attributes
 
 
+#: Values whose text the builder copies as it is (sorted keys, 64-bit integers, no
+#: floats) and values one detail away from that; whether the builder must take them
+#: (it declines repeated and escaped keys and integers past 64 bits: Python's turn).
+COPIED_OR_NOT = [
+    ('{"a":1,"b":{"c":true,"d":[1,null,{"e":"f\\n"}]},"c":{}}', True),
+    ('{"b":1,"a":2}', True),
+    ('{"ab":1,"a":2}', True),
+    ('{"a":1,"ab":2,"b":3}', True),
+    ('{"a":{"b":0.5}}', True),
+    ('{"a":[1,2.0]}', True),
+    ('{"a":9223372036854775807,"b":-9223372036854775808}', True),
+    ('{"kvlistValue":{"values":[{"key":"z","value":{"intValue":"1"}},'
+     '{"key":"a","value":{}}]}}', True),
+    ('{"arrayValue":{"values":[{"kvlistValue":{"values":[{"key":"z","value":{}},'
+     '{"key":"a","value":{}}]}}]}}', True),
+    ('{ "a" : 1 ,"b":[ 1, 2 ] }', True),  # spaced: written anew, not copied
+    ('{"a":1,"a":2}', False),
+    ('{"a":{"k":1,"k":[]}}', False),
+    ('{"a\\n":1,"a":2}', False),
+    ('{"a":1,"a\\n":2}', False),
+    ('{"a":-0}', False),
+    ('{"a":9223372036854775808}', False),
+    ('{"a":-9223372036854775809}', False),
+    ('{"a":18446744073709551615}', False),
+]  # fmt: skip
+
+
+#: Where a value can go in a request, as (resource, scope, span members) with V for it.
+PLACES = [
+    ('{"x":V}', "{}", ""),
+    ("{}", "V", ""),
+    ("{}", "{}", ',"x":V'),
+    ("{}", "{}", ',"attributes":[{"key":"z","value":{}},{"key":"k","value":V}]'),
+    ("{}", "{}", ',"events":[{"name":"e","attributes":[{"key":"k","value":V}],"x":V}]'),
+    ("{}", "{}", ',"links":[V]'),
+    ("{}", "{}", ',"status":{"z":V,"code":0}'),
+]
+
+
+@pytest.mark.parametrize("place", PLACES)
+@pytest.mark.parametrize(("value", "taken"), COPIED_OR_NOT)
+def test_values_copied_as_written_only_when_written_as_orjson_would(
+    value: str, taken: bool, place: tuple[str, str, str]
+) -> None:
+    """Wherever a value goes, the texts copied and the content hash are Python's."""
+    resource, scope, members = (part.replace("V", value) for part in place)
+    if "status" not in members:
+        members += ',"status":{"code":0}'
+    span = (
+        '{"traceId":"' + "1" * 32 + '","spanId":"' + "2" * 16 + '","name":"n","kind":1,'
+        f'"startTimeUnixNano":"5"{members}}}'
+    )
+    body = (
+        f'{{"resourceSpans":[{{"resource":{resource},'
+        f'"scopeSpans":[{{"scope":{scope},"spans":[{span}]}}]}}]}}'
+    ).encode()
+    _same_rows_from_bytes(body, must_take=False)
+    assert FAST is not None
+    if taken:
+        assert FAST.span_rows_json(body, "project", 1234, span_rows.SpanRow) is not None
+
+
 @SETTINGS
 @given(JSON_VALUES, st.sampled_from(["attributes", "events", "status", "kind", "x", "name"]))
 def test_rows_from_bytes_of_unexpected_shapes(junk: Any, member: str) -> None:
