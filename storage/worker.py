@@ -46,6 +46,13 @@ UNAVAILABLE_BACKOFF_S = 1.0
 #: Spans per write: big enough that a transaction's own cost does not count, small
 #: enough that one part is decoded while the one before it is written.
 PART_SPANS = 5000
+#: Spans a read of new entries asks for, about: entries per read follow the size of the
+#: entries last read (up to `batch_entries`), so large entries are read a few at a time
+#: (fifty 1,000-span entries were 40 MB parsed before the first span was decoded) and
+#: small ones many at a time. A first read, of entries of unknown size, asks for
+#: FIRST_READ_ENTRIES.
+READ_SPANS = 2 * PART_SPANS
+FIRST_READ_ENTRIES = 10
 #: The GIL's switch interval while `run` runs. The writer thread needs the GIL briefly
 #: a few times a part (between its SQLite calls), while the main thread holds it through
 #: whole entries (a 1,000-span entry is milliseconds of C). A thread waiting for the GIL
@@ -83,7 +90,7 @@ class _ReadAhead:
         send: Any = self._connection.send_command
         try:
             send(
-                "XREADGROUP", "GROUP", GROUP, worker.consumer, "COUNT", worker.batch_entries,
+                "XREADGROUP", "GROUP", GROUP, worker.consumer, "COUNT", worker.read_count,
                 "STREAMS", *streams, *[">"] * len(streams),
             )  # fmt: skip
         except BaseException:
@@ -233,6 +240,7 @@ class Worker:
         self.store = store
         self.consumer = consumer or f"{socket.gethostname()}-{os.getpid()}"
         self.batch_entries = batch_entries
+        self.read_count = min(batch_entries, FIRST_READ_ENTRIES)  # entries the next read asks
         self.block_ms = block_ms
         self.claim_idle_ms = claim_idle_ms
         self.max_attempts = max_attempts
@@ -273,7 +281,7 @@ class Worker:
             GROUP,
             self.consumer,
             dict.fromkeys(streams, ">"),
-            count=self.batch_entries,
+            count=self.read_count,
             block=self.block_ms if block else None,
         )
         return [
@@ -281,6 +289,11 @@ class Worker:
             for stream, messages in reply or []
             for entry_id, fields in messages
         ]
+
+    def _size_reads(self, entries: list[Entry]) -> None:
+        """Entries per read of new entries, from the size of these (READ_SPANS)."""
+        per_entry = max(1, sum(map(_span_count, entries)) // len(entries))
+        self.read_count = max(1, min(self.batch_entries, READ_SPANS // per_entry))
 
     def _claim(self, streams: list[str]) -> list[Entry]:
         """Entries left pending by any consumer (a dead one) for longer than claim_idle_ms."""
@@ -459,6 +472,7 @@ class Worker:
                 self._written()  # not left unacknowledged while this step waits
                 entries = self._read_new(streams, block=True)
         if entries:
+            self._size_reads(entries)
             self.process(entries)
         else:
             self._written()

@@ -479,6 +479,26 @@ def test_a_batch_is_written_in_parts_of_about_part_spans(
     assert worker.stats.dead_lettered == 1 and queue.length() == 0
 
 
+@pytest.mark.parametrize(("batch_entries", "read"), [(50, [2, 3, 3, 1]), (2, [2, 2, 2, 2, 1])])
+def test_reads_ask_for_about_read_spans_of_entries_the_size_of_the_last(
+    client: redis.Redis,
+    queue: Queue,
+    store: SpanStore,
+    monkeypatch: pytest.MonkeyPatch,
+    batch_entries: int,
+    read: list[int],
+) -> None:
+    """A first read asks for FIRST_READ_ENTRIES entries; each later one for about
+    READ_SPANS spans in entries the size of those read last, at most batch_entries."""
+    monkeypatch.setattr("storage.worker.FIRST_READ_ENTRIES", 2)
+    monkeypatch.setattr("storage.worker.READ_SPANS", 6)
+    for i in range(9):  # 2-span entries: 3 of them to a read
+        queue.send(span(spanId=f"{2 * i + 1:016x}"), span(spanId=f"{2 * i + 2:016x}"))
+    worker = Worker(client, store, WINDOW_S, block_ms=10, batch_entries=batch_entries)
+    assert [worker.run_once(block=False) for _ in read] == read
+    assert worker.run_once(block=False) == 0 and store.count(queue.project_id) == 18
+
+
 def test_run_shortens_the_gil_switch_interval_and_restores_it(
     client: redis.Redis, queue: Queue, database: Database
 ) -> None:
