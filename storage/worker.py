@@ -410,27 +410,40 @@ class Worker:
                 self._failed(entry, reason)
             if number == len(parts):
                 self._read_ahead()  # Redis prepares the next batch while the database writes
-            self._written()  # the part before this one, in order
+            before = self._finished()  # the part before this one, in order
             if self._writer is not None:
                 self._writing = (decoded, self._writer.submit(self._store, rows))
+                if before is not None:  # acknowledged while this part is written
+                    self._stored(*before)
             else:
+                if before is not None:
+                    self._stored(*before)
                 self._writing = (decoded, _run_now(self._store, rows))
                 self._written()
 
     def _written(self) -> None:
-        """Wait for the batch being written; acknowledge it (or find the entry that broke
-        it). StoreUnavailable propagates, its entries left pending."""
+        """Wait for the part being written and acknowledge it (or find the entry that
+        broke it). StoreUnavailable propagates, its entries left pending."""
+        done = self._finished()
+        if done is not None:
+            self._stored(*done)
+
+    def _finished(self) -> tuple[list[Entry], list[list[SpanRow]], list[SpanRow]] | None:
+        """Wait for the part being written; its entries, their rows and the rows refused,
+        to be acknowledged. None when nothing was being written, or when the write failed:
+        the entry that broke it is then found, each entry written or failed on its own,
+        before anything after them is written. StoreUnavailable propagates."""
         if self._writing is None:
-            return
+            return None
         (decoded, writing), self._writing = self._writing, None
         try:
             refused = writing.result()
         except StoreUnavailable:
             raise
         except StoreError:
-            self._isolate(decoded)  # one entry's rows broke the batch: find it
-            return
-        self._stored(decoded.entries, decoded.rows, refused)
+            self._isolate(decoded)  # one entry's rows broke the part: find it
+            return None
+        return decoded.entries, decoded.rows, refused
 
     def _isolate(self, decoded: _Decoded) -> None:
         for entry, rows in zip(decoded.entries, decoded.rows, strict=True):

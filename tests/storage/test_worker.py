@@ -322,22 +322,40 @@ def test_entry_the_database_cannot_hold_is_dead_lettered_not_fatal(
 ) -> None:
     """An entry whose rows the database refuses (a time past 64 bits, written by hand:
     the gateway refuses such spans) is retried, then dead-lettered; the rest is stored."""
-    good = proto_json.convert_spans(orjson.dumps({"spans": [span()]})).request
-    bad = orjson.loads(orjson.dumps(good))
-    bad["resourceSpans"][0]["scopeSpans"][0]["spans"][0].update(
-        spanId="1" * 16, startTimeUnixNano=str(2**64 - 1)
-    )
-    for request in (bad, good):
-        item = QueuedRequest(
-            queue.project_id, "otlp", int(time.time() * 1000), 1, orjson.dumps(request)
-        )
-        queue.add(item.fields())
+    queue.add(_unstorable(queue.project_id))
+    queue.send(span())
     worker = Worker(client, store, WINDOW_S, block_ms=10, claim_idle_ms=0, max_attempts=2)
     for _ in range(4):
         worker.run_once(block=False)
     assert store.count(queue.project_id) == 1
     [(_, dead)] = client.xrange(dead_letter_key(queue.project_id))
     assert b"rows refused by the database" in dead[b"reason"]
+
+
+def _unstorable(project_id: str) -> dict[bytes, bytes]:
+    """An entry whose rows the database refuses: a start time past 64 bits."""
+    request = proto_json.convert_spans(orjson.dumps({"spans": [span()]})).request
+    request["resourceSpans"][0]["scopeSpans"][0]["spans"][0].update(
+        spanId="1" * 16, startTimeUnixNano=str(2**64 - 1)
+    )
+    item = QueuedRequest(project_id, "otlp", int(time.time() * 1000), 1, orjson.dumps(request))
+    return item.fields()
+
+
+def test_a_part_that_fails_is_sorted_out_before_the_next_part_is_written(
+    client: redis.Redis, queue: Queue, store: SpanStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A part is acknowledged while the next one is written, but a part whose write failed
+    is written entry by entry first: queue order holds for the window."""
+    monkeypatch.setattr("storage.worker.PART_SPANS", 2)
+    queue.send(span(name="first"))
+    queue.add(_unstorable(queue.project_id))  # breaks the first part
+    queue.send(span(name="second"), span(spanId="3" * 16))  # the second part
+    worker = drain(client, store, max_attempts=1)
+    stored = {s["spanId"]: s["name"] for s in store.trace(queue.project_id, span()["traceId"])}
+    assert stored[span()["spanId"]] == "first" and len(stored) == 2
+    assert (worker.stats.spans_refused, worker.stats.dead_lettered) == (1, 1)
+    assert queue.length() == 0
 
 
 class _StopAfter(SpanStore):
