@@ -207,16 +207,17 @@ def _span_count(entry: Entry) -> int:
         return 0
 
 
-def _parts(entries: list[Entry], spans: int) -> Iterator[list[Entry]]:
-    """Consecutive entries, in parts of at least `spans` spans (the last may have fewer)."""
+def _parts(entries: list[Entry], spans: int, first: int) -> Iterator[list[Entry]]:
+    """Consecutive entries, in parts of at least `spans` spans, the first of at least
+    `first` (the last may have fewer)."""
     part: list[Entry] = []
     counted = 0
     for entry in entries:
         part.append(entry)
         counted += _span_count(entry)
-        if counted >= spans:
+        if counted >= first:
             yield part
-            part, counted = [], 0
+            part, counted, first = [], 0, spans
     if part:
         yield part
 
@@ -402,7 +403,9 @@ class Worker:
             self._process(entries)
 
     def _process(self, entries: list[Entry]) -> None:
-        parts = list(_parts(entries, PART_SPANS))
+        # nothing being written: a small first part, for the writer to start on it sooner
+        first = PART_SPANS if self._writing is not None else PART_SPANS // 5
+        parts = list(_parts(entries, PART_SPANS, first))
         for number, part in enumerate(parts, start=1):
             decoded = _decode(part)
             rows = [row for entry_rows in decoded.rows for row in entry_rows]
@@ -524,6 +527,10 @@ class Worker:
             thread_name_prefix="spangate-writer",
             initializer=None if self._checkpoints is None else self._checkpoints.adopt_writer,
         )
+        # the thread started, its connection open, before the first part: started lazily,
+        # it waited 40 ms for the GIL behind the decoding of the next part (an error here
+        # is met again by the first write)
+        self._writer.submit(self.store.db.ping)
         try:
             while not stop.is_set():
                 try:

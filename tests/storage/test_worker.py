@@ -444,17 +444,27 @@ class _Recording(SpanStore):
 
 
 def test_run_writes_on_the_writer_thread_which_leaves_checkpoints_to_theirs(
-    client: redis.Redis, queue: Queue, database: Database
+    client: redis.Redis, queue: Queue, database: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Within `run` batches are written on a thread of their own (the next one decodes
-    meanwhile); on SQLite its connection leaves the log's checkpoints to their thread."""
+    meanwhile), started with its connection before the first one; on SQLite its
+    connection leaves the log's checkpoints to their thread."""
     for i in range(5):
         queue.send(span(spanId=f"{i + 1:016x}"))
     store = _Recording(database)
+    pinged: list[tuple[str, int]] = []
+    ping = database.ping
+    monkeypatch.setattr(
+        database,
+        "ping",
+        lambda: pinged.append((threading.current_thread().name, len(store.writes))) or ping(),
+    )
     drain(client, store, batch_entries=2)
     assert store.count(queue.project_id) == 5
     assert len(store.writes) == 3
-    assert all(name.startswith("spangate-writer") for name, _ in store.writes)
+    assert all(name == store.writes[0][0] for name, _ in store.writes)
+    assert store.writes[0][0].startswith("spangate-writer")
+    assert pinged == [(store.writes[0][0], 0)]
     if database.sqlite_path is not None:
         assert all(threshold > 1000 for _, threshold in store.writes)
 
@@ -484,16 +494,19 @@ def test_a_batch_is_written_in_parts_of_about_part_spans(
     client: redis.Redis, queue: Queue, database: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Entries read at once are written in parts of at least PART_SPANS spans, each
-    acknowledged once written: one part is decoded while the one before it is written."""
-    monkeypatch.setattr("storage.worker.PART_SPANS", 3)
+    acknowledged once written: one part is decoded while the one before it is written.
+    With nothing being written, the first part is of a fifth of that: the writer starts
+    sooner."""
+    monkeypatch.setattr("storage.worker.PART_SPANS", 10)
+    monkeypatch.setattr("storage.worker.FIRST_READ_ENTRIES", 20)
     queue.send(span(spanId="1" * 16), span(spanId="2" * 16))
     queue.add({b"project": b"garbage"})  # an entry that does not decode, in a part
-    for i in range(3, 7):
+    for i in range(3, 15):
         queue.send(span(spanId=f"{i:016x}"))
     store = _Recording(database)
-    worker = drain(client, store, batch_entries=10, max_attempts=1)
-    assert store.count(queue.project_id) == 6 and worker.stats.entries == 5
-    assert [len(rows) for rows in store.sizes] == [3, 3]  # 2+0+1 spans, then 1+1+1
+    worker = drain(client, store, batch_entries=20, max_attempts=1)
+    assert store.count(queue.project_id) == 14 and worker.stats.entries == 13
+    assert [len(rows) for rows in store.sizes] == [2, 10, 2]  # 2, then 0+1+...+1, then 1+1
     assert worker.stats.dead_lettered == 1 and queue.length() == 0
 
 
