@@ -49,7 +49,8 @@ PART_SPANS = 5000
 #: Spans a read of new entries asks for, about: entries per read follow the size of the
 #: entries last read (up to `batch_entries`), so large entries are read a few at a time
 #: (fifty 1,000-span entries were 40 MB parsed before the first span was decoded) and
-#: small ones many at a time. A first read, of entries of unknown size, asks for
+#: small ones many at a time (a read of 50 1-span entries made a 50-span transaction).
+#: A first read, and a claim of stale entries, of sizes not known, ask for
 #: FIRST_READ_ENTRIES.
 READ_SPANS = 2 * PART_SPANS
 FIRST_READ_ENTRIES = 10
@@ -232,7 +233,7 @@ class Worker:
         window_s: int,
         *,
         consumer: str | None = None,
-        batch_entries: int = 50,
+        batch_entries: int = 1000,
         block_ms: int = 1000,
         claim_idle_ms: int = 30_000,
         max_attempts: int = 5,
@@ -306,7 +307,7 @@ class Worker:
                 self.consumer,
                 self.claim_idle_ms,
                 start_id="0-0",
-                count=self.batch_entries,
+                count=min(self.batch_entries, FIRST_READ_ENTRIES),  # of sizes not known
             )
             claimed.extend(
                 Entry(stream, entry_id, fields)
