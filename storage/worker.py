@@ -417,12 +417,11 @@ class Worker:
             before = self._finished()  # the part before this one, in order
             if self._writer is not None:
                 self._writing = (decoded, self._writer.submit(self._store, rows))
-                if before is not None:  # acknowledged while this part is written
-                    self._stored(*before)
             else:
-                if before is not None:
-                    self._stored(*before)
                 self._writing = (decoded, _run_now(self._store, rows))
+            if before is not None:  # acknowledged while this part is written
+                self._stored(*before)
+            if self._writer is None:
                 self._written()
 
     def _written(self) -> None:
