@@ -3,8 +3,8 @@
     python -m benchmarks.bench_worker [--entries 100] [--spans 1000] [--rounds 3]
 
 The baseline inserts the very same rows (already built) with the sqlite3 module's own
-executemany, one transaction per batch of the worker's size, into an empty copy of the
-spans table: the database's ceiling through the standard library (the worker's store
+executemany, one transaction per 50 entries' rows (BATCH_ENTRIES), into an empty copy
+of the spans table: the database's ceiling through the standard library (the worker's store
 writes through storage/_sqlite_bulk.c where it was built, so it can pass 1.0). The
 worker does everything else too: XREADGROUP, decoding the canonical JSON, building rows
 and content hashes, the re-sending window (a query per row before its upsert), XACK and
