@@ -188,13 +188,14 @@ static int read_rows(PyObject *rows, Py_ssize_t first, Py_ssize_t n, int wanted,
     return 0;
 }
 
-/* The statements of one call: `unless` (or NULL) is a query run first for each row,
- * bound to the row's values it names (`?N` is the row's Nth); a row it answers any row
- * for is skipped. */
+/* The statements of one call: `unless` (or NULL) is a query run first for each row
+ * `checked` names (every row when NULL), bound to the row's values it names (`?N` is the
+ * row's Nth); a row it answers any row for is skipped. */
 typedef struct {
     sqlite3_stmt *stmt, *unless;
     int wanted, unless_wanted;
     int *unless_params, unless_count; /* the parameters `unless` names (1-based) */
+    const char *checked;              /* per row of the call: nonzero when `unless` runs */
     char *skipped;                    /* per row of the chunk: 1 when `unless` skipped it */
 } Statements;
 
@@ -238,13 +239,16 @@ static int step_unless(const Statements *s, const Value *row, const Value *last)
     return rc;
 }
 
-/* Bind and step `n` rows of values; SQLITE_DONE, or the first failing code. No GIL.
- * The first row binds every value (the rows of the chunk before are no longer held). */
-static int step_rows(const Statements *s, const Value *values, Py_ssize_t n) {
+/* Bind and step the `n` rows of values from row `first` of the call; SQLITE_DONE, or
+ * the first failing code. No GIL. The first row binds every value (the rows of the
+ * chunk before are no longer held). */
+static int step_rows(const Statements *s, const Value *values, Py_ssize_t first,
+                     Py_ssize_t n) {
     const Value *last_checked = NULL, *last_written = NULL;
     for (Py_ssize_t i = 0; i < n; i++) {
         const Value *row = &values[i * s->wanted];
-        if (s->unless != NULL) {
+        s->skipped[i] = 0;
+        if (s->unless != NULL && (s->checked == NULL || s->checked[first + i])) {
             int rc = step_unless(s, row, last_checked);
             if (rc != SQLITE_ROW && rc != SQLITE_DONE)
                 return rc;
@@ -289,7 +293,7 @@ static int run_rows(sqlite3 *db, Statements *s, PyObject *rows, PyObject *skippe
         if (!failed) {
             int rc;
             Py_BEGIN_ALLOW_THREADS
-            rc = step_rows(s, values, n);
+            rc = step_rows(s, values, first, n);
             Py_END_ALLOW_THREADS
             if (rc != SQLITE_DONE) {
                 raise_sqlite(db, rc);
@@ -331,18 +335,27 @@ static int unless_parameters(Statements *s) {
 }
 
 static PyObject *executemany(PyObject *self, PyObject *args) {
-    PyObject *connection, *rows, *unless_sql = Py_None;
+    PyObject *connection, *rows, *unless_sql = Py_None, *checked = Py_None;
     const char *sql;
-    if (!PyArg_ParseTuple(args, "OsO!|O", &connection, &sql, &PyList_Type, &rows, &unless_sql))
+    if (!PyArg_ParseTuple(args, "OsO!|OO", &connection, &sql, &PyList_Type, &rows, &unless_sql,
+                          &checked))
         return NULL;
     if (unless_sql != Py_None && !PyUnicode_Check(unless_sql)) {
         PyErr_SetString(PyExc_TypeError, "unless must be a str or None");
         return NULL;
     }
+    if (checked != Py_None && (unless_sql == Py_None || !PyBytes_Check(checked) ||
+                               PyBytes_GET_SIZE(checked) != PyList_GET_SIZE(rows))) {
+        PyErr_SetString(PyExc_ValueError, "checked must be None, or bytes of one byte a row "
+                        "with unless");
+        return NULL;
+    }
     sqlite3 *db = db_of(connection);
     if (db == NULL)
         return NULL;
-    Statements s = {NULL, NULL, 0, 0, NULL, 0, NULL};
+    Statements s = {NULL, NULL, 0, 0, NULL, 0, NULL, NULL};
+    if (checked != Py_None)
+        s.checked = PyBytes_AS_STRING(checked); /* the call's argument: alive until it returns */
     PyObject *skipped = PyList_New(0);
     if (skipped == NULL)
         return NULL;
@@ -388,9 +401,11 @@ static PyObject *handle_file(PyObject *self, PyObject *connection) {
 
 static PyMethodDef methods[] = {
     {"executemany", executemany, METH_VARARGS,
-     "executemany(connection, sql, rows, unless=None) -> skipped: run `sql` once per row "
-     "tuple, in the connection's open transaction; with `unless`, a query bound to the "
-     "row's first values, skip the rows it answers a row for (their positions returned)."},
+     "executemany(connection, sql, rows, unless=None, checked=None) -> skipped: run `sql` "
+     "once per row tuple, in the connection's open transaction; with `unless`, a query "
+     "bound to the row's values, skip the rows it answers a row for (their positions "
+     "returned). `checked` (bytes, a byte a row) limits `unless` to the rows of a "
+     "nonzero byte."},
     {"handle_file", handle_file, METH_O,
      "The file name SQLite gives for the handle read from `connection` (its main "
      "database): a check that the handle is the connection's."},

@@ -9,6 +9,7 @@ def executemany(
     sql: str,
     rows: list[Sequence[Any]],
     unless: str | None = None,
+    checked: bytes | None = None,
     /,
 ) -> list[int]: ...
 def handle_file(connection: sqlite3.Connection, /) -> str: ...

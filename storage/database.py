@@ -64,19 +64,25 @@ class Transaction:
         return self._cursor.rowcount
 
     def executemany(
-        self, sql: str, rows: Sequence[Sequence[Any]], unless: str | None = None
+        self,
+        sql: str,
+        rows: Sequence[Sequence[Any]],
+        unless: str | None = None,
+        checked: bytes | None = None,
     ) -> list[int]:
         """Run one statement for each row of parameters; the positions of rows skipped.
 
         `unless` (SQLite only) is a query run first with each row's values (`?N` is the
         row's Nth; bare `?`s are its first values in order); a row it finds anything for
-        is skipped.
+        is skipped. `checked`, a byte a row, limits it to the rows of a nonzero byte.
         """
         if unless is not None and self._postgres:
             raise ValueError("unless is for SQLite; PostgreSQL can say it in one statement")
+        if checked is not None and (unless is None or len(checked) != len(rows)):
+            raise ValueError("checked must be None, or bytes of one byte a row with unless")
         if self._bulk is not None and isinstance(rows, list):
             connection = self._cursor.connection  # type: ignore[attr-defined]
-            skipped: list[int] = self._bulk.executemany(connection, sql, rows, unless)
+            skipped: list[int] = self._bulk.executemany(connection, sql, rows, unless, checked)
             return skipped
         if unless is None:
             if rows:
@@ -86,11 +92,12 @@ class Transaction:
         used = max((int(n) for n in re.findall(r"\?(\d+)", unless)), default=0)
         used = used or unless.count("?")
         for position, row in enumerate(rows):
-            self._cursor.execute(unless, row[:used])
-            if self._cursor.fetchone() is not None:
-                skipped.append(position)
-            else:
-                self._cursor.execute(sql, row)
+            if checked is None or checked[position]:
+                self._cursor.execute(unless, row[:used])
+                if self._cursor.fetchone() is not None:
+                    skipped.append(position)
+                    continue
+            self._cursor.execute(sql, row)
         return skipped
 
     def first_rows(self, sql: str, rows: Sequence[Sequence[Any]]) -> list[Row | None]:

@@ -11,15 +11,19 @@ it is when the content is the same (a redelivery, or a send of the same span aga
 The rows are the window, so it needs no state of its own: no Redis memory per span, and
 it holds across restarts and upgrades. Rows are checked and written one by one, in queue
 order, inside the batch's transaction, so a span sent twice in one batch is judged
-against its first send. SQLite has one writer at a time, so workers agree exactly; with
-PostgreSQL, two workers writing two different versions of one span at the same instant
-on different start days could both store theirs (on the same start day the second waits
-for the first's row, then leaves it, though it does not count itself refused).
+against its first send. On SQLite a row is only checked when something stored could
+refuse it: its trace had a row before the batch (one query finds those traces, a seek
+each), or its span came earlier in the batch. SQLite has one writer at a time, so
+workers agree exactly; with PostgreSQL, two workers writing two different versions of
+one span at the same instant on different start days could both store theirs (on the
+same start day the second waits for the first's row, then leaves it, though it does not
+count itself refused).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from operator import itemgetter
 
 from storage.span_rows import SpanRow
 
@@ -56,9 +60,54 @@ UPSERT = (
 
 def sqlite_refusal(window_ms: int) -> str:
     """SQLite: a query of a row's values (`?N` is its Nth field) that finds a row when
-    the window refuses it; the store runs it before each row's UPSERT."""
+    the window refuses it; the store runs it before the UPSERT of each row that
+    `window_checks` names."""
     refusal = _refusal(lambda field: f"?{_FIELDS.index(field) + 1}", window_ms)
     return f"SELECT 1 FROM spans AS stored WHERE {refusal} LIMIT 1"
+
+
+#: Traces one stored-traces query asks about (900 parameters: old SQLite allows 999).
+STORED_TRACES_ASKED = 899
+#: SQLite: of a project's (?1) STORED_TRACES_ASKED traces, those with a stored row: one
+#: seek a trace, where the window's query would seek once for every span of it.
+SQLITE_STORED_TRACES = (
+    "WITH asked (trace_id) AS (VALUES "
+    + ", ".join(f"(?{n})" for n in range(2, STORED_TRACES_ASKED + 2))
+    + ") SELECT trace_id FROM asked WHERE EXISTS (SELECT 1 FROM spans AS stored "
+    "WHERE stored.project_id = ?1 AND stored.trace_id = asked.trace_id)"
+)
+_PROJECT, _TRACE, _SPAN = itemgetter(0), itemgetter(1), itemgetter(2)
+_SPAN_KEY = itemgetter(0, 1, 2)
+
+
+def traces_asked(rows: list[SpanRow]) -> Iterator[list[str | None]]:
+    """The parameters of the stored-traces queries for these rows: a project, then its
+    distinct traces (the last query's padded with NULLs, which match nothing)."""
+    projects = set(map(_PROJECT, rows))
+    for project in projects:
+        mine = rows if len(projects) == 1 else [row for row in rows if row[0] == project]
+        traces = list(set(map(_TRACE, mine)))
+        for at in range(0, len(traces), STORED_TRACES_ASKED):
+            asked = traces[at : at + STORED_TRACES_ASKED]
+            yield [project, *asked, *[None] * (STORED_TRACES_ASKED - len(asked))]
+
+
+def window_checks(rows: list[SpanRow], stored_traces: set[str]) -> bytes:
+    """Which rows (a nonzero byte) need the window's query, the rows written in order:
+    only a stored row of its span can refuse a row, so one whose trace had no stored row
+    before (`stored_traces` are those that had, in any of the rows' projects) needs it
+    only when its span came earlier in the rows."""
+    if stored_traces:
+        checks = bytearray(map(stored_traces.__contains__, map(_TRACE, rows)))
+    else:
+        checks = bytearray(len(rows))
+    if len(set(map(_SPAN, rows))) < len(rows):  # a span id repeats: the same span again?
+        seen: set[tuple[str, str, str]] = set()
+        for at, span in enumerate(map(_SPAN_KEY, rows)):
+            if span in seen:
+                checks[at] = 1
+            seen.add(span)
+    return bytes(checks)
 
 
 def postgres_upsert(window_ms: int) -> str:

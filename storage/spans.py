@@ -8,7 +8,14 @@ from typing import Any
 import orjson
 
 from storage.database import Database
-from storage.resend import UPSERT, postgres_upsert, sqlite_refusal
+from storage.resend import (
+    SQLITE_STORED_TRACES,
+    UPSERT,
+    postgres_upsert,
+    sqlite_refusal,
+    traces_asked,
+    window_checks,
+)
 from storage.span_rows import SpanRow
 
 MAX_EXPORT_TRACES = 100
@@ -93,7 +100,13 @@ class SpanStore:
                 return [
                     row for row, answer in zip(rows, answers, strict=True) if answer and answer[0]
                 ]
-            skipped = tx.executemany(UPSERT, rows, unless=sqlite_refusal(window_ms))
+            stored = {
+                trace
+                for asked in traces_asked(rows)
+                for (trace,) in tx.query(SQLITE_STORED_TRACES, asked)
+            }
+            checked = window_checks(rows, stored)
+            skipped = tx.executemany(UPSERT, rows, sqlite_refusal(window_ms), checked)
         return [rows[position] for position in skipped]
 
     def list_traces(self, project_id: str, limit: int) -> list[TraceSummary]:

@@ -175,6 +175,55 @@ def test_unless_skips_the_rows_its_query_finds_and_names_them(tmp_path: Path, un
         db.close()
 
 
+@pytest.mark.parametrize(
+    ("checked", "expected"),
+    [
+        (b"\x01\x00\x01\x01", ([3], [("j", 7, None), ("k", 9, None)])),  # (k, 1) unchecked
+        (bytes(4), ([], [("j", 0, 1.5), ("k", 9, None)])),
+        (b"\x01\x01\x01\x01", ([1, 3], [("j", 7, None), ("k", 9, None)])),
+    ],
+)
+def test_checked_limits_unless_to_the_rows_it_names(
+    tmp_path: Path, checked: bytes, expected: tuple[list[int], list[tuple[Any, ...]]]
+) -> None:
+    """With `checked`, `unless` runs only for the rows of a nonzero byte; the others are
+    written without it, on the extension and on the layer's own loop alike."""
+    upsert = INSERT + " ON CONFLICT (a) DO UPDATE SET b = excluded.b, c = excluded.c"
+    unless = "SELECT 1 FROM t WHERE a = ?1 AND b > ?2"
+    db = Database(f"sqlite:///{tmp_path / 'layer.db'}")
+    try:
+        with db.transaction() as tx:
+            tx.execute(TABLE)
+        for extension in (bulk, None):
+            with db.transaction() as tx:
+                tx.execute("DELETE FROM t")
+                tx.execute(INSERT, ("j", 7, None, None))
+                tx._bulk = extension
+                skipped = tx.executemany(upsert, GUARDED, unless, checked)
+                assert (skipped, tx.query("SELECT a, b, c FROM t ORDER BY a")) == expected
+                with pytest.raises(ValueError, match="checked"):
+                    tx.executemany(upsert, GUARDED, unless, checked[:-1])
+    finally:
+        db.close()
+
+
+def test_checked_of_another_length_or_without_unless_is_an_error(
+    two: tuple[sqlite3.Connection, sqlite3.Connection],
+) -> None:
+    """`checked` must hold one byte a row, as bytes, and come with `unless`; no row runs."""
+    _, fast = two
+    unless = "SELECT 1 FROM t WHERE a = ?1"
+    for unless_sql, checked in (
+        (unless, bytes(len(ROWS) - 1)),
+        (unless, bytes(len(ROWS) + 1)),
+        (unless, bytearray(len(ROWS))),
+        (None, bytes(len(ROWS))),
+    ):
+        with pytest.raises(ValueError, match="checked"):
+            bulk.executemany(fast, INSERT, ROWS, unless_sql, checked)
+    assert fast.execute("SELECT COUNT(*) FROM t").fetchall() == [(0,)]
+
+
 def test_values_repeated_from_row_to_row_are_stored_as_given(
     two: tuple[sqlite3.Connection, sqlite3.Connection],
 ) -> None:

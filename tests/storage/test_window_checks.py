@@ -1,0 +1,119 @@
+"""The window's query runs only for the rows something stored could refuse
+(storage/resend.py, window_checks); the store decides exactly as when it runs for all."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from storage.database import Database
+from storage.resend import (
+    SQLITE_STORED_TRACES,
+    STORED_TRACES_ASKED,
+    sqlite_refusal,
+    traces_asked,
+    window_checks,
+)
+from storage.schema import migrate
+from storage.span_rows import SpanRow
+from storage.spans import UPSERT, SpanStore
+
+WINDOW_MS = 1000
+SETTINGS = settings(
+    max_examples=int(os.environ.get("SPANGATE_FUZZ_EXAMPLES", "200")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+
+
+def row(
+    project: str = "p",
+    trace: str = "a",
+    span: str = "1",
+    day: str = "2026-11-23",
+    content: str = "x",
+    received_ms: int = 0,
+) -> SpanRow:
+    return SpanRow(
+        project, trace, span, day, None, f"name {content}", "SPAN_KIND_INTERNAL", 0, None,
+        1, None, None, "[]", "[]", "[]", "{}", "{}", "{}", content, received_ms,
+    )  # fmt: skip
+
+
+def test_rows_of_traces_not_stored_are_checked_only_after_their_span() -> None:
+    """Nothing stored: only a span's later rows can be refused (by its first)."""
+    rows = [
+        row(span="1"),
+        row(span="2"),
+        row(span="1", content="y"),
+        row(trace="b", span="1"),  # the same span id in another trace
+        row(project="q", span="1"),  # the same trace and span in another project
+        row(span="2", day="2026-11-24"),  # another start day is the same span
+    ]
+    assert window_checks(rows, set()) == bytes([0, 0, 1, 0, 0, 1])
+
+
+def test_rows_of_stored_traces_are_all_checked() -> None:
+    rows = [row(trace="a"), row(trace="b"), row(trace="a", span="2"), row(trace="b")]
+    assert window_checks(rows, {"a"}) == bytes([1, 0, 1, 1])
+
+
+def test_stored_traces_are_found_over_many_queries_and_projects(tmp_path: Path) -> None:
+    """Traces past one query's worth, over two projects: exactly those stored in the
+    project asked about are found."""
+    db = Database(f"sqlite:///{tmp_path / 'spans.db'}")
+    try:
+        migrate(db)
+        stored = [f"{n:032x}" for n in range(0, 2 * STORED_TRACES_ASKED, 2)]
+        SpanStore(db).upsert([row(trace=trace) for trace in stored], WINDOW_MS)
+        asked = [row(trace=f"{n:032x}") for n in range(2 * STORED_TRACES_ASKED + 5)]
+        asked += [row(project="q", trace=stored[0]), row(project="q", trace="f" * 32)]
+        with db.transaction() as tx:
+            queries = list(traces_asked(asked))
+            found = [trace for one in queries for (trace,) in tx.query(SQLITE_STORED_TRACES, one)]
+        assert sorted(found) == stored  # each once
+        assert len(queries) == 4  # p: 3 queries, q: 1
+    finally:
+        db.close()
+
+
+def _every_row_checked(db: Database, rows: list[SpanRow]) -> list[SpanRow]:
+    with db.transaction(immediate=True) as tx:
+        skipped = tx.executemany(UPSERT, rows, unless=sqlite_refusal(WINDOW_MS))
+    return [rows[at] for at in skipped]
+
+
+_ROWS = st.builds(
+    row,
+    project=st.sampled_from("pq"),
+    trace=st.sampled_from("ab"),
+    span=st.sampled_from("12"),
+    day=st.sampled_from(["2026-11-23", "2026-11-24"]),
+    content=st.sampled_from("xyz"),
+    received_ms=st.sampled_from([0, 1, WINDOW_MS - 1, WINDOW_MS, WINDOW_MS + 1, 5 * WINDOW_MS]),
+)
+
+
+@SETTINGS
+@given(st.lists(st.lists(_ROWS, max_size=8), max_size=4))
+def test_the_store_decides_as_when_every_row_is_checked(batches: list[list[SpanRow]]) -> None:
+    """Batch after batch of sends of a few spans (projects, traces, start days, contents
+    and receive times mixed): the same rows refused and the same rows stored."""
+    with tempfile.TemporaryDirectory() as work:
+        store = SpanStore(Database(f"sqlite:///{work}/checked.db"))
+        reference = Database(f"sqlite:///{work}/all.db")
+        try:
+            migrate(store.db)
+            migrate(reference)
+            for batch in batches:
+                assert store.upsert(batch, WINDOW_MS) == _every_row_checked(reference, batch)
+            query = "SELECT * FROM spans ORDER BY project_id, trace_id, span_id, start_day"
+            with store.db.transaction() as one, reference.transaction() as other:
+                assert one.query(query) == other.query(query)
+        finally:
+            store.db.close()
+            reference.close()
