@@ -422,10 +422,17 @@ static int node_tagged(const Scan *s, uint32_t list, uint32_t *session, uint32_t
     return OK;
 }
 
-static PyObject *node_hash(Buf *b, const Scan *s, uint32_t span, int *status) {
-    b->len = 0;
-    if ((*status = put_node_sorted(b, s, span, span_node_member)) != OK) return NULL;
-    return hex_digest(b->data, (size_t)b->len);
+/* The span's content hash: a str whose characters are written with the next pending
+ * hashes (write_pending_hashes), before the rows are returned. */
+static PyObject *node_hash(Rows *r, const Scan *s, uint32_t span, int *status) {
+    if ((*status = put_node_sorted(&r->hashed, s, span, span_node_member)) != OK)
+        return NULL;
+    PyObject *digest = PyUnicode_New(2 * BLAKE2B_DIGEST, 127);
+    if (digest == NULL) return NULL;
+    r->hash_ends[r->pending] = r->hashed.len;
+    r->hash_hex[r->pending++] = (char *)PyUnicode_1BYTE_DATA(digest);
+    if (r->pending == PENDING_HASHES) write_pending_hashes(r);
+    return digest;
 }
 
 static PyObject *node_optional_str(const Scan *s, uint32_t i, int *status) {
@@ -477,7 +484,7 @@ static PyObject *row_of_node(Rows *r, const Scan *s, uint32_t span, int *status)
     FIELD(15, m.extras ? node_extras(&r->buf, s, span, status) : Py_NewRef(s_empty_object));
     FIELD(16, Py_NewRef(r->resource));
     FIELD(17, Py_NewRef(r->scope));
-    FIELD(18, node_hash(&r->buf, s, span, status));
+    FIELD(18, node_hash(r, s, span, status));
     FIELD(19, Py_NewRef(r->received_ms));
     PyObject_GC_UnTrack(row); /* texts, numbers and None only: the GC need not visit it */
     return row;
@@ -533,7 +540,7 @@ static int rows_of_resource_node(Rows *r, const Scan *s, uint32_t resource_spans
 static PyObject *span_rows_json(PyObject *Py_UNUSED(self), PyObject *args) {
     const char *text;
     Py_ssize_t size;
-    Rows r = {NULL, NULL, NULL, NULL, NULL, {NULL, 0, 0, NULL}};
+    Rows r = {0};
     if (!PyArg_ParseTuple(args, "y#UOO!", &text, &size, &r.project_id, &r.received_ms,
                           &PyType_Type, &r.row_type))
         return NULL;
@@ -549,8 +556,10 @@ static PyObject *span_rows_json(PyObject *Py_UNUSED(self), PyObject *args) {
     for (uint32_t k = 0; status == OK && resources && k < NODE(&s, resources)->count;
          k++, resource = NODE(&s, resource)->next)
         status = rows_of_resource_node(&r, &s, resource, out);
+    if (status == OK && r.pending) write_pending_hashes(&r);
     PyMem_Free(s.nodes);
     PyMem_Free(r.buf.data);
+    PyMem_Free(r.hashed.data);
     if (status != OK || PyErr_Occurred()) {
         Py_XDECREF(out);
         if (PyErr_Occurred()) return NULL;
