@@ -329,6 +329,11 @@ typedef struct {
     Py_ssize_t hash_ends[PENDING_HASHES];
     char *hash_hex[PENDING_HASHES];
     int pending;
+    /* the last span's trace id, as written and as a str: the spans of a trace mostly
+       come together, and then share one str (hashed once, bound once) */
+    const char *trace_text;
+    uint32_t trace_len;
+    PyObject *trace_id;
 } Rows;
 
 /* 4 when the CPU hashes four buffers at once (blake2b16_hex4), else 1. */

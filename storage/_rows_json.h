@@ -435,6 +435,24 @@ static PyObject *node_hash(Rows *r, const Scan *s, uint32_t span, int *status) {
     return digest;
 }
 
+/* The span's trace id: the str of the span before when written the same. */
+static PyObject *node_trace_id(Rows *r, const Scan *s, uint32_t i) {
+    const Node *n = NODE(s, i);
+    const char *raw = (const char *)s->text + n->start;
+    int plain = !(n->flags & J_ESCAPED);
+    if (plain && r->trace_text && n->len == r->trace_len &&
+        memcmp(raw, r->trace_text, n->len) == 0)
+        return Py_NewRef(r->trace_id);
+    Py_CLEAR(r->trace_id);
+    r->trace_text = NULL;
+    if ((r->trace_id = node_str(s, i)) == NULL) return NULL;
+    if (plain) { /* an escaped one is not kept as written: it is never matched */
+        r->trace_text = raw;
+        r->trace_len = n->len;
+    }
+    return Py_NewRef(r->trace_id);
+}
+
 static PyObject *node_optional_str(const Scan *s, uint32_t i, int *status) {
     if (i == 0 || NODE(s, i)->type == J_NULL) return Py_NewRef(Py_None);
     if (NODE(s, i)->type != J_STRING) {
@@ -467,7 +485,7 @@ static PyObject *row_of_node(Rows *r, const Scan *s, uint32_t span, int *status)
     if (row == NULL) return NULL;
     *status = OK;
     FIELD(0, Py_NewRef(r->project_id));
-    FIELD(1, node_str(s, m.trace_id));
+    FIELD(1, node_trace_id(r, s, m.trace_id));
     FIELD(2, node_str(s, m.span_id));
     FIELD(3, utc_day(start_ns));
     FIELD(4, node_optional_str(s, m.parent, status));
@@ -560,6 +578,7 @@ static PyObject *span_rows_json(PyObject *Py_UNUSED(self), PyObject *args) {
     PyMem_Free(s.nodes);
     PyMem_Free(r.buf.data);
     PyMem_Free(r.hashed.data);
+    Py_XDECREF(r.trace_id);
     if (status != OK || PyErr_Occurred()) {
         Py_XDECREF(out);
         if (PyErr_Occurred()) return NULL;
