@@ -39,9 +39,11 @@ def native_span(rng: random.Random, trace_id: str, index: int) -> dict[str, Any]
 
 
 def native_spans_body(count: int, seed: int = 1) -> bytes:
-    """A /v1/spans body with `count` spans over traces of 20 spans each."""
+    """A /v1/spans body with `count` spans over traces of 20 spans each, whose ids are
+    random, as exporters make them (and so spread over the store's primary key)."""
     rng = random.Random(seed)
-    spans = [native_span(rng, f"{(seed << 64) + i // 20:032x}", i) for i in range(count)]
+    traces = [f"{rng.getrandbits(128):032x}" for _ in range((count + 19) // 20)]
+    spans = [native_span(rng, traces[i // 20], i) for i in range(count)]
     return orjson.dumps({"spans": spans})
 
 
