@@ -33,6 +33,10 @@ SQLITE_BUSY_TIMEOUT_MS = 10_000
 #: about 1 KB: on 16 KiB pages the worker's writes take a quarter of the write calls
 #: into the log and the file that 4 KiB pages take (benchmarks/RESULTS.md, step 21).
 SQLITE_PAGE_BYTES = 16_384
+#: Pages a SQLite connection may keep (SQLite's default is 2 MB). Trace ids are random,
+#: so each part the worker writes touches index pages all over the primary key; the
+#: cache is filled only as pages are read (benchmarks/RESULTS.md, step 49).
+SQLITE_CACHE_KIB = 65_536
 CONNECT_TIMEOUT_S = 3
 
 
@@ -223,6 +227,7 @@ class Database:
         _enable_wal(connection)
         connection.execute("PRAGMA synchronous = NORMAL")
         connection.execute("PRAGMA foreign_keys = ON")
+        connection.execute(f"PRAGMA cache_size = -{SQLITE_CACHE_KIB}")
         return connection
 
     def _acquire(self) -> _Slot:

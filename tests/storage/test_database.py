@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from storage.database import SQLITE_PAGE_BYTES, Database
+from storage.database import SQLITE_CACHE_KIB, SQLITE_PAGE_BYTES, Database
 from storage.errors import StoreError, StoreUnavailable
 
 
@@ -78,6 +78,7 @@ def test_new_sqlite_file_gets_the_page_size_existing_ones_keep_theirs(tmp_path: 
     with fresh.transaction() as tx:
         tx.execute("CREATE TABLE t (x TEXT)")
         assert tx.query_one("PRAGMA page_size") == (SQLITE_PAGE_BYTES,)
+        assert tx.query_one("PRAGMA cache_size") == (-SQLITE_CACHE_KIB,)
         assert tx.query_one("PRAGMA journal_mode") == ("wal",)
     fresh.close()
     old_path = tmp_path / "old.db"
