@@ -53,16 +53,35 @@ static inline uint64_t blake2b_load64(const uint8_t *p) {
         v[b] = BLAKE2B_ROTR(v[b] ^ v[c], 63);      \
     } while (0)
 
-#define BLAKE2B_ROUND(r)                                                            \
-    do {                                                                            \
-        BLAKE2B_G(0, 4, 8, 12, m[blake2b_sigma[r][0]], m[blake2b_sigma[r][1]]);     \
-        BLAKE2B_G(1, 5, 9, 13, m[blake2b_sigma[r][2]], m[blake2b_sigma[r][3]]);     \
-        BLAKE2B_G(2, 6, 10, 14, m[blake2b_sigma[r][4]], m[blake2b_sigma[r][5]]);    \
-        BLAKE2B_G(3, 7, 11, 15, m[blake2b_sigma[r][6]], m[blake2b_sigma[r][7]]);    \
-        BLAKE2B_G(0, 5, 10, 15, m[blake2b_sigma[r][8]], m[blake2b_sigma[r][9]]);    \
-        BLAKE2B_G(1, 6, 11, 12, m[blake2b_sigma[r][10]], m[blake2b_sigma[r][11]]);  \
-        BLAKE2B_G(2, 7, 8, 13, m[blake2b_sigma[r][12]], m[blake2b_sigma[r][13]]);   \
-        BLAKE2B_G(3, 4, 9, 14, m[blake2b_sigma[r][14]], m[blake2b_sigma[r][15]]);   \
+/* A round of G over the columns, then the diagonals, of v (`G` the scalar or the vector
+ * one), each fed its two message words `m` of round r's permutation. */
+#define BLAKE2B_ROUND(G, r)                                                 \
+    do {                                                                    \
+        G(0, 4, 8, 12, m[blake2b_sigma[r][0]], m[blake2b_sigma[r][1]]);     \
+        G(1, 5, 9, 13, m[blake2b_sigma[r][2]], m[blake2b_sigma[r][3]]);     \
+        G(2, 6, 10, 14, m[blake2b_sigma[r][4]], m[blake2b_sigma[r][5]]);    \
+        G(3, 7, 11, 15, m[blake2b_sigma[r][6]], m[blake2b_sigma[r][7]]);    \
+        G(0, 5, 10, 15, m[blake2b_sigma[r][8]], m[blake2b_sigma[r][9]]);    \
+        G(1, 6, 11, 12, m[blake2b_sigma[r][10]], m[blake2b_sigma[r][11]]);  \
+        G(2, 7, 8, 13, m[blake2b_sigma[r][12]], m[blake2b_sigma[r][13]]);   \
+        G(3, 4, 9, 14, m[blake2b_sigma[r][14]], m[blake2b_sigma[r][15]]);   \
+    } while (0)
+
+/* The twelve rounds, written out: each round's message indexes are then constants. */
+#define BLAKE2B_ROUNDS(G)     \
+    do {                      \
+        BLAKE2B_ROUND(G, 0);  \
+        BLAKE2B_ROUND(G, 1);  \
+        BLAKE2B_ROUND(G, 2);  \
+        BLAKE2B_ROUND(G, 3);  \
+        BLAKE2B_ROUND(G, 4);  \
+        BLAKE2B_ROUND(G, 5);  \
+        BLAKE2B_ROUND(G, 6);  \
+        BLAKE2B_ROUND(G, 7);  \
+        BLAKE2B_ROUND(G, 8);  \
+        BLAKE2B_ROUND(G, 9);  \
+        BLAKE2B_ROUND(G, 10); \
+        BLAKE2B_ROUND(G, 11); \
     } while (0)
 
 /* One block into the state h; `counted` is the bytes hashed so far, this block's too. */
@@ -75,19 +94,7 @@ static void blake2b_compress(uint64_t h[8], const uint8_t *block, uint64_t count
     }
     v[12] ^= counted; /* the counter's high word stays 0: buffers are far below 2^64 */
     if (last) v[14] = ~v[14];
-    /* Rounds written out: each round's message indexes are then constants. */
-    BLAKE2B_ROUND(0);
-    BLAKE2B_ROUND(1);
-    BLAKE2B_ROUND(2);
-    BLAKE2B_ROUND(3);
-    BLAKE2B_ROUND(4);
-    BLAKE2B_ROUND(5);
-    BLAKE2B_ROUND(6);
-    BLAKE2B_ROUND(7);
-    BLAKE2B_ROUND(8);
-    BLAKE2B_ROUND(9);
-    BLAKE2B_ROUND(10);
-    BLAKE2B_ROUND(11);
+    BLAKE2B_ROUNDS(BLAKE2B_G);
     for (int i = 0; i < 8; i++) h[i] ^= v[i] ^ v[i + 8];
 }
 
@@ -145,18 +152,6 @@ static void blake2b16_hex(const uint8_t *data, size_t len, char hex[2 * BLAKE2B_
         v[c] = _mm256_add_epi64(v[c], v[d]);                                     \
         v[b] = B4_ROTR63(_mm256_xor_si256(v[b], v[c]));                          \
     } while (0)
-#define B4_ROUND(r)                                                              \
-    do {                                                                         \
-        B4_G(0, 4, 8, 12, m[blake2b_sigma[r][0]], m[blake2b_sigma[r][1]]);       \
-        B4_G(1, 5, 9, 13, m[blake2b_sigma[r][2]], m[blake2b_sigma[r][3]]);       \
-        B4_G(2, 6, 10, 14, m[blake2b_sigma[r][4]], m[blake2b_sigma[r][5]]);      \
-        B4_G(3, 7, 11, 15, m[blake2b_sigma[r][6]], m[blake2b_sigma[r][7]]);      \
-        B4_G(0, 5, 10, 15, m[blake2b_sigma[r][8]], m[blake2b_sigma[r][9]]);      \
-        B4_G(1, 6, 11, 12, m[blake2b_sigma[r][10]], m[blake2b_sigma[r][11]]);    \
-        B4_G(2, 7, 8, 13, m[blake2b_sigma[r][12]], m[blake2b_sigma[r][13]]);     \
-        B4_G(3, 4, 9, 14, m[blake2b_sigma[r][14]], m[blake2b_sigma[r][15]]);     \
-    } while (0)
-
 /* The digests of data[k][0:len[k]], k < 4, into hex[k]: the scalar code's steps, a
  * buffer a lane. A lane whose buffer has fewer blocks idles (its state kept) while the
  * others go on. */
@@ -210,18 +205,7 @@ __attribute__((target("avx2"))) static void blake2b16_hex4(const uint8_t *const 
         }
         v[12] = _mm256_xor_si256(v[12], _mm256_loadu_si256((const __m256i *)counted));
         v[14] = _mm256_xor_si256(v[14], _mm256_loadu_si256((const __m256i *)last));
-        B4_ROUND(0);
-        B4_ROUND(1);
-        B4_ROUND(2);
-        B4_ROUND(3);
-        B4_ROUND(4);
-        B4_ROUND(5);
-        B4_ROUND(6);
-        B4_ROUND(7);
-        B4_ROUND(8);
-        B4_ROUND(9);
-        B4_ROUND(10);
-        B4_ROUND(11);
+        BLAKE2B_ROUNDS(B4_G);
         __m256i keep = _mm256_loadu_si256((const __m256i *)active);
         for (int i = 0; i < 8; i++) {
             __m256i next = _mm256_xor_si256(h[i], _mm256_xor_si256(v[i], v[i + 8]));
