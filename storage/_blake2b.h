@@ -233,9 +233,9 @@ static int blake2b_has_avx2(void) { return 0; }
 static void blake2b16_hex_many(const uint8_t *const *data, const size_t *len, char *const *hex,
                                size_t n, int lanes) {
     size_t order[64], fours = 0;
-    for (size_t i = 0; i < n; i++) { /* insertion sort by length: stable, short */
+    for (size_t i = 0; i < n; i++) { /* by length for the lanes (insertion sort, short) */
         size_t j = i;
-        while (j > 0 && len[order[j - 1]] > len[i]) {
+        while (lanes == 4 && j > 0 && len[order[j - 1]] > len[i]) {
             order[j] = order[j - 1];
             j--;
         }
@@ -255,7 +255,6 @@ static void blake2b16_hex_many(const uint8_t *const *data, const size_t *len, ch
         }
     }
 #endif
-    (void)lanes;
     for (size_t i = fours; i < n; i++) blake2b16_hex(data[order[i]], len[order[i]], hex[order[i]]);
 }
 
