@@ -242,7 +242,9 @@ class Worker:
         self.store = store
         self.consumer = consumer or f"{socket.gethostname()}-{os.getpid()}"
         self.batch_entries = batch_entries
-        self.read_count = min(batch_entries, FIRST_READ_ENTRIES)  # entries the next read asks
+        #: entries asked for when their sizes are not known: a first read, a claim
+        self.unsized_count = min(batch_entries, FIRST_READ_ENTRIES)
+        self.read_count = self.unsized_count  # entries the next read asks
         self.block_ms = block_ms
         self.claim_idle_ms = claim_idle_ms
         self.max_attempts = max_attempts
@@ -307,7 +309,7 @@ class Worker:
                 self.consumer,
                 self.claim_idle_ms,
                 start_id="0-0",
-                count=min(self.batch_entries, FIRST_READ_ENTRIES),  # of sizes not known
+                count=self.unsized_count,
             )
             claimed.extend(
                 Entry(stream, entry_id, fields)
