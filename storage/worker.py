@@ -369,6 +369,8 @@ class Worker:
 
     def _store(self, rows: list[SpanRow]) -> list[SpanRow]:
         """Write rows by the re-sending rules (on the writer thread); the refused ones."""
+        if self._checkpoints is not None:
+            self._checkpoints.before_write()
         refused = self.store.upsert(rows, self.window_ms)
         if self._checkpoints is not None:
             self._checkpoints.committed()

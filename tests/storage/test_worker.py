@@ -15,6 +15,7 @@ import pytest
 import redis
 
 import proto_json
+from storage.checkpoints import BackgroundCheckpoints
 from storage.database import Database
 from storage.errors import StoreUnavailable
 from storage.resend import refused_counter
@@ -467,6 +468,29 @@ def test_run_writes_on_the_writer_thread_which_leaves_checkpoints_to_theirs(
     assert pinged == [(store.writes[0][0], 0)]
     if database.sqlite_path is not None:
         assert all(threshold > 1000 for _, threshold in store.writes)
+
+
+def test_on_sqlite_each_write_may_wait_for_the_checkpoint_to_start_the_log_over(
+    client: redis.Redis, queue: Queue, database: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The writer asks the checkpoints before each part (they hold it when the log is
+    past its mark) and tells them after; PostgreSQL has neither."""
+    for i in range(5):
+        queue.send(span(spanId=f"{i + 1:016x}"))
+    calls: list[str] = []
+    store = _Recording(database)
+    upsert = store.upsert
+    monkeypatch.setattr(store, "upsert", lambda *a: calls.append("write") or upsert(*a))
+    for name in ("before_write", "committed"):
+        method = getattr(BackgroundCheckpoints, name)
+        monkeypatch.setattr(
+            BackgroundCheckpoints,
+            name,
+            lambda self, method=method, name=name: calls.append(name) or method(self),
+        )
+    drain(client, store, batch_entries=2)
+    expected = ["before_write", "write", "committed"] * 3
+    assert calls == (expected if database.sqlite_path is not None else ["write"] * 3)
 
 
 def test_a_running_worker_acknowledges_its_last_batch_when_the_queue_goes_quiet(
