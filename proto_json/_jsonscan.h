@@ -6,12 +6,17 @@
  * bytes are exactly what orjson would write for its value. Anything else, including
  * valid JSON written another way, is refused (SCAN_OTHER): the caller then parses with
  * orjson, which is the reference.
+ *
+ * Scanning touches no Python object and takes its memory from PyMem_Raw*, so the row
+ * builder runs it with the GIL let go (scan_document_released): the worker's writer
+ * thread binds and commits its rows meanwhile instead of waiting for the GIL.
  */
 #ifndef SPANGATE_JSONSCAN_H
 #define SPANGATE_JSONSCAN_H
 
 #include "_jsonbuf.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 
@@ -30,6 +35,7 @@ enum { J_OBJECT, J_ARRAY, J_STRING, J_INT, J_FLOAT, J_TRUE, J_FALSE, J_NULL };
 #define CANONICAL_MARK 0
 #endif
 #define MAX_SCAN_DEPTH 64
+#define J_UNSURE 4 /* a float that may overflow: checked once the GIL is held again */
 
 typedef struct {
     uint8_t type;
@@ -45,6 +51,7 @@ typedef struct {
     Py_ssize_t size, at;
     Node *nodes;
     uint32_t count, cap;
+    uint32_t unsure; /* J_UNSURE floats */
 } Scan;
 
 #define SCAN_OTHER BAIL
@@ -63,11 +70,8 @@ static inline int skip_space(Scan *s) {
 static int new_node(Scan *s, uint8_t type, uint32_t *index) {
     if (s->count == s->cap) {
         uint32_t cap = s->cap ? s->cap * 2 : 1024;
-        Node *nodes = PyMem_Realloc(s->nodes, sizeof(Node) * cap);
-        if (nodes == NULL) {
-            PyErr_NoMemory();
-            return FAIL;
-        }
+        Node *nodes = PyMem_RawRealloc(s->nodes, sizeof(Node) * cap);
+        if (nodes == NULL) return FAIL; /* out of memory: raised by scan_document */
         s->nodes = nodes;
         s->cap = cap;
     }
@@ -188,6 +192,27 @@ static inline int int64_text(const unsigned char *t, Py_ssize_t len) {
                   19) <= 0;
 }
 
+/* Floats whose value is surely below this power of ten are finite (DBL_MAX is about
+ * 1.8e308); the others are read once the GIL is held again (check_unsure). */
+#define MAX_FLOAT_MAGNITUDE 300
+
+/* For a valid JSON number's text, n such that its absolute value is below 10^n: its
+ * integer digits plus its exponent (an exponent past 6 digits counts as a huge one). */
+static inline long magnitude(const unsigned char *t, Py_ssize_t len) {
+    Py_ssize_t at = t[0] == '-', digits = 0;
+    while (at < len && t[at] >= '0' && t[at] <= '9') at++, digits++;
+    while (at < len && t[at] != 'e' && t[at] != 'E') at++;
+    if (at++ == len) return (long)digits;
+    int negative = at < len && t[at] == '-';
+    if (at < len && (t[at] == '+' || t[at] == '-')) at++;
+    long exponent = 0;
+    for (int n = 0; at < len; at++, n++) {
+        if (n == 6) return negative ? (long)digits : LONG_MAX;
+        exponent = exponent * 10 + (t[at] - '0');
+    }
+    return (long)digits + (negative ? -exponent : exponent);
+}
+
 static int scan_number(Scan *s, uint32_t *index) {
     TRY(new_node(s, J_INT, index));
     const unsigned char *t = s->text;
@@ -217,22 +242,15 @@ static int scan_number(Scan *s, uint32_t *index) {
         if (at == digits) return SCAN_OTHER;
     }
     Py_ssize_t len = at - s->at;
-    if (is_float) { /* orjson refuses a double that overflows */
-        char copy[64];
-        if (len >= (Py_ssize_t)sizeof(copy)) return SCAN_OTHER;
-        memcpy(copy, t + s->at, (size_t)len);
-        copy[len] = '\0';
-        double value = PyOS_string_to_double(copy, NULL, NULL);
-        if (value == -1.0 && PyErr_Occurred()) {
-            PyErr_Clear();
-            return SCAN_OTHER;
-        }
-        if (!isfinite(value)) return SCAN_OTHER;
+    int unsure = is_float && magnitude(t + s->at, len) > MAX_FLOAT_MAGNITUDE;
+    if (is_float) {
+        s->unsure += unsure;
     } else if (len > 20) { /* past 64 bits orjson reads a double, or refuses */
         return SCAN_OTHER;
     }
     Node *n = &s->nodes[*index];
     if (n->flags && (is_float || !int64_text(t + s->at, len))) n->flags = 0;
+    if (unsure) n->flags = J_UNSURE;
     n->type = is_float ? J_FLOAT : J_INT;
     n->len = (uint32_t)len;
     n->next = s->count;
@@ -319,25 +337,68 @@ static int scan_value(Scan *s, int depth, uint32_t *index) {
     return scan_number(s, index);
 }
 
-/* Scan a whole document (node 0 is its value). The caller frees s->nodes. */
-static int scan_document(Scan *s, const char *text, Py_ssize_t size) {
+/* Scan a whole document (node 0 is its value) without the GIL: FAIL when out of memory,
+ * with no exception set. The caller frees s->nodes (scan_free). */
+static int scan_text(Scan *s, const char *text, Py_ssize_t size) {
     if (size > (Py_ssize_t)UINT32_MAX - 1) return SCAN_OTHER;
     s->text = (const unsigned char *)text;
     s->size = size;
     s->at = 0;
     if (s->cap == 0) { /* spans' JSON takes 9-10 bytes a node: room for all at once */
         uint32_t cap = (uint32_t)(size / 8) + 64;
-        s->nodes = PyMem_Malloc(sizeof(Node) * cap);
-        if (s->nodes == NULL) {
-            PyErr_NoMemory();
-            return FAIL;
-        }
+        s->nodes = PyMem_RawMalloc(sizeof(Node) * cap);
+        if (s->nodes == NULL) return FAIL;
         s->cap = cap;
     }
     uint32_t root;
     TRY(scan_value(s, 0, &root));
     skip_space(s);
     return s->at == s->size ? OK : SCAN_OTHER;
+}
+
+/* After scan_text, GIL held: out of memory raised, and SCAN_OTHER for a float that
+ * overflows (orjson refuses it). */
+static int scan_checked(Scan *s, int status) {
+    if (status == FAIL) PyErr_NoMemory();
+    for (uint32_t i = 0; status == OK && s->unsure && i < s->count; i++) {
+        const Node *n = &s->nodes[i];
+        if (n->type != J_FLOAT || !(n->flags & J_UNSURE)) continue;
+        char copy[64];
+        if (n->len >= sizeof(copy)) return SCAN_OTHER;
+        memcpy(copy, s->text + n->start, n->len);
+        copy[n->len] = '\0';
+        double value = PyOS_string_to_double(copy, NULL, NULL);
+        if (value == -1.0 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return SCAN_OTHER;
+        }
+        if (!isfinite(value)) return SCAN_OTHER;
+    }
+    return status;
+}
+
+/* Scan a whole document (node 0 is its value), GIL held. */
+static int scan_document(Scan *s, const char *text, Py_ssize_t size) {
+    return scan_checked(s, scan_text(s, text, size));
+}
+
+/* Documents of at least this size are scanned with the GIL let go: below it, taking the
+ * GIL back (behind a thread that has it) would cost more than the scan. */
+#define SCAN_RELEASE_BYTES (64 * 1024)
+
+/* scan_document, letting other threads run Python meanwhile when the text is large. */
+static inline int scan_document_released(Scan *s, const char *text, Py_ssize_t size) {
+    if (size < SCAN_RELEASE_BYTES) return scan_document(s, text, size);
+    int status;
+    Py_BEGIN_ALLOW_THREADS
+    status = scan_text(s, text, size);
+    Py_END_ALLOW_THREADS
+    return scan_checked(s, status);
+}
+
+static void scan_free(Scan *s) {
+    PyMem_RawFree(s->nodes);
+    s->nodes = NULL;
 }
 
 /* The first node of an object member's value given its key node (key + 1). */

@@ -562,8 +562,8 @@ static PyObject *span_rows_json(PyObject *Py_UNUSED(self), PyObject *args) {
     if (!PyArg_ParseTuple(args, "y#UOO!", &text, &size, &r.project_id, &r.received_ms,
                           &PyType_Type, &r.row_type))
         return NULL;
-    Scan s = {NULL, 0, 0, NULL, 0, 0};
-    int status = scan_document(&s, text, size);
+    Scan s = {NULL, 0, 0, NULL, 0, 0, 0};
+    int status = scan_document_released(&s, text, size);
     uint32_t resources = 0;
     if (status == OK && NODE(&s, 0)->type != J_OBJECT) status = BAIL;
     if (status == OK) status = member_of(&s, 0, "resourceSpans", &resources);
@@ -575,7 +575,7 @@ static PyObject *span_rows_json(PyObject *Py_UNUSED(self), PyObject *args) {
          k++, resource = NODE(&s, resource)->next)
         status = rows_of_resource_node(&r, &s, resource, out);
     if (status == OK && r.pending) write_pending_hashes(&r);
-    PyMem_Free(s.nodes);
+    scan_free(&s);
     PyMem_Free(r.buf.data);
     PyMem_Free(r.hashed.data);
     Py_XDECREF(r.trace_id);

@@ -550,6 +550,30 @@ def test_string_bytes_at_every_offset(special: bytes) -> None:
             assert (BUILT.native_body(body, 1000, 1000) is not None) == as_orjson_writes
 
 
+#: Number texts about where doubles overflow (orjson refuses those that do).
+FLOATS_NEAR_THE_LARGEST_DOUBLE = [
+    b"1e300", b"9.99e300", b"1e301", b"123.5e306", b"1.7976931348623157e308", b"1.8e308",
+    b"0.5e309", b"-1e309", b"1e400", b"1e-400", b"1e0000001", b"1E+0000400", b"1e-0000400",
+]  # fmt: skip
+
+
+@needs_fast_path
+@pytest.mark.parametrize("number", FLOATS_NEAR_THE_LARGEST_DOUBLE)
+def test_floats_near_the_largest_double(number: bytes) -> None:
+    """The scanner sees at once that most floats are finite, and reads the others as
+    orjson does: a body with a float that overflows leaves the byte path."""
+    try:
+        finite = orjson.loads(number) is not None
+    except orjson.JSONDecodeError:
+        finite = False
+    for attributes in (b'{"v":@@}', b'{"v":[1,@@]}'):
+        span = {**SPAN, "attributes": {"@": "@"}}
+        body = orjson.dumps({"spans": [span]}).replace(b'{"@":"@"}', attributes)
+        body = body.replace(b"@@", number)
+        _same(proto_json.convert_spans, body)
+        assert (BUILT.native_body(body, 1000, 1000) is not None) == finite
+
+
 @needs_fast_path
 def test_deep_nesting_takes_the_general_path() -> None:
     value: Any = "leaf"

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import gc
 import os
+import sys
+import threading
+import time
 from typing import Any
 
 import orjson
@@ -14,7 +17,7 @@ from hypothesis import strategies as st
 import proto_json
 from storage import span_rows
 from tests.proto_json.test_fastpath import BUILT as CONVERTER_BUILT
-from tests.proto_json.test_fastpath import otlp_span
+from tests.proto_json.test_fastpath import FLOATS_NEAR_THE_LARGEST_DOUBLE, otlp_span
 from tests.proto_json.test_properties import JSON_VALUES, native_span
 
 FAST = span_rows.FAST_ROWS
@@ -283,3 +286,56 @@ def test_rows_from_odd_bytes(body: bytes) -> None:
 @given(st.binary(max_size=300))
 def test_rows_from_random_bytes(body: bytes) -> None:
     _same_rows_from_bytes(body, must_take=False)
+
+
+def _body_of(spans: int, number: bytes) -> bytes:
+    """A canonical request of `spans` spans whose every span has a double attribute
+    written as `number` (which orjson may not write, or even read)."""
+    span = {**_CANONICAL_SPAN, "attributes": [{"key": "x", "value": {"doubleValue": 0.5}}]}
+    spans_ = [{**span, "spanId": f"{i + 1:016x}"} for i in range(spans)]
+    body = orjson.dumps({"resourceSpans": [{"scopeSpans": [{"spans": spans_}]}]})
+    return body.replace(b'"doubleValue":0.5', b'"doubleValue":' + number)
+
+
+@pytest.mark.parametrize("spans", [1, 600])  # one scanned with the GIL held, one without
+@pytest.mark.parametrize("number", FLOATS_NEAR_THE_LARGEST_DOUBLE)
+def test_floats_near_the_largest_double(spans: int, number: bytes) -> None:
+    """The scanner sees at once that most floats are finite; the others (orjson refuses
+    those that overflow) are read once the scan is over, either way as orjson reads them."""
+    body = _body_of(spans, number)
+    assert (len(body) >= 64 * 1024) == (spans > 1)
+    _same_rows_from_bytes(body, must_take=True)
+
+
+def test_large_bodies_are_scanned_with_the_gil_let_go() -> None:
+    """Another thread runs Python while a large body is scanned (the worker's writer
+    binds and commits meanwhile): with a switch interval too long to force a switch,
+    the other thread can only run when the GIL is let go."""
+    assert FAST is not None
+    spans = 600
+    body = _body_of(spans, b"0.25")
+    ran = 0
+    stop = threading.Event()
+
+    def other() -> None:
+        nonlocal ran
+        while not stop.is_set():
+            ran += 1
+            time.sleep(0)  # lets the GIL go: the caller below takes it back
+
+    interval = sys.getswitchinterval()
+    thread = threading.Thread(target=other)
+    thread.start()
+    sys.setswitchinterval(1000.0)
+    try:
+        counts = []
+        for _ in range(20):  # a scan that lets the GIL go may still find the thread asleep
+            before = ran
+            rows = FAST.span_rows_json(body, "project", 1234, span_rows.SpanRow)
+            counts.append(ran - before)
+            assert rows is not None and len(rows) == spans
+    finally:
+        sys.setswitchinterval(interval)
+        stop.set()
+        thread.join()
+    assert max(counts) > 0
