@@ -71,13 +71,18 @@ def test_another_writing_thread_adopts_the_threshold(tmp_path: Path) -> None:
     db.close()
 
 
+def _database_with_a_table(path: Path) -> Database:
+    db = Database(f"sqlite:///{path}")
+    with db.transaction() as tx:
+        tx.execute("CREATE TABLE t (v TEXT)")
+    return db
+
+
 def test_committed_writes_reach_the_database_file(tmp_path: Path) -> None:
     """The writer does not checkpoint (its threshold is far above these writes), yet the
     database file receives them: the thread copied the log back."""
     path = tmp_path / "spans.db"
-    db = Database(f"sqlite:///{path}")
-    with db.transaction() as tx:
-        tx.execute("CREATE TABLE t (v TEXT)")
+    db = _database_with_a_table(path)
     checkpoints = BackgroundCheckpoints(db)
     checkpoints.start()
     try:
@@ -144,9 +149,7 @@ def test_past_the_mark_the_writer_waits_so_its_next_write_starts_the_log_over(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, slow_checkpoints: type[_SlowCheckpoints]
 ) -> None:
     path = tmp_path / "spans.db"
-    db = Database(f"sqlite:///{path}")
-    with db.transaction() as tx:
-        tx.execute("CREATE TABLE t (v TEXT)")
+    db = _database_with_a_table(path)
     monkeypatch.setattr(checkpoints_module, "WAL_RESTART_BYTES", 1_000_000)
     checkpoints = BackgroundCheckpoints(db)
     checkpoints.start()
@@ -174,10 +177,7 @@ def test_past_the_mark_the_writer_waits_so_its_next_write_starts_the_log_over(
 def test_below_the_mark_the_writer_does_not_wait(
     tmp_path: Path, slow_checkpoints: type[_SlowCheckpoints]
 ) -> None:
-    path = tmp_path / "spans.db"
-    db = Database(f"sqlite:///{path}")
-    with db.transaction() as tx:
-        tx.execute("CREATE TABLE t (v TEXT)")
+    db = _database_with_a_table(tmp_path / "spans.db")
     checkpoints = BackgroundCheckpoints(db)
     checkpoints.start()
     try:
