@@ -193,7 +193,7 @@ static inline int int64_text(const unsigned char *t, Py_ssize_t len) {
 }
 
 /* Floats whose value is surely below this power of ten are finite (DBL_MAX is about
- * 1.8e308); the others are read once the GIL is held again (check_unsure). */
+ * 1.8e308); the others are read once the GIL is held again (scan_checked). */
 #define MAX_FLOAT_MAGNITUDE 300
 
 /* For a valid JSON number's text, n such that its absolute value is below 10^n: its
@@ -242,12 +242,10 @@ static int scan_number(Scan *s, uint32_t *index) {
         if (at == digits) return SCAN_OTHER;
     }
     Py_ssize_t len = at - s->at;
+    /* past 64 bits orjson reads a double, or refuses */
+    if (!is_float && len > 20) return SCAN_OTHER;
     int unsure = is_float && magnitude(t + s->at, len) > MAX_FLOAT_MAGNITUDE;
-    if (is_float) {
-        s->unsure += unsure;
-    } else if (len > 20) { /* past 64 bits orjson reads a double, or refuses */
-        return SCAN_OTHER;
-    }
+    s->unsure += unsure;
     Node *n = &s->nodes[*index];
     if (n->flags && (is_float || !int64_text(t + s->at, len))) n->flags = 0;
     if (unsure) n->flags = J_UNSURE;
