@@ -285,7 +285,7 @@ static PyObject *native_body(PyObject *Py_UNUSED(self), PyObject *args) {
     Py_ssize_t size;
     long long max_spans, max_pairs, pairs = 0;
     if (!PyArg_ParseTuple(args, "y#LL", &data, &size, &max_spans, &max_pairs)) return NULL;
-    Scan s = {NULL, 0, 0, NULL, 0, 0, 0};
+    Scan s = {0};
     Buf b = {NULL, 0, 0, NULL};
     uint32_t spans = 0;
     int status = scan_document(&s, data, size);

@@ -445,7 +445,7 @@ static PyObject *otlp_body(PyObject *Py_UNUSED(self), PyObject *args) {
     OtlpCounts c = {0, 0, 0, 0};
     if (!PyArg_ParseTuple(args, "y#LL", &data, &size, &c.max_spans, &c.max_pairs))
         return NULL;
-    Scan s = {NULL, 0, 0, NULL, 0, 0, 0};
+    Scan s = {0};
     Buf b = {NULL, 0, 0, NULL};
     uint32_t resources = 0;
     int status = scan_document(&s, data, size);

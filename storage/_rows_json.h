@@ -562,7 +562,7 @@ static PyObject *span_rows_json(PyObject *Py_UNUSED(self), PyObject *args) {
     if (!PyArg_ParseTuple(args, "y#UOO!", &text, &size, &r.project_id, &r.received_ms,
                           &PyType_Type, &r.row_type))
         return NULL;
-    Scan s = {NULL, 0, 0, NULL, 0, 0, 0};
+    Scan s = {0};
     int status = scan_document_released(&s, text, size);
     uint32_t resources = 0;
     if (status == OK && NODE(&s, 0)->type != J_OBJECT) status = BAIL;
