@@ -4,10 +4,11 @@
                                       [--only 1-span] [--together]
 
 Both servers are single Hypercorn processes pinned to core 0; this load generator and
-Redis (append-only on, as in production) share core 1. Each round runs the echo app and
-the collector back to back for each body, the echo app first in even rounds and the
-collector first in odd ones, so that a host speeding up or slowing down during a run
-does not favour one side; the ratio is the median of the paired rounds.
+Redis (append-only on, rewriting its log as the embedded server does) share core 1.
+Each round runs the echo app and the collector back to back for each body, the echo app
+first in even rounds and the collector first in odd ones, so that a host speeding up or
+slowing down during a run does not favour one side; the ratio is the median of the
+paired rounds.
 
 `--together` drives both servers at once instead, so that they share core 0 (the
 scheduler gives each half of it) and whatever slows the host slows both alike: on a

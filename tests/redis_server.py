@@ -9,7 +9,7 @@ from pathlib import Path
 
 import redis
 
-from spangate.embedded_redis import free_port, redis_server_binary
+from spangate.embedded_redis import AOF_REWRITE_MIN_SIZE, free_port, redis_server_binary
 
 
 class RedisServer:
@@ -47,6 +47,9 @@ class RedisServer:
                 "",
                 "--appendonly",
                 "yes",
+                # the embedded server's log rewrites, which the benchmarks measure
+                "--auto-aof-rewrite-min-size",
+                AOF_REWRITE_MIN_SIZE,
                 "--maxmemory-policy",
                 "noeviction",
                 *(("--requirepass", self.password) if self.password else ()),
