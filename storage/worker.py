@@ -10,10 +10,11 @@ refuses its rows) is retried up to `max_attempts` times, then moved with the rea
 the project's dead-letter stream. A database that is down is not the entry's fault: the
 worker waits and retries without counting.
 
-Within `run`, the entries read at once are written in parts of about PART_SPANS spans,
-each on a thread of its own while the next part is decoded (the database layer lets go
-of the GIL while SQLite writes), and acknowledged once written; parts are written one at
-a time, in order.
+Within `run`, the entries read at once are written in parts of about PART_SPANS spans
+on a writer thread while the next parts are decoded (the database layer lets go of the
+GIL while SQLite writes), and acknowledged once written. Parts are written one at a
+time, in order; a part the database refuses is written again entry by entry, on the
+writer thread, before any part after it.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import socket
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
@@ -46,6 +48,10 @@ UNAVAILABLE_BACKOFF_S = 1.0
 #: Spans per write: big enough that a transaction's own cost does not count, small
 #: enough that one part is decoded while the one before it is written.
 PART_SPANS = 5000
+#: Parts handed to the writer thread and not yet acknowledged, besides the one being
+#: decoded. One left the writer idle whenever a part took longer to decode than the one
+#: before it took to write (writes take 18-45 ms, by the checkpoints they wait for).
+PARTS_AHEAD = 2
 #: Spans a read of new entries asks for, about: entries per read follow the size of the
 #: entries last read (up to `batch_entries`), so large entries are read a few at a time
 #: (fifty 1,000-span entries were 40 MB parsed before the first span was decoded) and
@@ -132,14 +138,22 @@ class Entry:
     fields: dict[bytes, bytes]
 
 
-_Writing = Future[list[SpanRow]]  # a batch being written: the rows the window refused
-
-
 @dataclass
 class _Decoded:
     entries: list[Entry] = field(default_factory=list)
     rows: list[list[SpanRow]] = field(default_factory=list)
     poison: list[tuple[Entry, str]] = field(default_factory=list)
+
+
+@dataclass
+class _Written:
+    """What became of a part: the entries written, their rows, the rows the window
+    refused; and the entries whose rows the database refused, with the reason."""
+
+    entries: list[Entry] = field(default_factory=list)
+    rows: list[list[SpanRow]] = field(default_factory=list)
+    refused: list[SpanRow] = field(default_factory=list)
+    failed: list[tuple[Entry, str]] = field(default_factory=list)
 
 
 def _decode(entries: list[Entry]) -> _Decoded:
@@ -157,11 +171,11 @@ def _decode(entries: list[Entry]) -> _Decoded:
     return decoded
 
 
-def _run_now(call: Callable[[list[SpanRow]], list[SpanRow]], rows: list[SpanRow]) -> _Writing:
-    """`call(rows)` run here, as a finished Future (its error kept for `result`)."""
-    done: _Writing = Future()
+def _run_now(call: Callable[[_Decoded], _Written], decoded: _Decoded) -> Future[_Written]:
+    """`call(decoded)` run here, as a finished Future (its error kept for `result`)."""
+    done: Future[_Written] = Future()
     try:
-        done.set_result(call(rows))
+        done.set_result(call(decoded))
     except Exception as e:  # raised again by done.result()
         done.set_exception(e)
     return done
@@ -257,7 +271,7 @@ class Worker:
         self._reading_ahead = False
         self._checkpoints: BackgroundCheckpoints | None = None
         self._writer: ThreadPoolExecutor | None = None
-        self._writing: tuple[_Decoded, _Writing] | None = None
+        self._writing: deque[Future[_Written]] = deque()  # parts handed over, in order
 
     # -- streams and groups -----------------------------------------------------------
 
@@ -376,13 +390,41 @@ class Worker:
             self._checkpoints.committed()
         return refused
 
-    def _stored(
-        self, entries: list[Entry], rows: list[list[SpanRow]], refused: list[SpanRow]
-    ) -> None:
+    def _write(self, decoded: _Decoded) -> _Written:
+        """Write a part (on the writer thread). When the database refuses it, one entry's
+        rows broke it: each entry is then written on its own, before any later part, so
+        that queue order holds for the window. StoreUnavailable propagates."""
+        rows = [row for entry_rows in decoded.rows for row in entry_rows]
+        try:
+            return _Written(decoded.entries, decoded.rows, self._store(rows))
+        except StoreUnavailable:
+            raise
+        except StoreError:
+            pass
+        written = _Written()
+        for entry, entry_rows in zip(decoded.entries, decoded.rows, strict=True):
+            try:
+                refused = self._store(entry_rows)
+            except StoreUnavailable:
+                raise
+            except StoreError as e:
+                written.failed.append((entry, f"rows refused by the database: {e}"))
+                continue
+            written.entries.append(entry)
+            written.rows.append(entry_rows)
+            written.refused.extend(refused)
+        return written
+
+    def _stored(self, written: _Written) -> None:
         """Entries whose rows were written: acknowledged, their refused spans logged and
-        counted (in Redis too, in the same pipeline)."""
+        counted (in Redis too, in the same pipeline); entries refused: failed."""
+        for entry, reason in written.failed:
+            self._failed(entry, reason)
+        if not written.entries:
+            return
+        entries, refused = written.entries, written.refused
         done = self.client.pipeline(transaction=False)
-        spans = sum(len(entry_rows) for entry_rows in rows)
+        spans = sum(len(entry_rows) for entry_rows in written.rows)
         self.stats.spans_written += spans - len(refused)
         self.stats.spans_refused += len(refused)
         by_project: dict[str, int] = {}
@@ -409,59 +451,32 @@ class Worker:
 
     def _process(self, entries: list[Entry]) -> None:
         # nothing being written: a small first part, for the writer to start on it sooner
-        first = PART_SPANS if self._writing is not None else PART_SPANS // 5
+        first = PART_SPANS if self._writing else PART_SPANS // 5
         parts = list(_parts(entries, PART_SPANS, first))
         for number, part in enumerate(parts, start=1):
             decoded = _decode(part)
-            rows = [row for entry_rows in decoded.rows for row in entry_rows]
             for entry, reason in decoded.poison:
                 self._failed(entry, reason)
             if number == len(parts):
                 self._read_ahead()  # Redis prepares the next batch while the database writes
-            before = self._finished()  # the part before this one, in order
-            if self._writer is not None:
-                self._writing = (decoded, self._writer.submit(self._store, rows))
-            else:
-                self._writing = (decoded, _run_now(self._store, rows))
-            if before is not None:  # acknowledged while this part is written
-                self._stored(*before)
             if self._writer is None:
+                self._writing.append(_run_now(self._write, decoded))
                 self._written()
+                continue
+            self._writing.append(self._writer.submit(self._write, decoded))
+            while len(self._writing) > PARTS_AHEAD:  # acknowledged while the rest are written
+                self._stored(self._next_written())
 
     def _written(self) -> None:
-        """Wait for the part being written and acknowledge it (or find the entry that
-        broke it). StoreUnavailable propagates, its entries left pending."""
-        done = self._finished()
-        if done is not None:
-            self._stored(*done)
+        """Wait for every part handed to the writer and acknowledge them, in order.
+        StoreUnavailable propagates, that part's entries left pending; a part after it is
+        acknowledged when next waited for, if it was written."""
+        while self._writing:
+            self._stored(self._next_written())
 
-    def _finished(self) -> tuple[list[Entry], list[list[SpanRow]], list[SpanRow]] | None:
-        """Wait for the part being written; its entries, their rows and the rows refused,
-        to be acknowledged. None when nothing was being written, or when the write failed:
-        the entry that broke it is then found, each entry written or failed on its own,
-        before anything after them is written. StoreUnavailable propagates."""
-        if self._writing is None:
-            return None
-        (decoded, writing), self._writing = self._writing, None
-        try:
-            refused = writing.result()
-        except StoreUnavailable:
-            raise
-        except StoreError:
-            self._isolate(decoded)  # one entry's rows broke the part: find it
-            return None
-        return decoded.entries, decoded.rows, refused
-
-    def _isolate(self, decoded: _Decoded) -> None:
-        for entry, rows in zip(decoded.entries, decoded.rows, strict=True):
-            try:
-                refused = self._store(rows)
-            except StoreUnavailable:
-                raise
-            except StoreError as e:
-                self._failed(entry, f"rows refused by the database: {e}")
-                continue
-            self._stored([entry], [rows], refused)
+    def _next_written(self) -> _Written:
+        """The oldest part handed to the writer, once written."""
+        return self._writing.popleft().result()
 
     # -- the loop -------------------------------------------------------------------------
 
@@ -511,7 +526,8 @@ class Worker:
     def _stop_writer(self) -> None:
         """Let the writer thread finish what it writes (unacknowledged when run ends on an
         error: its entries stay pending), then end it with its connection."""
-        writer, self._writer, self._writing = self._writer, None, None
+        writer, self._writer = self._writer, None
+        self._writing.clear()
         if writer is not None:
             writer.submit(self.store.db.release_thread)
             writer.shutdown(wait=True)

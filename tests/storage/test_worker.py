@@ -15,6 +15,7 @@ import pytest
 import redis
 
 import proto_json
+import storage.worker as worker_module
 from storage.checkpoints import BackgroundCheckpoints
 from storage.database import Database
 from storage.errors import StoreUnavailable
@@ -23,6 +24,7 @@ from storage.spans import SpanStore
 from storage.streams import STREAMS_KEY, QueuedRequest, depth_key, stream_key
 from storage.worker import (
     GROUP,
+    PARTS_AHEAD,
     SWITCH_INTERVAL_S,
     Worker,
     attempts_key,
@@ -359,6 +361,52 @@ def test_a_part_that_fails_is_sorted_out_before_the_next_part_is_written(
     assert queue.length() == 0
 
 
+def test_parts_are_decoded_while_the_writer_is_behind_up_to_parts_ahead(
+    client: redis.Redis,
+    queue: Queue,
+    database: Database,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """While the first part's write is held up, the main thread decodes and hands over
+    PARTS_AHEAD parts more, then waits: a slow write does not stop decoding at once,
+    and no more than that is decoded ahead."""
+    monkeypatch.setattr("storage.worker.PART_SPANS", 1)  # a part per entry
+    monkeypatch.setattr("storage.worker.PARTS_AHEAD", 3)
+    decoded: list[Any] = []
+    decode = worker_module._decode
+
+    def counted(part: Any) -> Any:
+        decoded.append(part)
+        return decode(part)
+
+    monkeypatch.setattr("storage.worker._decode", counted)
+    for i in range(6):
+        queue.send(span(spanId=f"{i + 1:016x}"))
+    store = _HeldFirst(database, lambda: len(decoded))
+    drain(client, store)
+    assert store.decoded_meanwhile == 1 + 3
+    assert store.count(queue.project_id) == 6 and queue.length() == 0
+
+
+class _HeldFirst(SpanStore):
+    """A span store whose first write waits until the main thread has decoded 4 parts,
+    and a moment longer; it notes how many parts were decoded by then."""
+
+    def __init__(self, db: Database, decoded: Any) -> None:
+        super().__init__(db)
+        self.decoded = decoded
+        self.decoded_meanwhile: int | None = None
+
+    def upsert(self, rows: list[Any], window_ms: int) -> list[Any]:
+        if self.decoded_meanwhile is None:
+            deadline = time.monotonic() + 10
+            while self.decoded() < 4 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            time.sleep(0.2)  # would a fifth part be decoded?
+            self.decoded_meanwhile = self.decoded()
+        return super().upsert(rows, window_ms)
+
+
 class _StopAfter(SpanStore):
     """A span store that sets `stop` after `writes` batches (and fails after that, if asked)."""
 
@@ -389,22 +437,22 @@ def test_batches_read_ahead_are_each_stored_once(
     assert client.xpending(stream_key(queue.project_id), GROUP)["pending"] == 0
 
 
-def test_stopping_finishes_the_batch_read_ahead(
+def test_stopping_finishes_the_batches_in_hand(
     client: redis.Redis, queue: Queue, database: Database
 ) -> None:
-    """Stopped after one batch, the worker stores the batch it had already read, and leaves
-    nothing pending (unread entries stay in the stream for the next worker). The stop is
-    seen once the writer thread has written that batch, by when the main thread may
-    have taken one more batch in hand: it is stored too."""
-    for i in range(7):
+    """Stopped once its first batch is written, the worker stores the batches it had in
+    hand and leaves nothing pending (unread entries stay in the stream for the next
+    worker). The stop is seen once the main thread next waits: by then it may have handed
+    PARTS_AHEAD batches more to the writer and read one more ahead; each is stored."""
+    for i in range(40):
         queue.send(span(spanId=f"{i + 1:016x}"))
     stop = threading.Event()
     store = _StopAfter(database, stop, writes=1)
     Worker(client, store, WINDOW_S, block_ms=10, batch_entries=2).run(stop)
     stored = store.count(queue.project_id)
-    assert stored in (4, 6)
+    assert 2 <= stored <= 2 * (1 + PARTS_AHEAD + 1) and stored % 2 == 0
     assert client.xpending(stream_key(queue.project_id), GROUP)["pending"] == 0
-    assert queue.length() == 7 - stored
+    assert queue.length() == 40 - stored
 
 
 def test_database_lost_with_a_batch_read_ahead(
