@@ -27,7 +27,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -169,16 +169,6 @@ def _decode(entries: list[Entry]) -> _Decoded:
         decoded.entries.append(entry)
         decoded.rows.append(rows)
     return decoded
-
-
-def _run_now(call: Callable[[_Decoded], _Written], decoded: _Decoded) -> Future[_Written]:
-    """`call(decoded)` run here, as a finished Future (its error kept for `result`)."""
-    done: Future[_Written] = Future()
-    try:
-        done.set_result(call(decoded))
-    except Exception as e:  # raised again by done.result()
-        done.set_exception(e)
-    return done
 
 
 @contextmanager
@@ -460,8 +450,7 @@ class Worker:
             if number == len(parts):
                 self._read_ahead()  # Redis prepares the next batch while the database writes
             if self._writer is None:
-                self._writing.append(_run_now(self._write, decoded))
-                self._written()
+                self._stored(self._write(decoded))
                 continue
             self._writing.append(self._writer.submit(self._write, decoded))
             while len(self._writing) > PARTS_AHEAD:  # acknowledged while the rest are written
