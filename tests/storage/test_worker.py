@@ -371,7 +371,7 @@ def test_parts_are_decoded_while_the_writer_is_behind_up_to_parts_ahead(
     PARTS_AHEAD parts more, then waits: a slow write does not stop decoding at once,
     and no more than that is decoded ahead."""
     monkeypatch.setattr("storage.worker.PART_SPANS", 1)  # a part per entry
-    monkeypatch.setattr("storage.worker.PARTS_AHEAD", 3)
+    monkeypatch.setattr("storage.worker.PARTS_AHEAD", 2)
     decoded: list[Any] = []
     decode = worker_module._decode
 
@@ -382,27 +382,27 @@ def test_parts_are_decoded_while_the_writer_is_behind_up_to_parts_ahead(
     monkeypatch.setattr("storage.worker._decode", counted)
     for i in range(6):
         queue.send(span(spanId=f"{i + 1:016x}"))
-    store = _HeldFirst(database, lambda: len(decoded))
+    store = _HeldFirst(database, lambda: len(decoded), until=1 + 2)
     drain(client, store)
-    assert store.decoded_meanwhile == 1 + 3
+    assert store.decoded_meanwhile == 1 + 2
     assert store.count(queue.project_id) == 6 and queue.length() == 0
 
 
 class _HeldFirst(SpanStore):
-    """A span store whose first write waits until the main thread has decoded 4 parts,
-    and a moment longer; it notes how many parts were decoded by then."""
+    """A span store whose first write waits until the main thread has decoded `until`
+    parts, and a moment longer; it notes how many parts were decoded by then."""
 
-    def __init__(self, db: Database, decoded: Any) -> None:
+    def __init__(self, db: Database, decoded: Any, until: int) -> None:
         super().__init__(db)
-        self.decoded = decoded
+        self.decoded, self.until = decoded, until
         self.decoded_meanwhile: int | None = None
 
     def upsert(self, rows: list[Any], window_ms: int) -> list[Any]:
         if self.decoded_meanwhile is None:
             deadline = time.monotonic() + 10
-            while self.decoded() < 4 and time.monotonic() < deadline:
+            while self.decoded() < self.until and time.monotonic() < deadline:
                 time.sleep(0.01)
-            time.sleep(0.2)  # would a fifth part be decoded?
+            time.sleep(0.2)  # would one more part be decoded?
             self.decoded_meanwhile = self.decoded()
         return super().upsert(rows, window_ms)
 
