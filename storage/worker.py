@@ -50,9 +50,8 @@ UNAVAILABLE_BACKOFF_S = 1.0
 PART_SPANS = 5000
 #: Parts handed to the writer thread and not yet acknowledged, besides the one being
 #: decoded. One left the writer idle whenever a part took longer to decode than the one
-#: before it took to write (writes take 18-45 ms, by the checkpoints they wait for);
-#: three drained 2-6% faster than two, four no faster than three.
-PARTS_AHEAD = 3
+#: before it took to write (writes take 18-45 ms, by the checkpoints they wait for).
+PARTS_AHEAD = 2
 #: Spans a read of new entries asks for, about: entries per read follow the size of the
 #: entries last read (up to `batch_entries`), so large entries are read a few at a time
 #: (fifty 1,000-span entries were 40 MB parsed before the first span was decoded) and

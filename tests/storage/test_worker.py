@@ -371,7 +371,7 @@ def test_parts_are_decoded_while_the_writer_is_behind_up_to_parts_ahead(
     PARTS_AHEAD parts more, then waits: a slow write does not stop decoding at once,
     and no more than that is decoded ahead."""
     monkeypatch.setattr("storage.worker.PART_SPANS", 1)  # a part per entry
-    monkeypatch.setattr("storage.worker.PARTS_AHEAD", 2)
+    monkeypatch.setattr("storage.worker.PARTS_AHEAD", 3)
     decoded: list[Any] = []
     decode = worker_module._decode
 
@@ -382,9 +382,9 @@ def test_parts_are_decoded_while_the_writer_is_behind_up_to_parts_ahead(
     monkeypatch.setattr("storage.worker._decode", counted)
     for i in range(6):
         queue.send(span(spanId=f"{i + 1:016x}"))
-    store = _HeldFirst(database, lambda: len(decoded), until=1 + 2)
+    store = _HeldFirst(database, lambda: len(decoded), until=1 + 3)
     drain(client, store)
-    assert store.decoded_meanwhile == 1 + 2
+    assert store.decoded_meanwhile == 1 + 3
     assert store.count(queue.project_id) == 6 and queue.length() == 0
 
 
