@@ -147,11 +147,11 @@ class _Decoded:
 
 @dataclass
 class _Written:
-    """What became of a part: the entries written, their rows, the rows the window
+    """What became of a part: the entries written, their spans, the rows the window
     refused; and the entries whose rows the database refused, with the reason."""
 
     entries: list[Entry] = field(default_factory=list)
-    rows: list[list[SpanRow]] = field(default_factory=list)
+    spans: int = 0
     refused: list[SpanRow] = field(default_factory=list)
     failed: list[tuple[Entry, str]] = field(default_factory=list)
 
@@ -386,7 +386,7 @@ class Worker:
         that queue order holds for the window. StoreUnavailable propagates."""
         rows = [row for entry_rows in decoded.rows for row in entry_rows]
         try:
-            return _Written(decoded.entries, decoded.rows, self._store(rows))
+            return _Written(decoded.entries, len(rows), self._store(rows))
         except StoreUnavailable:
             raise
         except StoreError:
@@ -401,7 +401,7 @@ class Worker:
                 written.failed.append((entry, f"rows refused by the database: {e}"))
                 continue
             written.entries.append(entry)
-            written.rows.append(entry_rows)
+            written.spans += len(entry_rows)
             written.refused.extend(refused)
         return written
 
@@ -412,10 +412,9 @@ class Worker:
             self._failed(entry, reason)
         if not written.entries:
             return
-        entries, refused = written.entries, written.refused
+        refused = written.refused
         done = self.client.pipeline(transaction=False)
-        spans = sum(len(entry_rows) for entry_rows in written.rows)
-        self.stats.spans_written += spans - len(refused)
+        self.stats.spans_written += written.spans - len(refused)
         self.stats.spans_refused += len(refused)
         by_project: dict[str, int] = {}
         for row in refused:
@@ -426,9 +425,9 @@ class Worker:
             )
         for project_id, count in by_project.items():
             done.incrby(refused_counter(project_id), count)
-        self._acknowledge(entries, done)
+        self._acknowledge(written.entries, done)
         done.execute()
-        self.stats.entries += len(entries)
+        self.stats.entries += len(written.entries)
 
     def process(self, entries: list[Entry]) -> None:
         """Store a batch; acknowledge what was stored. StoreUnavailable propagates.
