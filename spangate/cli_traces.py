@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import csv
 import sys
-from typing import Any
-
-import orjson
 
 from spangate.cli_support import CommandError, fail, print_json, print_table, with_database
 from storage.database import Database
+from storage.export import MAX_EXPORT_TRACES, as_csv, check_limit, export_traces
 from storage.identity import IdentityStore
-from storage.spans import MAX_EXPORT_TRACES, SpanStore
+from storage.spans import SpanStore
+from storage.trace_summaries import TraceFilter, TraceSummaries
 
 
 def _project_id(db: Database, name: str) -> str:
@@ -25,13 +23,15 @@ def _nanos_to_ms(start: int, end: int | None) -> str:
 
 def _list(args: argparse.Namespace) -> int:
     def action(db: Database) -> int:
-        traces = SpanStore(db).list_traces(_project_id(db, args.project), args.limit)
+        traces, _ = TraceSummaries(db).page(
+            _project_id(db, args.project), TraceFilter(), args.limit
+        )
         if args.json:
             print_json(
                 [
                     {
                         "traceId": t.trace_id,
-                        "spans": t.spans,
+                        "spans": t.span_count,
                         "rootName": t.root_name,
                         "startTimeUnixNano": str(t.start_ns),
                         "endTimeUnixNano": None if t.end_ns is None else str(t.end_ns),
@@ -45,7 +45,7 @@ def _list(args: argparse.Namespace) -> int:
                 [
                     (
                         t.trace_id,
-                        str(t.spans),
+                        str(t.span_count),
                         t.root_name or "",
                         str(t.start_ns),
                         _nanos_to_ms(t.start_ns, t.end_ns),
@@ -90,53 +90,18 @@ def _show(args: argparse.Namespace) -> int:
     return with_database(action)
 
 
-_CSV_COLUMNS = (
-    "traceId",
-    "spanId",
-    "parentSpanId",
-    "name",
-    "kind",
-    "status",
-    "startTimeUnixNano",
-    "endTimeUnixNano",
-    "sessionId",
-    "attributes",
-    "events",
-)
-
-
-def _csv_cell(span: dict[str, Any], column: str) -> str:
-    value = span.get(column)
-    if column == "status":
-        return str(span["status"]["code"])
-    if isinstance(value, list | dict):
-        return orjson.dumps(value).decode()
-    return "" if value is None else str(value)
-
-
 def _export(args: argparse.Namespace) -> int:
-    if not 1 <= args.limit <= MAX_EXPORT_TRACES:
-        return fail(
-            f"--limit must be 1 to {MAX_EXPORT_TRACES}: an export holds at most "
-            f"{MAX_EXPORT_TRACES} traces",
-            2,
-        )
+    try:
+        check_limit(args.limit)
+    except ValueError as e:
+        return fail(f"--{e}", 2)
 
     def action(db: Database) -> int:
-        project_id = _project_id(db, args.project)
-        store = SpanStore(db)
-        traces: list[dict[str, Any]] = [
-            {"traceId": t.trace_id, "spans": store.trace(project_id, t.trace_id)}
-            for t in store.list_traces(project_id, args.limit)
-        ]
+        traces = export_traces(db, _project_id(db, args.project), TraceFilter(), args.limit)
         if args.format == "json":
             print_json(traces)
         else:
-            writer = csv.writer(sys.stdout)
-            writer.writerow(_CSV_COLUMNS)
-            for trace in traces:
-                for span in trace["spans"]:
-                    writer.writerow([_csv_cell(span, column) for column in _CSV_COLUMNS])
+            sys.stdout.write(as_csv(traces))
         return 0
 
     return with_database(action)

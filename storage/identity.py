@@ -197,12 +197,14 @@ class IdentityStore:
             check_name(org_name, "organisation")
             return self._insert_project(tx, name, self._org_id(tx, org_name, True), org_name)
 
-    def list_projects(self) -> list[Project]:
-        """Every project, by name."""
+    def list_projects(self, org: str | None = None) -> list[Project]:
+        """Every project (of one organisation, when named), by name."""
+        where, params = (" WHERE o.name = ?", (org,)) if org is not None else ("", ())
         with self.db.transaction() as tx:
             rows = tx.query(
                 "SELECT p.id, p.name, o.name, p.created_at FROM projects p "
-                "JOIN organizations o ON o.id = p.org_id ORDER BY p.name"
+                f"JOIN organizations o ON o.id = p.org_id{where} ORDER BY p.name",
+                params,
             )
         return [Project(*row) for row in rows]
 

@@ -92,16 +92,24 @@ def traces_asked(rows: list[SpanRow]) -> Iterator[list[str | None]]:
             yield [project, *asked, *[None] * (STORED_TRACES_ASKED - len(asked))]
 
 
-def window_checks(rows: list[SpanRow], stored_traces: set[str]) -> bytes:
+def spans_repeat(rows: list[SpanRow]) -> bool:
+    """Whether a span (project, trace, span id) comes more than once in the rows."""
+    return len(set(map(_SPAN_KEY, rows))) < len(rows)
+
+
+def window_checks(
+    rows: list[SpanRow], stored_traces: set[str], repeats: bool | None = None
+) -> bytes:
     """Which rows (a nonzero byte) need the window's query, the rows written in order:
     only a stored row of its span can refuse a row, so one whose trace had no stored row
     before (`stored_traces` are those that had, in any of the rows' projects) needs it
-    only when its span came earlier in the rows."""
+    only when its span came earlier in the rows. `repeats`: `spans_repeat(rows)`, when
+    the caller has it."""
     if stored_traces:
         checks = bytearray(map(stored_traces.__contains__, map(_TRACE, rows)))
     else:
         checks = bytearray(len(rows))
-    if len(set(map(_SPAN, rows))) < len(rows):  # a span id repeats: the same span again?
+    if spans_repeat(rows) if repeats is None else repeats:
         seen: set[tuple[str, str, str]] = set()
         for at, span in enumerate(map(_SPAN_KEY, rows)):
             if span in seen:

@@ -13,6 +13,7 @@ import logging
 from storage.clock import utc_now_iso
 from storage.database import Database, Transaction
 from storage.errors import StoreError
+from storage.trace_summaries import BACKFILL_SUMMARIES
 
 _ADVISORY_LOCK_ID = 0x5350414E  # "SPAN"
 
@@ -88,6 +89,28 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         # span, day): SQLite even chose it for `traces show`, scanning the project's
         # spans by time instead of seeking its trace; every span write paid for it.
         "DROP INDEX IF EXISTS spans_trace_start",
+    ),
+    (  # 5: a per-trace summary the worker keeps in the transaction that writes the
+        # spans (storage/trace_summaries.py), so the trace list never reads spans; the
+        # spans already stored get theirs here.
+        """CREATE TABLE trace_summaries (
+            project_id TEXT NOT NULL,
+            trace_id TEXT NOT NULL,
+            sort_ns BIGINT NOT NULL,
+            start_ns BIGINT NOT NULL,
+            end_ns BIGINT,
+            span_count BIGINT NOT NULL,
+            error_count BIGINT NOT NULL,
+            root_name TEXT,
+            session_id TEXT,
+            received_ms BIGINT NOT NULL,
+            PRIMARY KEY (project_id, trace_id))""",
+        "CREATE INDEX trace_summaries_recent ON trace_summaries (project_id, sort_ns, trace_id)",
+        "CREATE INDEX trace_summaries_errors ON trace_summaries (project_id, sort_ns, trace_id) "
+        "WHERE error_count > 0",
+        "CREATE INDEX trace_summaries_session ON trace_summaries "
+        "(project_id, session_id, sort_ns, trace_id) WHERE session_id IS NOT NULL",
+        BACKFILL_SUMMARIES,
     ),
 )
 

@@ -9,6 +9,10 @@ from storage.clock import utc_now_iso
 from storage.database import Database
 
 SOURCES = ("api", "sdk", "ui", "eval")
+_SELECT = (
+    "SELECT id, project_id, trace_id, span_id, name, score, comment, source, created_at FROM scores"
+)
+_TRACES_ASKED = 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,9 +84,22 @@ class ScoreStore:
         """A trace's scores, oldest first (for the trace page and the operator CLI)."""
         with self.db.transaction() as tx:
             rows = tx.query(
-                "SELECT id, project_id, trace_id, span_id, name, score, comment, source, "
-                "created_at FROM scores WHERE project_id = ? AND trace_id = ? "
-                "ORDER BY created_at, id",
+                f"{_SELECT} WHERE project_id = ? AND trace_id = ? ORDER BY created_at, id",
                 (project_id, trace_id),
             )
         return [Score(*row) for row in rows]
+
+    def for_traces(self, project_id: str, trace_ids: list[str]) -> dict[str, list[Score]]:
+        """The scores of several traces (a page of the trace list), oldest first each."""
+        found: dict[str, list[Score]] = {}
+        for at in range(0, len(trace_ids), _TRACES_ASKED):
+            asked = trace_ids[at : at + _TRACES_ASKED]
+            with self.db.transaction() as tx:
+                rows = tx.query(
+                    f"{_SELECT} WHERE project_id = ? AND trace_id IN "
+                    f"({', '.join('?' * len(asked))}) ORDER BY created_at, id",
+                    (project_id, *asked),
+                )
+            for row in rows:
+                found.setdefault(row[2], []).append(Score(*row))
+        return found

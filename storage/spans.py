@@ -1,36 +1,24 @@
-"""The span store: bulk upserts by the re-sending rules, and the operators' read side."""
+"""The span store: bulk upserts by the re-sending rules (and the trace summaries in the
+same transaction), and a trace's stored spans."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
+from storage import trace_summaries
 from storage.database import Database
 from storage.resend import (
     SQLITE_STORED_TRACES,
     UPSERT,
     postgres_upsert,
+    spans_repeat,
     sqlite_refusal,
     traces_asked,
     window_checks,
 )
 from storage.span_rows import SpanRow
-
-MAX_EXPORT_TRACES = 100
-
-
-@dataclass(frozen=True, slots=True)
-class TraceSummary:
-    """One line of `traces list`."""
-
-    trace_id: str
-    spans: int
-    root_name: str | None
-    start_ns: int
-    end_ns: int | None
-    received_ms: int
 
 
 def stored_span(row: tuple[Any, ...]) -> dict[str, Any]:
@@ -93,32 +81,26 @@ class SpanStore:
 
     def upsert(self, rows: list[SpanRow], window_ms: int) -> list[SpanRow]:
         """Write a batch in one transaction by the re-sending rules (storage/resend.py),
-        row by row in order; the rows the window refused."""
+        row by row in order, and the summaries of its traces; the rows the window refused."""
         with self.db.transaction(immediate=True) as tx:
             if self.db.postgres:
                 answers = tx.first_rows(postgres_upsert(window_ms), rows)
-                return [
+                refused = [
                     row for row, answer in zip(rows, answers, strict=True) if answer and answer[0]
                 ]
-            stored = {
-                trace
-                for asked in traces_asked(rows)
-                for (trace,) in tx.query(SQLITE_STORED_TRACES, asked)
-            }
-            checked = window_checks(rows, stored)
-            skipped = tx.executemany(UPSERT, rows, sqlite_refusal(window_ms), checked)
-        return [rows[position] for position in skipped]
-
-    def list_traces(self, project_id: str, limit: int) -> list[TraceSummary]:
-        """The most recent traces of a project (by earliest span start)."""
-        with self.db.transaction() as tx:
-            rows = tx.query(
-                "SELECT trace_id, COUNT(*), MIN(CASE WHEN parent_span_id IS NULL THEN name END), "
-                "MIN(start_ns), MAX(end_ns), MAX(received_ms) FROM spans WHERE project_id = ? "
-                "GROUP BY trace_id ORDER BY MIN(start_ns) DESC, trace_id LIMIT ?",
-                (project_id, limit),
-            )
-        return [TraceSummary(*row) for row in rows]
+                trace_summaries.refresh_postgres(tx, rows)
+            else:
+                stored = {
+                    trace
+                    for asked in traces_asked(rows)
+                    for (trace,) in tx.query(SQLITE_STORED_TRACES, asked)
+                }
+                repeats = spans_repeat(rows)
+                checked = window_checks(rows, stored, repeats)
+                skipped = tx.executemany(UPSERT, rows, sqlite_refusal(window_ms), checked)
+                refused = [rows[position] for position in skipped]
+                trace_summaries.refresh_sqlite(tx, rows, stored, skipped, repeats)
+        return refused
 
     def trace(self, project_id: str, trace_id: str) -> list[dict[str, Any]]:
         """Every stored span of a trace, by start time."""
@@ -127,6 +109,39 @@ class SpanStore:
                 f"SELECT {_SPAN_COLUMNS} FROM spans WHERE project_id = ? AND trace_id = ? "
                 "ORDER BY start_ns, span_id, start_day",
                 (project_id, trace_id.lower()),
+            )
+        return [stored_span(row) for row in rows]
+
+    def outline(self, project_id: str, trace_id: str) -> list[dict[str, Any]]:
+        """Every stored span of a trace by start time, without its attributes, events,
+        links, resource or scope (what a waterfall draws: nothing to parse)."""
+        with self.db.transaction() as tx:
+            rows = tx.query(
+                "SELECT span_id, parent_span_id, name, kind, status_code, status_message, "
+                "start_ns, end_ns FROM spans WHERE project_id = ? AND trace_id = ? "
+                "ORDER BY start_ns, span_id, start_day",
+                (project_id, trace_id.lower()),
+            )
+        return [
+            {
+                "spanId": span_id,
+                "parentSpanId": parent,
+                "name": name,
+                "kind": kind,
+                "status": {"code": code, "message": message} if message else {"code": code},
+                "startTimeUnixNano": str(start),
+                "endTimeUnixNano": None if end is None else str(end),
+            }
+            for span_id, parent, name, kind, code, message, start, end in rows
+        ]
+
+    def span(self, project_id: str, trace_id: str, span_id: str) -> list[dict[str, Any]]:
+        """The stored rows of one span (two when it was stored on two start days)."""
+        with self.db.transaction() as tx:
+            rows = tx.query(
+                f"SELECT {_SPAN_COLUMNS} FROM spans WHERE project_id = ? AND trace_id = ? "
+                "AND span_id = ? ORDER BY start_day",
+                (project_id, trace_id.lower(), span_id.lower()),
             )
         return [stored_span(row) for row in rows]
 

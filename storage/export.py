@@ -1,0 +1,70 @@
+"""The trace export (at most 100 traces, the spec's limit): one JSON or CSV document,
+the same from the CLI and from the dashboard."""
+
+from __future__ import annotations
+
+import csv
+import io
+from typing import Any
+
+import orjson
+
+from storage.database import Database
+from storage.spans import SpanStore
+from storage.trace_summaries import TraceFilter, TraceSummaries
+
+MAX_EXPORT_TRACES = 100
+CSV_COLUMNS = (
+    "traceId",
+    "spanId",
+    "parentSpanId",
+    "name",
+    "kind",
+    "status",
+    "startTimeUnixNano",
+    "endTimeUnixNano",
+    "sessionId",
+    "attributes",
+    "events",
+)
+
+
+def check_limit(limit: int) -> int:
+    """The limit, or ValueError when an export could not hold it."""
+    if not 1 <= limit <= MAX_EXPORT_TRACES:
+        raise ValueError(
+            f"limit must be 1 to {MAX_EXPORT_TRACES}: an export holds at most "
+            f"{MAX_EXPORT_TRACES} traces"
+        )
+    return limit
+
+
+def export_traces(
+    db: Database, project_id: str, filters: TraceFilter, limit: int
+) -> list[dict[str, Any]]:
+    """The newest `limit` traces the filters let through, each with its stored spans."""
+    summaries, _ = TraceSummaries(db).page(project_id, filters, check_limit(limit))
+    store = SpanStore(db)
+    return [
+        {"traceId": t.trace_id, "spans": store.trace(project_id, t.trace_id)} for t in summaries
+    ]
+
+
+def _csv_cell(span: dict[str, Any], column: str) -> str:
+    value = span.get(column)
+    if column == "status":
+        return str(span["status"]["code"])
+    if isinstance(value, list | dict):
+        return orjson.dumps(value).decode()
+    return "" if value is None else str(value)
+
+
+def as_csv(traces: list[dict[str, Any]]) -> str:
+    """One row per span, traces in the order given; a header row first."""
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(CSV_COLUMNS)
+    for trace in traces:
+        for span in trace["spans"]:
+            writer.writerow([_csv_cell(span, column) for column in CSV_COLUMNS])
+    return out.getvalue()

@@ -1,0 +1,305 @@
+"""The per-trace summary the trace list reads: kept by the worker, read by the dashboard.
+
+Listing a project's recent traces from its spans would group every span of the project
+on each view. Instead the span store recomputes the summary of each trace a batch
+touched, from that trace's stored rows, inside the transaction that wrote them
+(`refresh`). A summary is therefore exactly what is stored, whatever the re-sending
+rules did: a refused send changes nothing, a replaced span changes its values, a span
+stored again on another day counts twice (it is two stored spans). The list then reads
+only summaries, through an index, whatever the size of the store.
+
+Order: newest first by `sort_ns`, the trace's start as it was when the trace was first
+stored. It never changes afterwards (the shown start may still move earlier, when a root
+span arrives after its children), so a cursor (sort_ns, trace id) never skips or repeats
+a trace while spans keep arriving.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+from dataclasses import dataclass
+from itertools import groupby
+from operator import itemgetter
+
+from storage.database import Database, Transaction
+from storage.resend import STORED_TRACES_ASKED, traces_asked
+from storage.span_rows import SpanRow
+
+_COLUMNS = (
+    "project_id, trace_id, sort_ns, start_ns, end_ns, span_count, error_count, root_name, "
+    "session_id, received_ms"
+)
+#: Spans of the traces `{where}` names, one summary row each (the earliest root span
+#: names the trace; with none stored yet it has no name).
+_AGGREGATE = (
+    "SELECT s.project_id, s.trace_id, MIN(s.start_ns), MIN(s.start_ns), MAX(s.end_ns), "
+    "COUNT(*), SUM(CASE WHEN s.status_code = 2 THEN 1 ELSE 0 END), "
+    "(SELECT r.name FROM spans r WHERE r.project_id = s.project_id "
+    "AND r.trace_id = s.trace_id AND r.parent_span_id IS NULL "
+    "ORDER BY r.start_ns, r.span_id LIMIT 1), "
+    "MIN(s.session_id), MAX(s.received_ms) FROM spans s WHERE {where} "
+    "GROUP BY s.project_id, s.trace_id"
+)
+_KEEP_SORT = ", ".join(
+    f"{column} = excluded.{column}"
+    for column in _COLUMNS.split(", ")
+    if column not in ("project_id", "trace_id", "sort_ns")
+)
+_REFRESH = (
+    f"INSERT INTO trace_summaries ({_COLUMNS}) {_AGGREGATE} "
+    f"ON CONFLICT (project_id, trace_id) DO UPDATE SET {_KEEP_SORT}"
+)
+_SQLITE_REFRESH = _REFRESH.format(
+    where="s.project_id = ?1 AND s.trace_id IN ("
+    + ", ".join(f"?{n}" for n in range(2, STORED_TRACES_ASKED + 2))
+    + ")"
+)
+_POSTGRES_REFRESH = _REFRESH.format(where="s.project_id = ? AND s.trace_id = ANY(?)")
+#: The summaries of the spans stored before the table existed (an upgrade).
+BACKFILL_SUMMARIES = f"INSERT INTO trace_summaries ({_COLUMNS}) " + _AGGREGATE.format(where="1 = 1")
+
+
+def _lock_key(project_id: str, trace_id: str) -> int:
+    digest = hashlib.blake2b(f"{project_id}/{trace_id}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def refresh_postgres(tx: Transaction, rows: list[SpanRow]) -> None:
+    """Recompute the summaries of the traces of `rows` from what is stored, in `tx`.
+
+    Two workers may write spans of one trace at once, so each first takes a transaction
+    lock a trace (in one order, so they cannot deadlock) and only then reads the spans,
+    in a statement of its own that sees what the other committed.
+    """
+    traces: dict[str, set[str]] = {}
+    for row in rows:
+        traces.setdefault(row.project_id, set()).add(row.trace_id)
+    keys = sorted({_lock_key(p, t) for p, ts in traces.items() for t in ts})
+    tx.first_rows("SELECT pg_advisory_xact_lock(?)", [(key,) for key in keys])
+    for project_id, trace_ids in traces.items():
+        tx.execute(_POSTGRES_REFRESH, (project_id, sorted(trace_ids)))
+
+
+def refresh_sqlite(
+    tx: Transaction,
+    rows: list[SpanRow],
+    stored_traces: set[str],
+    skipped: list[int],
+    repeats: bool = True,
+) -> None:
+    """The summaries of the traces of `rows`, just written in `tx` (`skipped`: the
+    positions of those the window refused; `repeats`: whether a span comes twice).
+
+    A trace with no stored row before the batch (not in `stored_traces`) holds exactly
+    the batch's rows that were written: its summary is computed from them here, which
+    costs a quarter of reading them back. The others are recomputed from what is stored.
+    """
+    fresh = summaries_of_written(rows, stored_traces, skipped, repeats)
+    if fresh:
+        tx.executemany(_UPSERT_VALUES, fresh)
+    if stored_traces:
+        older = [row for row in rows if row.trace_id in stored_traces]
+        for asked in traces_asked(older):
+            tx.execute(_SQLITE_REFRESH, asked)
+
+
+_UPSERT_VALUES = (
+    f"INSERT INTO trace_summaries ({_COLUMNS}) VALUES ({', '.join('?' * 10)}) "
+    f"ON CONFLICT (project_id, trace_id) DO UPDATE SET {_KEEP_SORT}"
+)
+_ERROR = 2
+
+
+def summaries_of_written(
+    rows: list[SpanRow], stored_traces: set[str], skipped: list[int], repeats: bool = True
+) -> list[tuple[object, ...]]:
+    """Summary rows (in `_COLUMNS` order) of the traces of `rows` not in `stored_traces`,
+    as the upsert leaves them: a span's row is the first one written for its key, or a
+    later one of other content (which replaced it); refused rows are not written."""
+    if skipped or repeats:
+        fresh = _as_stored(rows, stored_traces, set(skipped))
+    else:
+        fresh = [row for row in rows if row.trace_id not in stored_traces]
+    runs = [(trace, list(spans)) for trace, spans in groupby(fresh, _TRACE_KEY)]
+    if len(runs) > len({trace for trace, _ in runs}):  # a trace's rows are not together
+        traces: dict[tuple[str, str], list[SpanRow]] = {}
+        for trace, spans in runs:
+            traces.setdefault(trace, []).extend(spans)
+        runs = list(traces.items())
+    return [_summary_of(project, trace, spans) for (project, trace), spans in runs]
+
+
+_TRACE_KEY = itemgetter(0, 1)  # project, trace
+_ROW_KEY = itemgetter(0, 1, 2, 3)  # project, trace, span, start day: a stored row's key
+
+
+def _as_stored(rows: list[SpanRow], stored_traces: set[str], refused: set[int]) -> list[SpanRow]:
+    """The rows of fresh traces that the batch leaves stored, one a key."""
+    written: dict[tuple[str, str, str, str], SpanRow] = {}
+    for at, row in enumerate(rows):
+        if row.trace_id in stored_traces or at in refused:
+            continue
+        key = _ROW_KEY(row)
+        kept = written.get(key)
+        if kept is None or kept.content_hash != row.content_hash:
+            written[key] = row
+    return list(written.values())
+
+
+def _summary_of(project_id: str, trace_id: str, spans: list[SpanRow]) -> tuple[object, ...]:
+    ends = [row.end_ns for row in spans if row.end_ns is not None]
+    roots = [(row.start_ns, row.span_id, row.name) for row in spans if row.parent_span_id is None]
+    sessions = [row.session_id for row in spans if row.session_id is not None]
+    start = min(map(_START, spans))
+    return (
+        project_id,
+        trace_id,
+        start,
+        start,
+        max(ends) if ends else None,
+        len(spans),
+        list(map(_STATUS, spans)).count(_ERROR),
+        min(roots)[2] if roots else None,
+        min(sessions) if sessions else None,
+        max(map(_RECEIVED, spans)),
+    )
+
+
+_START, _STATUS, _RECEIVED = itemgetter(9), itemgetter(7), itemgetter(19)
+
+
+@dataclass(frozen=True, slots=True)
+class TraceSummary:
+    """One trace as the list shows it."""
+
+    trace_id: str
+    root_name: str | None
+    start_ns: int
+    end_ns: int | None
+    span_count: int
+    error_count: int
+    session_id: str | None
+    received_ms: int
+    sort_ns: int
+
+    @property
+    def duration_ms(self) -> float | None:
+        """From the earliest start to the latest end; None while no span has ended."""
+        return None if self.end_ns is None else (self.end_ns - self.start_ns) / 1e6
+
+
+@dataclass(frozen=True, slots=True)
+class Cursor:
+    """Where a page of the list ends: the next page starts after this trace."""
+
+    sort_ns: int
+    trace_id: str
+
+    def encode(self) -> str:
+        """The opaque text a client passes back."""
+        return base64.urlsafe_b64encode(f"{self.sort_ns}:{self.trace_id}".encode()).decode()
+
+    @classmethod
+    def decode(cls, text: str) -> Cursor:
+        """The cursor `encode` wrote; ValueError for anything else."""
+        try:
+            sort_ns, trace_id = base64.urlsafe_b64decode(text.encode()).decode().split(":")
+            return cls(int(sort_ns), trace_id)
+        except (binascii.Error, UnicodeError, ValueError) as e:
+            raise ValueError("cursor is not one this list gave") from e
+
+
+@dataclass(frozen=True, slots=True)
+class TraceFilter:
+    """What the list may be narrowed to."""
+
+    name: str | None = None  # a substring of the root span's name, any case
+    errors_only: bool = False  # traces with at least one span whose status is error
+    session: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSummary:
+    """One session (the `session.id` of its spans) as the sessions list shows it."""
+
+    session_id: str
+    traces: int
+    start_ns: int
+    end_ns: int | None
+
+
+_SELECT = (
+    "SELECT trace_id, root_name, start_ns, end_ns, span_count, error_count, session_id, "
+    "received_ms, sort_ns FROM trace_summaries WHERE project_id = ?"
+)
+
+
+def _like(text: str) -> str:
+    escaped = text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def _where(filters: TraceFilter) -> tuple[str, list[object]]:
+    sql, params = "", list[object]()
+    if filters.name:
+        sql += " AND LOWER(root_name) LIKE ? ESCAPE '\\'"
+        params.append(_like(filters.name))
+    if filters.errors_only:
+        sql += " AND error_count > 0"
+    if filters.session is not None:
+        sql += " AND session_id = ?"
+        params.append(filters.session)
+    return sql, params
+
+
+class TraceSummaries:
+    """Reads of the summaries: pages of the list, a session's traces, the sessions."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def page(
+        self, project_id: str, filters: TraceFilter, limit: int, after: Cursor | None = None
+    ) -> tuple[list[TraceSummary], Cursor | None]:
+        """Up to `limit` traces, newest first, after `after`; and the next page's cursor
+        (None when this page is the last)."""
+        where, params = _where(filters)
+        if after is not None:
+            where += " AND (sort_ns < ? OR (sort_ns = ? AND trace_id < ?))"
+            params += [after.sort_ns, after.sort_ns, after.trace_id]
+        with self.db.transaction() as tx:
+            rows = tx.query(
+                f"{_SELECT}{where} ORDER BY sort_ns DESC, trace_id DESC LIMIT ?",
+                (project_id, *params, limit + 1),
+            )
+        traces = [TraceSummary(*row) for row in rows[:limit]]
+        last = traces[-1] if len(rows) > limit else None
+        return traces, None if last is None else Cursor(last.sort_ns, last.trace_id)
+
+    def of_session(self, project_id: str, session_id: str, limit: int) -> list[TraceSummary]:
+        """The first `limit` traces of a session, in time order."""
+        with self.db.transaction() as tx:
+            rows = tx.query(
+                f"{_SELECT} AND session_id = ? ORDER BY sort_ns, trace_id LIMIT ?",
+                (project_id, session_id, limit),
+            )
+        return [TraceSummary(*row) for row in rows]
+
+    def sessions(self, project_id: str, limit: int) -> list[SessionSummary]:
+        """The `limit` sessions whose latest trace is most recent, most recent first."""
+        with self.db.transaction() as tx:
+            rows = tx.query(
+                "SELECT session_id, COUNT(*), MIN(start_ns), MAX(end_ns) FROM trace_summaries "
+                "WHERE project_id = ? AND session_id IS NOT NULL GROUP BY session_id "
+                "ORDER BY MAX(sort_ns) DESC, session_id LIMIT ?",
+                (project_id, limit),
+            )
+        return [SessionSummary(*row) for row in rows]
+
+    def get(self, project_id: str, trace_id: str) -> TraceSummary | None:
+        """One trace's summary, or None when nothing of it is stored."""
+        with self.db.transaction() as tx:
+            row = tx.query_one(f"{_SELECT} AND trace_id = ?", (project_id, trace_id))
+        return None if row is None else TraceSummary(*row)

@@ -1,0 +1,232 @@
+"""The per-trace summary follows what is stored, under every re-sending rule."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import threading
+from typing import Any
+
+import orjson
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import proto_json
+from storage.database import Database
+from storage.identity import IdentityStore
+from storage.resend import UPSERT, postgres_upsert
+from storage.schema import MIGRATIONS, migrate
+from storage.span_rows import SpanRow, rows_of
+from storage.spans import SpanStore
+from storage.trace_summaries import (
+    BACKFILL_SUMMARIES,
+    TraceFilter,
+    TraceSummaries,
+    TraceSummary,
+    refresh_postgres,
+    refresh_sqlite,
+)
+from tests.proto_json.spans import span
+
+WINDOW_MS = 1_200_000
+TRACE = "ab" * 16
+
+
+def _store(db: Database, project_id: str, received_ms: int, *spans: dict[str, Any]) -> int:
+    request = proto_json.convert_spans(orjson.dumps({"spans": list(spans)})).request
+    return len(SpanStore(db).upsert(rows_of(request, project_id, received_ms), WINDOW_MS))
+
+
+def _summary(db: Database, project_id: str) -> TraceSummary:
+    found = TraceSummaries(db).get(project_id, TRACE)
+    assert found is not None
+    return found
+
+
+def _root(**fields: Any) -> dict[str, Any]:
+    return span(traceId=TRACE, spanId="1" * 16, name="root", **fields)
+
+
+def _child(**fields: Any) -> dict[str, Any]:
+    return span(traceId=TRACE, spanId="2" * 16, parentSpanId="1" * 16, name="child", **fields)
+
+
+def test_summary_of_a_trace_sent_in_parts(database: Database) -> None:
+    """Children first, root later: the count, errors, root name and start follow."""
+    project = IdentityStore(database).create_project("demo").id
+    _store(
+        database,
+        project,
+        1,
+        _child(status="error", startTime="2026-11-22T10:00:01Z", endTime="2026-11-22T10:00:02Z"),
+    )
+    first = _summary(database, project)
+    assert (first.span_count, first.error_count, first.root_name) == (1, 1, None)
+    _store(
+        database,
+        project,
+        2,
+        _root(
+            startTime="2026-11-22T10:00:00Z",
+            endTime="2026-11-22T10:00:03Z",
+            attributes={"session.id": "s1"},
+        ),
+    )
+    after = _summary(database, project)
+    assert (after.span_count, after.error_count, after.root_name) == (2, 1, "root")
+    assert after.start_ns < first.start_ns and after.duration_ms == 3000.0
+    assert after.session_id == "s1" and after.received_ms == 2
+    assert after.sort_ns == first.sort_ns  # the list's order never moves
+
+
+def test_refused_and_replaced_sends(database: Database) -> None:
+    """Refused within the window: no change. Replaced after it: the new values. Another
+    start day after it: a second stored span, counted."""
+    project = IdentityStore(database).create_project("demo").id
+    _store(database, project, 1_000, _root(status="ok"))
+    assert _store(database, project, 2_000, _root(status="error")) == 1
+    assert _summary(database, project).error_count == 0
+    later = 1_000 + WINDOW_MS + 1
+    assert _store(database, project, later, _root(status="error")) == 0
+    replaced = _summary(database, project)
+    assert (replaced.span_count, replaced.error_count) == (1, 1)
+    _store(
+        database,
+        project,
+        later + WINDOW_MS + 1,
+        _root(status="ok", startTime="2026-11-23T10:00:00Z"),
+    )
+    assert (_summary(database, project).span_count, _summary(database, project).error_count) == (
+        2,
+        1,
+    )
+
+
+def test_upgrade_fills_summaries_of_stored_spans(database_url: str) -> None:
+    """A database migrated with spans already stored gets their summaries."""
+    db = Database(database_url)
+    try:
+        with db.transaction() as tx:  # the schema as it was before summaries
+            tx.execute(
+                "CREATE TABLE schema_migrations (version BIGINT PRIMARY KEY, "
+                "applied_at TEXT NOT NULL)"
+            )
+            for version, statements in enumerate(MIGRATIONS[:4], start=1):
+                for statement in statements:
+                    tx.execute(statement)
+                tx.execute("INSERT INTO schema_migrations VALUES (?, 'then')", (version,))
+            tx.execute("INSERT INTO organizations VALUES ('o', 'default', 'then')")
+            tx.execute("INSERT INTO projects VALUES ('p', 'demo', 'o', 'then')")
+            request = proto_json.convert_spans(
+                orjson.dumps({"spans": [_root(), _child(status="error")]})
+            ).request
+            for row in rows_of(request, "p", 5):
+                tx.execute(f"INSERT INTO spans VALUES ({', '.join('?' * len(row))})", tuple(row))
+        migrate(db)
+        found = _summary(db, "p")
+        assert (found.span_count, found.error_count, found.root_name) == (2, 1, "root")
+        traces, _ = TraceSummaries(db).page("p", TraceFilter(), 10)
+        assert [t.trace_id for t in traces] == [TRACE]
+    finally:
+        db.close()
+
+
+def _summary_row(
+    project: str = "p",
+    trace: str = "a",
+    span: str = "1",
+    day: str = "2026-11-23",
+    content: str = "x",
+    received_ms: int = 0,
+    root: bool = True,
+    start: int = 10,
+    end: int | None = 20,
+    error: bool = False,
+    session: str | None = None,
+) -> SpanRow:
+    return SpanRow(
+        project, trace, span, day, None if root else "0", f"name {content}", "internal",
+        2 if error else 0, None, start, end, session, "[]", "[]", "[]", "{}", "{}", "{}",
+        content, received_ms,
+    )  # fmt: skip
+
+
+_ROWS = st.builds(
+    _summary_row,
+    project=st.sampled_from("pq"),
+    trace=st.sampled_from("ab"),
+    span=st.sampled_from("123"),
+    day=st.sampled_from(["2026-11-23", "2026-11-24"]),
+    content=st.sampled_from("xyz"),
+    received_ms=st.sampled_from([0, 1, WINDOW_MS, WINDOW_MS + 2, 5 * WINDOW_MS]),
+    root=st.booleans(),
+    start=st.integers(0, 50),
+    end=st.one_of(st.none(), st.integers(50, 90)),
+    error=st.booleans(),
+    session=st.sampled_from([None, "s1", "s2"]),
+)
+_RECOMPUTED = BACKFILL_SUMMARIES.split(") ", 1)[1]  # the aggregate over every stored span
+
+
+@settings(
+    max_examples=int(os.environ.get("SPANGATE_FUZZ_EXAMPLES", "200")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+@given(st.lists(st.lists(_ROWS, max_size=10), max_size=4))
+def test_summaries_equal_a_recount_of_the_stored_spans(batches: list[list[SpanRow]]) -> None:
+    """Batch after batch (repeats, refusals, replacements, other days, new and stored
+    traces mixed): every summary equals an aggregate of the stored rows, but for the
+    list's order key, which keeps the start the trace had when first stored."""
+    with tempfile.TemporaryDirectory() as work:
+        db = Database(f"sqlite:///{work}/spans.db")
+        try:
+            migrate(db)
+            first_start: dict[tuple[str, str], int] = {}
+            for batch in batches:
+                SpanStore(db).upsert(batch, WINDOW_MS)
+                with db.transaction() as tx:
+                    expected = sorted(tx.query(_RECOMPUTED))
+                    stored = sorted(tx.query("SELECT * FROM trace_summaries"))
+                for row in expected:
+                    first_start.setdefault((row[0], row[1]), row[3])
+                assert [r[:2] + r[3:] for r in stored] == [r[:2] + r[3:] for r in expected]
+                assert [r[2] for r in stored] == [first_start[r[0], r[1]] for r in stored]
+        finally:
+            db.close()
+
+
+def test_a_writer_waits_for_the_other_writer_of_its_trace(database: Database) -> None:
+    """Two workers write spans of one trace at once: the one that commits second counts
+    the first one's spans too (it waits for the trace's lock, then reads the spans)."""
+    project = IdentityStore(database).create_project("demo").id
+    first = [_summary_row(project=project, trace=TRACE, span=f"{n:016x}") for n in range(3)]
+    second = [_summary_row(project=project, trace=TRACE, span=f"{n:016x}") for n in range(3, 5)]
+    summarised, release = threading.Event(), threading.Event()
+
+    def hold_a_batch_open() -> None:
+        with database.transaction(immediate=True) as tx:
+            if database.postgres:
+                tx.first_rows(postgres_upsert(WINDOW_MS), first)
+                refresh_postgres(tx, first)
+            else:
+                tx.executemany(UPSERT, first)
+                refresh_sqlite(tx, first, set(), [], False)
+            summarised.set()
+            release.wait(10)
+        database.release_thread()
+
+    def write_another() -> None:
+        SpanStore(database).upsert(second, WINDOW_MS)
+        database.release_thread()
+
+    holder = threading.Thread(target=hold_a_batch_open)
+    holder.start()
+    assert summarised.wait(10)
+    writer = threading.Thread(target=write_another)
+    writer.start()
+    writer.join(0.5)  # time to reach the lock it must wait on (it is still waiting)
+    release.set()
+    holder.join()
+    writer.join()
+    assert _summary(database, project).span_count == 5
