@@ -1,19 +1,45 @@
-"""`spangate users|projects|keys`: identity management until the dashboard exists."""
+"""`spangate users|projects|keys`: identity management for operators."""
 
 from __future__ import annotations
 
 import argparse
+import getpass
+import sys
 from dataclasses import asdict
 
-from spangate.cli_support import print_json, print_table, with_database
+from spangate.cli_support import CommandError, print_json, print_table, with_database
 from storage.database import Database
 from storage.identity import ROLES, IdentityStore
+from storage.passwords import Passwords, check_password
+
+
+def _read_password() -> str:
+    """A password from stdin: prompted for (twice) on a terminal, else its first line."""
+    if sys.stdin.isatty():
+        password = getpass.getpass("Password: ")
+        if getpass.getpass("Again: ") != password:
+            raise CommandError("the two passwords differ")
+        return check_password(password)
+    return check_password(sys.stdin.readline().rstrip("\r\n"))
 
 
 def _users_add(args: argparse.Namespace) -> int:
     def action(db: Database) -> int:
+        password = _read_password() if args.password_stdin else None
         user = IdentityStore(db).add_user(args.email, args.role, args.org)
         print(f"added user {user.email} ({user.role}) in organisation {user.org}")
+        if password is not None:
+            Passwords(db).set_password(user.email, password)
+            print(f"{user.email} can sign in to the dashboard")
+        return 0
+
+    return with_database(action)
+
+
+def _users_set_password(args: argparse.Namespace) -> int:
+    def action(db: Database) -> int:
+        user = Passwords(db).set_password(args.email, _read_password())
+        print(f"password set for {user.email}")
         return 0
 
     return with_database(action)
@@ -110,7 +136,17 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     add.add_argument("email")
     add.add_argument("--role", required=True, choices=ROLES)
     add.add_argument("--org", default="default", help="organisation (created if new)")
+    add.add_argument(
+        "--password-stdin",
+        action="store_true",
+        help="read a dashboard password from stdin (at least 8 characters)",
+    )
     add.set_defaults(handler=_users_add)
+    set_password = users.add_parser(
+        "set-password", help="set a user's dashboard password (read from stdin)"
+    )
+    set_password.add_argument("email")
+    set_password.set_defaults(handler=_users_set_password)
     set_role = users.add_parser("set-role", help="change a user's role")
     set_role.add_argument("email")
     set_role.add_argument("role", choices=ROLES)

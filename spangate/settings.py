@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TypeVar
 
 PREFIX = "SPANGATE_"
+_SECRETS = frozenset(("SESSION_SECRET",))  # never echoed in an error
 T = TypeVar("T")
 
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -81,6 +82,18 @@ def _log_level(text: str) -> str:
     return level
 
 
+def _flag(text: str) -> bool:
+    if text not in ("0", "1"):
+        raise ValueError("must be 0 or 1")
+    return text == "1"
+
+
+def _secret(text: str) -> str:
+    if len(text) < 32:
+        raise ValueError("must be at least 32 characters")
+    return text
+
+
 def _database_url(text: str) -> str:
     if not text.startswith(("sqlite:///", "postgresql://", "postgres://")):
         raise ValueError("must start with sqlite:/// or postgresql://")
@@ -118,6 +131,8 @@ class Settings:
     cors_allowed_origins: tuple[str, ...] = field(default=())
     log_level: str = "info"
     archive_dir: Path | None = None
+    app_secure_cookies: bool = False
+    session_secret: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if not self.database_url:
@@ -135,7 +150,8 @@ class Settings:
             try:
                 return cast(raw.strip())
             except ValueError as e:
-                raise SettingsError(f"{PREFIX}{name}={raw!r}: {e}") from None
+                shown = "(hidden)" if name in _SECRETS else repr(raw)
+                raise SettingsError(f"{PREFIX}{name}={shown}: {e}") from None
 
         d = cls()
         data_dir = read("DATA_DIR", Path, d.data_dir)
@@ -173,4 +189,6 @@ class Settings:
             cors_allowed_origins=read("CORS_ALLOWED_ORIGINS", _origins, d.cors_allowed_origins),
             log_level=read("LOG_LEVEL", _log_level, d.log_level),
             archive_dir=read("ARCHIVE_DIR", Path, None),
+            app_secure_cookies=read("APP_SECURE_COOKIES", _flag, d.app_secure_cookies),
+            session_secret=read("SESSION_SECRET", _secret, None),
         )

@@ -112,6 +112,21 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "(project_id, session_id, sort_ns, trace_id) WHERE session_id IS NOT NULL",
         BACKFILL_SUMMARIES,
     ),
+    (  # 6: dashboard sign-in: password hashes, server-side sessions, failed attempts
+        # (storage/passwords.py, storage/web_sessions.py).
+        "ALTER TABLE users ADD COLUMN password_hash TEXT",
+        """CREATE TABLE web_sessions (
+            token_hash TEXT PRIMARY KEY,
+            user_id TEXT NOT NULL REFERENCES users(id),
+            csrf_token TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            expires_ms BIGINT NOT NULL)""",
+        "CREATE INDEX web_sessions_user ON web_sessions (user_id)",
+        """CREATE TABLE login_failures (
+            email TEXT NOT NULL,
+            at_ms BIGINT NOT NULL)""",
+        "CREATE INDEX login_failures_email ON login_failures (email, at_ms)",
+    ),
 )
 
 

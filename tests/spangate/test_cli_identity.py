@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import subprocess
 import sys
 from pathlib import Path
@@ -112,3 +113,29 @@ def test_unreachable_database_is_one_line_no_traceback(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert "Traceback" not in done.stderr and "unreachable" in done.stderr
     assert done.stderr.count("\n") == 1
+
+
+def test_passwords_from_stdin(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, data_dir: Path
+) -> None:
+    """users add --password-stdin and users set-password read stdin; short ones are refused."""
+    from storage.database import Database
+    from storage.passwords import Passwords
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("a long password\n"))
+    assert main(["users", "add", "p@x.io", "--role", "viewer", "--password-stdin"]) == 0
+    monkeypatch.setattr("sys.stdin", io.StringIO("short\n"))
+    assert main(["users", "set-password", "p@x.io"]) == 1
+    assert "at least 8 characters" in capsys.readouterr().err
+    monkeypatch.setattr("sys.stdin", io.StringIO("another long one\n"))
+    assert main(["users", "set-password", "p@x.io"]) == 0
+    monkeypatch.setattr("sys.stdin", io.StringIO("short\n"))
+    assert main(["users", "add", "q@x.io", "--role", "viewer", "--password-stdin"]) == 1
+    assert main(["users", "set-password", "nobody@x.io"]) == 1
+    db = Database(f"sqlite:///{data_dir / 'spangate.db'}")
+    try:
+        assert Passwords(db).sign_in("p@x.io", "another long one", 0).email == "p@x.io"
+    finally:
+        db.close()
+    # the user whose password was refused was not added: adding it now works
+    assert main(["users", "add", "q@x.io", "--role", "viewer"]) == 0

@@ -59,9 +59,24 @@ def test_values_are_read_and_typed() -> None:
         ("REDIS_URL", "localhost:6379"),
         ("DATABASE_URL", "mysql://x"),
         ("ENQUEUE_TIMEOUT_MS", "soon"),
+        ("APP_SECURE_COOKIES", "yes"),
+        ("SESSION_SECRET", "too short"),
     ],
 )
 def test_bad_value_names_the_variable(name: str, value: str) -> None:
     """A bad value raises SettingsError whose message names the variable."""
     with pytest.raises(SettingsError, match=f"^SPANGATE_{name}="):
         Settings.from_env({f"SPANGATE_{name}": value})
+
+
+def test_dashboard_settings() -> None:
+    """The dashboard's settings are read; a bad session secret is never echoed."""
+    secret = "s" * 40
+    settings = Settings.from_env(
+        {"SPANGATE_APP_SECURE_COOKIES": "1", "SPANGATE_SESSION_SECRET": secret}
+    )
+    assert settings.app_secure_cookies and settings.session_secret == secret
+    assert secret not in repr(settings)
+    with pytest.raises(SettingsError) as refused:
+        Settings.from_env({"SPANGATE_SESSION_SECRET": "hunter2"})
+    assert "hunter2" not in str(refused.value)
