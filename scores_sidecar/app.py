@@ -16,11 +16,10 @@ from scores_sidecar.validation import parse_score
 from spangate.cors import install_cors
 from spangate.settings import Settings
 from spangate.web import (
-    check_database,
     http_exception_parts,
+    install_health,
     install_lifespan,
     json_response,
-    readiness,
 )
 from storage.database import Database
 from storage.errors import StoreError
@@ -121,19 +120,8 @@ def create_app(settings: Settings) -> Quart:
     scores = Scores(KeyVerifier(IdentityStore(db).identity_for_hash), ScoreStore(db))
     install_lifespan(app, db, log)
 
-    async def health() -> Response:
-        return json_response({"status": "ok"})
-
-    async def live() -> Response:
-        return json_response({"status": "live"})
-
-    async def ready() -> Response:
-        return readiness({"database": await check_database(db)})
-
     app.add_url_rule("/v1/scores", view_func=scores.create, methods=["POST"])
-    app.add_url_rule("/health", view_func=health, methods=["GET"])
-    app.add_url_rule("/health/live", view_func=live, methods=["GET"])
-    app.add_url_rule("/health/ready", view_func=ready, methods=["GET"])
+    install_health(app, db)
     install_gates(app)
     _install_error_handlers(app)
     install_cors(app, settings.cors_allowed_origins)

@@ -1,4 +1,4 @@
-"""`spangate serve` and the one-part commands: `collector`, `sidecar` (and `worker`)."""
+"""`spangate serve` and the one-part commands: `collector`, `sidecar`, `dashboard`, `worker`."""
 
 from __future__ import annotations
 
@@ -67,6 +67,19 @@ def _sidecar(args: argparse.Namespace) -> int:
     return 0
 
 
+def _dashboard(args: argparse.Namespace) -> int:
+    from dashboard.app import create_app
+    from spangate.runner import run
+
+    try:
+        settings = load_settings()
+        configure_logging(settings.log_level)
+        run(create_app(settings), settings.host, settings.app_port)
+    except (SettingsError, OSError) as e:
+        return fail(str(e))
+    return 0
+
+
 def _worker(args: argparse.Namespace) -> int:
     import redis
 
@@ -115,6 +128,7 @@ def _parts(args: argparse.Namespace) -> dict[str, list[str]]:
             f"collector-{n}": ["collector", "--reuse-port"] for n in range(1, args.workers + 1)
         }
     parts["sidecar"] = ["sidecar"]
+    parts["dashboard"] = ["dashboard"]
     if not args.no_worker:
         parts["worker"] = ["worker"]
     return parts
@@ -174,10 +188,12 @@ def _banner(settings: Settings, parts: dict[str, list[str]]) -> None:
         f"spangate serving {', '.join(parts)}",
         f"  ingest:  http://{settings.host}:{settings.ingest_port}/v1/spans "
         f"(OTLP/JSON: /v1/otlp/v1/traces)",
+        f"  scores:  http://{settings.host}:{settings.api_port}/v1/scores",
         f"  queue:   {settings.redis_url}",
         f"  storage: {Database(settings.database_url).display_url}",
-        "  create a key: spangate users add you@example.com --role owner && "
-        "spangate keys create --project demo --user you@example.com",
+        "  first user: spangate users add you@example.com --role owner --password-stdin",
+        "  a key:      spangate keys create --project demo --user you@example.com",
+        f"  dashboard: http://{settings.host}:{settings.app_port}/",
     ]
     print("\n".join(lines), file=sys.stderr, flush=True)
 
@@ -232,6 +248,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     collector.set_defaults(handler=_collector)
     sidecar = commands.add_parser("sidecar", help="run the scores API")
     sidecar.set_defaults(handler=_sidecar)
+    dashboard = commands.add_parser("dashboard", help="run the dashboard (browser sign-in)")
+    dashboard.set_defaults(handler=_dashboard)
     worker = commands.add_parser("worker", help="drain the queue into the span store")
     worker.add_argument(
         "--burst", action="store_true", help="drain what is queued, then exit (prints a summary)"

@@ -46,6 +46,24 @@ def readiness(checks: dict[str, str]) -> Response:
     )
 
 
+def install_health(app: Quart, db: Database) -> None:
+    """`/health` (fixed), `/health/live` (the process answers) and `/health/ready` (the
+    database answers), for an app whose one dependency is the database."""
+
+    async def health() -> Response:
+        return json_response({"status": "ok"})
+
+    async def live() -> Response:
+        return json_response({"status": "live"})
+
+    async def ready() -> Response:
+        return readiness({"database": await check_database(db)})
+
+    app.add_url_rule("/health", view_func=health, methods=["GET"])
+    app.add_url_rule("/health/live", view_func=live, methods=["GET"])
+    app.add_url_rule("/health/ready", view_func=ready, methods=["GET"])
+
+
 def http_exception_parts(error: HTTPException) -> tuple[int, str, str, dict[str, str]]:
     """(status, CODE, message, headers to keep) for a framework HTTP error (404, 405...)."""
     status = error.code or 500

@@ -11,13 +11,17 @@ from pathlib import Path
 import httpx
 
 
-def spawn(command: list[str], env: dict[str, str], cwd: Path) -> subprocess.Popen[bytes]:
-    """`spangate COMMAND...` as a child process with a clean SPANGATE_ environment."""
+def spawn(
+    command: list[str], env: dict[str, str], cwd: Path, stdin: int | None = None
+) -> subprocess.Popen[bytes]:
+    """`spangate COMMAND...` as a child process with a clean SPANGATE_ environment
+    (`stdin=subprocess.PIPE` to write to it)."""
     base = {k: v for k, v in os.environ.items() if not k.startswith("SPANGATE_")}
     return subprocess.Popen(
         [sys.executable, "-m", "spangate.cli", *command],
         cwd=cwd,
         env={**base, **env},
+        stdin=stdin,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
@@ -37,3 +41,13 @@ def wait_healthy(url: str, process: subprocess.Popen[bytes], timeout: float = 30
             pass
         time.sleep(0.1)
     raise AssertionError(f"{url} did not become healthy")
+
+
+def stop(process: subprocess.Popen[bytes], timeout: float = 60) -> tuple[bytes, bytes]:
+    """SIGTERM, then SIGKILL if it is still running after `timeout`; its output."""
+    process.terminate()
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+    return process.communicate()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,7 @@ from schemathesis.checks import (
 )
 
 from spangate.embedded_redis import free_port
-from tests.processes import spawn, wait_healthy
+from tests.processes import spawn, stop, wait_healthy
 
 ROOT = Path(__file__).parents[1]
 
@@ -59,12 +58,7 @@ def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]
             "key": key,
         }
     finally:
-        serve.terminate()
-        try:
-            serve.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            serve.kill()
-        _, err = serve.communicate()
+        _, err = stop(serve)
         Path("/tmp/openapi_serve.err").write_bytes(err)
 
 

@@ -71,6 +71,7 @@ def test_replay_examples_then_archive_against_serve(tmp_path: Path) -> None:
     env = {
         "SPANGATE_INGEST_PORT": str(port),
         "SPANGATE_API_PORT": str(api_port),
+        "SPANGATE_APP_PORT": str(free_port()),
         "SPANGATE_ARCHIVE_DIR": str(archive),
     }
     serve = spawn(["serve"], env, tmp_path)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -27,16 +28,45 @@ def _wait_stored(env: dict[str, str], cwd: Path, trace_id: str) -> None:
     raise AssertionError("the span was not stored by serve's worker")
 
 
+def _ports() -> dict[str, str]:
+    return {
+        "SPANGATE_INGEST_PORT": str(free_port()),
+        "SPANGATE_API_PORT": str(free_port()),
+        "SPANGATE_APP_PORT": str(free_port()),
+    }
+
+
+def _dashboard_lists(app: str, trace_id: str) -> None:
+    """Signed in through the dashboard's form, the trace list shows the trace."""
+    with httpx.Client(base_url=app) as browser:
+        page = browser.get("/login").text
+        token = page.split('name="csrf-token" content="')[1].split('"')[0]
+        signed_in = browser.post(
+            "/login", data={"email": "a@x.io", "password": PASSWORD, "csrf_token": token}
+        )
+        assert signed_in.status_code == 303
+        listed = browser.get("/api/v1/projects/demo/traces").json()
+    assert [t["traceId"] for t in listed["traces"]] == [trace_id]
+
+
+PASSWORD = "a long password"
+
+
 def test_serve_embedded_defaults_then_clean_stop(tmp_path: Path) -> None:
-    """serve starts Redis, collector and sidecar, takes spans and scores, stops on SIGTERM."""
-    port, api_port = free_port(), free_port()
-    env = {"SPANGATE_INGEST_PORT": str(port), "SPANGATE_API_PORT": str(api_port)}
+    """serve starts Redis, collector, sidecar and dashboard, takes spans and scores, shows
+    the stored trace to a signed-in user, and stops on SIGTERM."""
+    env = _ports()
+    port, api_port = env["SPANGATE_INGEST_PORT"], env["SPANGATE_API_PORT"]
+    app = f"http://127.0.0.1:{env['SPANGATE_APP_PORT']}"
     process = spawn(["serve"], env, tmp_path)
     try:
         wait_healthy(f"http://127.0.0.1:{port}/health/ready", process)
         wait_healthy(f"http://127.0.0.1:{api_port}/health/ready", process)
-        keys = spawn(["users", "add", "a@x.io", "--role", "owner"], env, tmp_path)
-        assert keys.wait(timeout=30) == 0
+        wait_healthy(f"{app}/health/ready", process)
+        add = ["users", "add", "a@x.io", "--role", "owner", "--password-stdin"]
+        keys = spawn(add, env, tmp_path, stdin=subprocess.PIPE)
+        keys.communicate(f"{PASSWORD}\n".encode(), timeout=30)
+        assert keys.returncode == 0
         created = spawn(["keys", "create", "--project", "demo", "--user", "a@x.io"], env, tmp_path)
         out, _ = created.communicate(timeout=30)
         key = out.decode().strip().splitlines()[-1]
@@ -53,6 +83,7 @@ def test_serve_embedded_defaults_then_clean_stop(tmp_path: Path) -> None:
         )
         assert score.status_code == 201 and score.json()["source"] == "api"
         _wait_stored(env, tmp_path, span()["traceId"])
+        _dashboard_lists(app, span()["traceId"])
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=60) == 0
     finally:
@@ -67,8 +98,8 @@ def test_serve_embedded_defaults_then_clean_stop(tmp_path: Path) -> None:
 def test_serve_workers_share_the_ingest_port(tmp_path: Path) -> None:
     """--workers 2 runs two collector processes on one port; requests on fresh connections
     are all accepted, and both processes answer some of them."""
-    port, api_port = free_port(), free_port()
-    env = {"SPANGATE_INGEST_PORT": str(port), "SPANGATE_API_PORT": str(api_port)}
+    env = _ports()
+    port = env["SPANGATE_INGEST_PORT"]
     process = spawn(["serve", "--workers", "2", "--no-worker"], env, tmp_path)
     try:
         wait_healthy(f"http://127.0.0.1:{port}/health/ready", process)

@@ -1,0 +1,98 @@
+"""The dashboard's JSON under /api/v1: the same session as the pages, never an API key.
+
+The guard (dashboard/signin.py) has refused API keys and signed-out requests before any
+of these runs; reads are open to every role of the project's organisation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from quart import Quart, Response, request
+
+from dashboard import params
+from dashboard.errors import invalid
+from dashboard.explorer import Explorer
+from dashboard.signin import current_session
+from spangate.web import json_response
+from storage.export import MAX_EXPORT_TRACES, as_csv
+from storage.scores import Score
+
+
+def _score_json(score: Score) -> dict[str, Any]:
+    return {
+        "id": score.id,
+        "name": score.name,
+        "score": score.score,
+        "comment": score.comment,
+        "source": score.source,
+        "spanId": score.span_id,
+        "createdAt": score.created_at,
+    }
+
+
+class Api:
+    """The read routes of /api/v1."""
+
+    def __init__(self, explorer: Explorer) -> None:
+        self.explorer = explorer
+
+    async def projects(self) -> Response:
+        user = current_session().user
+        found = await asyncio.to_thread(self.explorer.projects, user)
+        return json_response(
+            {"projects": [{"name": p.name, "createdAt": p.created_at} for p in found]}
+        )
+
+    async def traces(self, project: str) -> Response:
+        args = request.args
+        filters = params.trace_filter(args)
+        limit = params.limit_of(args, params.DEFAULT_LIMIT, params.MAX_LIMIT)
+        after = params.cursor_of(args)
+        found = await asyncio.to_thread(self.explorer.project, current_session().user, project)
+        page, cursor = await asyncio.to_thread(self.explorer.traces, found, filters, limit, after)
+        return json_response(
+            {
+                "traces": [params.summary_json(t) for t in page],
+                "next": None if cursor is None else cursor.encode(),
+            }
+        )
+
+    async def trace(self, project: str, trace_id: str) -> Response:
+        found = await asyncio.to_thread(self.explorer.project, current_session().user, project)
+        detail = await asyncio.to_thread(self.explorer.trace, found, trace_id)
+        return json_response(
+            {
+                "traceId": detail.trace_id,
+                "spans": detail.spans,
+                "scores": [_score_json(score) for score in detail.scores],
+            }
+        )
+
+    async def export(self, project: str) -> Response:
+        args = request.args
+        filters = params.trace_filter(args)
+        form = args.get("format", "json")
+        if form not in ("csv", "json"):
+            raise invalid("format must be csv or json")
+        limit = params.limit_of(args, MAX_EXPORT_TRACES, MAX_EXPORT_TRACES)
+        found = await asyncio.to_thread(self.explorer.project, current_session().user, project)
+        traces = await asyncio.to_thread(self.explorer.export, found, filters, limit)
+        disposition = {"Content-Disposition": f'attachment; filename="{found.name}-traces.{form}"'}
+        if form == "json":
+            return json_response(traces, headers=disposition)
+        return Response(as_csv(traces), content_type="text/csv; charset=utf-8", headers=disposition)
+
+
+def install_api(app: Quart, explorer: Explorer) -> None:
+    """Add the /api/v1 routes."""
+    api = Api(explorer)
+    base = "/api/v1/projects"
+    for rule, view in (
+        (base, api.projects),
+        (f"{base}/<project>/traces", api.traces),
+        (f"{base}/<project>/traces/export", api.export),
+        (f"{base}/<project>/traces/<trace_id>", api.trace),
+    ):
+        app.add_url_rule(rule, endpoint=f"api_{view.__name__}", view_func=view, methods=["GET"])

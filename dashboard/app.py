@@ -1,0 +1,114 @@
+"""The dashboard app: sign-in, pages and /api/v1 on the relational and span stores."""
+
+from __future__ import annotations
+
+import logging
+
+from quart import Quart, Response, g, render_template, request
+from werkzeug.exceptions import HTTPException
+
+from dashboard.api import install_api
+from dashboard.cookies import Signer, session_secret
+from dashboard.errors import DashboardError
+from dashboard.explorer import Explorer
+from dashboard.formats import millis, nanos
+from dashboard.pages import install_pages
+from dashboard.signin import SignIn, is_api
+from dashboard.waterfall import attribute_lines
+from spangate.settings import Settings
+from spangate.web import (
+    http_exception_parts,
+    install_health,
+    install_lifespan,
+    json_response,
+)
+from storage.database import Database
+from storage.errors import NotFound, StoreError, StoreUnavailable
+
+log = logging.getLogger("spangate.dashboard")
+SECURITY_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+        "frame-ancestors 'none'; form-action 'self'; base-uri 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "X-Frame-Options": "DENY",
+}
+
+
+async def _render(error: DashboardError) -> Response:
+    if is_api(request.path):
+        body = {"error": {"code": error.code, "message": error.message}}
+        return json_response(body, error.status, headers=error.headers)
+    page = await render_template("error.html", error=error)
+    return Response(page, error.status, headers=error.headers, content_type="text/html")
+
+
+def _install_error_handlers(app: Quart) -> None:
+    @app.errorhandler(DashboardError)
+    async def refused(error: DashboardError) -> Response:
+        return await _render(error)
+
+    @app.errorhandler(HTTPException)
+    async def http_error(error: HTTPException) -> Response:
+        status, code, message, headers = http_exception_parts(error)
+        return await _render(DashboardError(status, code, message, headers))
+
+    @app.errorhandler(NotFound)
+    async def missing(error: NotFound) -> Response:
+        return await _render(DashboardError(404, "NOT_FOUND", str(error)))
+
+    @app.errorhandler(StoreError)
+    async def store_failed(error: StoreError) -> Response:
+        if isinstance(error, StoreUnavailable):
+            log.warning("database unavailable", extra={"error": str(error)})
+            return await _render(
+                DashboardError(503, "STORAGE_ERROR", "the database is not answering; try again")
+            )
+        log.error("database error", extra={"error": str(error)})
+        return await _render(DashboardError(500, "INTERNAL_ERROR", "the request failed"))
+
+    @app.errorhandler(Exception)
+    async def internal_error(error: Exception) -> Response:
+        log.exception("request failed")
+        return await _render(DashboardError(500, "INTERNAL_ERROR", "the request failed"))
+
+
+def create_app(settings: Settings) -> Quart:
+    """The dashboard on the database named by `settings.database_url`."""
+    app = Quart(__name__)
+    db = Database(settings.database_url)
+    signin = SignIn(
+        db,
+        Signer(session_secret(settings.session_secret, settings.data_dir)),
+        settings.app_secure_cookies,
+    )
+    install_lifespan(app, db, log)
+    app.before_request(signin.guard)
+
+    @app.after_request
+    async def finish(response: Response) -> Response:
+        response.headers.update(SECURITY_HEADERS)
+        if request.path != "/static" and not request.path.startswith("/static/"):
+            response.headers["Cache-Control"] = "no-store"
+        return signin.finish(response)
+
+    @app.context_processor
+    async def page_context() -> dict[str, object]:
+        return {"csrf_token": signin.csrf_token(), "web_session": g.get("web_session")}
+
+    app.add_template_filter(nanos)
+    app.add_template_filter(millis)
+    app.add_template_filter(attribute_lines)
+    app.add_url_rule("/login", view_func=signin.login_page, methods=["GET"])
+    app.add_url_rule("/login", endpoint="login_post", view_func=signin.login, methods=["POST"])
+    app.add_url_rule("/logout", view_func=signin.logout, methods=["POST"])
+
+    install_health(app, db)
+    ingest_url = f"http://{settings.host}:{settings.ingest_port}"
+    explorer = Explorer(db)
+    install_pages(app, explorer, ingest_url)
+    install_api(app, explorer)
+    _install_error_handlers(app)
+    return app

@@ -1,0 +1,30 @@
+"""The dashboard's one error type, rendered as JSON under /api/v1 and as a page elsewhere."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class DashboardError(Exception):
+    """A request the dashboard refuses: `{"error": {"code", "message"}}` or an error page."""
+
+    status: int
+    code: str
+    message: str
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def authentication_required() -> DashboardError:
+    """The spec's answer to an API key, or to no session, on /api/v1."""
+    return DashboardError(401, "UNAUTHORIZED", "Authentication required")
+
+
+def not_found(what: str = "no such page") -> DashboardError:
+    """404: also the answer for another organisation's project (never 403)."""
+    return DashboardError(404, "NOT_FOUND", what)
+
+
+def invalid(message: str) -> DashboardError:
+    """400 VALIDATION_ERROR: a query parameter the route cannot use."""
+    return DashboardError(400, "VALIDATION_ERROR", message)

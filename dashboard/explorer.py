@@ -1,0 +1,104 @@
+"""What the dashboard reads, for one signed-in user: their organisation's projects only.
+
+Another organisation's project is NotFound, exactly like a project that does not exist,
+so the answer never confirms it is there. Synchronous (the routes call in on a thread).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from storage.database import Database
+from storage.errors import NotFound
+from storage.export import export_traces
+from storage.identity import IdentityStore, Project, User
+from storage.scores import Score, ScoreStore
+from storage.spans import SpanStore
+from storage.trace_summaries import (
+    Cursor,
+    SessionSummary,
+    TraceFilter,
+    TraceSummaries,
+    TraceSummary,
+)
+
+_TRACE_ID = re.compile(r"[0-9a-fA-F]{32}")
+SESSIONS_SHOWN = 200
+SESSION_TRACES_SHOWN = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class TraceDetail:
+    """A trace's stored spans (by start) and its scores."""
+
+    trace_id: str
+    spans: list[dict[str, Any]]
+    scores: list[Score]
+    summary: TraceSummary | None
+
+
+class Explorer:
+    """Reads scoped to the user's organisation."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.identity = IdentityStore(db)
+        self.summaries = TraceSummaries(db)
+
+    def projects(self, user: User) -> list[Project]:
+        """The projects of the user's organisation, by name."""
+        return self.identity.list_projects(user.org)
+
+    def project(self, user: User, name: str) -> Project:
+        """The user's organisation's project of that name; NotFound else."""
+        project = self.identity.project(name)
+        if project.org != user.org:
+            raise NotFound(f"no project {name}")
+        return project
+
+    def traces(
+        self, project: Project, filters: TraceFilter, limit: int, after: Cursor | None
+    ) -> tuple[list[TraceSummary], Cursor | None]:
+        """A page of the trace list, newest first, and the next page's cursor."""
+        return self.summaries.page(project.id, filters, limit, after)
+
+    def scores(self, project: Project, traces: list[TraceSummary]) -> dict[str, list[Score]]:
+        """The scores of the traces of a page, by trace id."""
+        return ScoreStore(self.db).for_traces(project.id, [t.trace_id for t in traces])
+
+    def trace(self, project: Project, trace_id: str, outline: bool = False) -> TraceDetail:
+        """A trace's spans and scores; NotFound when nothing of it is stored. With
+        `outline`, the spans lack attributes, events, links, resource and scope."""
+        if not _TRACE_ID.fullmatch(trace_id):
+            raise NotFound(f"no trace {trace_id}")
+        trace_id = trace_id.lower()
+        store = SpanStore(self.db)
+        spans = (store.outline if outline else store.trace)(project.id, trace_id)
+        if not spans:
+            raise NotFound(f"no trace {trace_id}")
+        scores = ScoreStore(self.db).for_trace(project.id, trace_id)
+        return TraceDetail(trace_id, spans, scores, self.summaries.get(project.id, trace_id))
+
+    def span(self, project: Project, trace_id: str, span_id: str) -> dict[str, Any]:
+        """One span of a trace, whole (its first start day's row); NotFound else."""
+        rows = SpanStore(self.db).span(project.id, trace_id, span_id)
+        if not rows:
+            raise NotFound(f"no span {span_id} in trace {trace_id}")
+        return rows[0]
+
+    def sessions(self, project: Project) -> list[SessionSummary]:
+        """The project's most recent sessions."""
+        return self.summaries.sessions(project.id, SESSIONS_SHOWN)
+
+    def session(self, project: Project, session_id: str) -> list[TraceSummary]:
+        """A session's traces in time order; NotFound for a session with none."""
+        traces = self.summaries.of_session(project.id, session_id, SESSION_TRACES_SHOWN)
+        if not traces:
+            raise NotFound(f"no session {session_id}")
+        return traces
+
+    def export(self, project: Project, filters: TraceFilter, limit: int) -> list[dict[str, Any]]:
+        """The newest `limit` traces (at most 100) with their spans."""
+        return export_traces(self.db, project.id, filters, limit)

@@ -1,0 +1,145 @@
+"""The dashboard's pages: projects, the trace list, a trace's waterfall, sessions.
+
+Server-rendered, so every page works without JavaScript; the little script
+(static/dashboard.js) only collapses subtrees and shows a span without a reload.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+from urllib.parse import urlencode
+
+from quart import Quart, Response, render_template, request, url_for
+
+from dashboard import params
+from dashboard.explorer import Explorer, TraceDetail
+from dashboard.signin import current_session, redirect_to
+from dashboard.waterfall import Row, Waterfall, lay_out
+from dashboard.waterfall_html import rows_html
+from storage.errors import NotFound
+from storage.export import MAX_EXPORT_TRACES
+from storage.identity import Project
+
+WATERFALL_PAGE_ROWS = 1000
+
+
+class Pages:
+    """The HTML routes."""
+
+    def __init__(self, explorer: Explorer, ingest_url: str) -> None:
+        self.explorer = explorer
+        self.ingest_url = ingest_url
+
+    async def _project(self, name: str) -> Project:
+        return await asyncio.to_thread(self.explorer.project, current_session().user, name)
+
+    async def home(self) -> Response:
+        return redirect_to(url_for("projects"), 302)
+
+    async def projects(self) -> str:
+        found = await asyncio.to_thread(self.explorer.projects, current_session().user)
+        return await render_template("projects.html", projects=found)
+
+    async def project(self, project: str) -> Response:
+        found = await self._project(project)
+        return redirect_to(url_for("traces", project=found.name), 302)
+
+    async def traces(self, project: str) -> str:
+        args = request.args
+        filters = params.trace_filter(args)
+        limit = params.limit_of(args, params.DEFAULT_LIMIT, params.MAX_LIMIT)
+        after = params.cursor_of(args)
+        found = await self._project(project)
+        page, cursor = await asyncio.to_thread(self.explorer.traces, found, filters, limit, after)
+        scores = await asyncio.to_thread(self.explorer.scores, found, page)
+        kept = {k: v for k, v in args.items() if k in ("q", "status", "session") and v}
+        return await render_template(
+            "traces.html",
+            project=found,
+            traces=page,
+            scores=scores,
+            filters=filters,
+            filtered=bool(kept),
+            next_query=None if cursor is None else urlencode({**kept, "cursor": cursor.encode()}),
+            first_query=urlencode(kept) if after is not None else None,
+            export_query=urlencode({**kept, "limit": MAX_EXPORT_TRACES}),
+            ingest_url=self.ingest_url,
+        )
+
+    def _waterfall(
+        self, project: Project, trace_id: str, span_id: str | None
+    ) -> tuple[TraceDetail, Waterfall, Row | None, dict[str, Any] | None]:
+        """A trace's outline laid out, and the span `span_id` names, whole (one thread
+        hop for the page: its parts are each a few milliseconds)."""
+        detail = self.explorer.trace(project, trace_id, outline=True)
+        waterfall = lay_out(detail.spans)
+        chosen = next((r for r in waterfall.rows if r.span["spanId"] == span_id), None)
+        span = None
+        if chosen is not None and span_id is not None:
+            span = self.explorer.span(project, detail.trace_id, span_id)
+        return detail, waterfall, chosen, span
+
+    async def trace(self, project: str, trace_id: str) -> str:
+        found = await self._project(project)
+        selected = request.args.get("span") or None
+        detail, waterfall, chosen, span = await asyncio.to_thread(
+            self._waterfall, found, trace_id, selected
+        )
+        rows = waterfall.rows
+        pages = max(1, -(-len(rows) // WATERFALL_PAGE_ROWS))
+        page = request.args.get("page", "1")
+        number = int(page) if page.isdigit() and 1 <= int(page) <= pages else 1
+        shown = rows[(number - 1) * WATERFALL_PAGE_ROWS : number * WATERFALL_PAGE_ROWS]
+        return await render_template(
+            "trace.html",
+            project=found,
+            detail=detail,
+            waterfall=waterfall,
+            first_row=shown[0].position + 1 if shown else 0,
+            last_row=shown[-1].position + 1 if shown else 0,
+            rows_html=rows_html(shown, chosen, request.path, number),
+            page=number,
+            pages=pages,
+            row=chosen,
+            span=span,
+        )
+
+    async def span(self, project: str, trace_id: str, span_id: str) -> str:
+        found = await self._project(project)
+        _, _, chosen, span = await asyncio.to_thread(self._waterfall, found, trace_id, span_id)
+        if chosen is None:
+            raise NotFound(f"no span {span_id} in trace {trace_id}")
+        return await render_template("span_detail.html", row=chosen, span=span)
+
+    async def sessions(self, project: str) -> str:
+        found = await self._project(project)
+        listed = await asyncio.to_thread(self.explorer.sessions, found)
+        return await render_template(
+            "sessions.html", project=found, sessions=listed, ingest_url=self.ingest_url
+        )
+
+    async def session(self, project: str, session_id: str) -> str:
+        found = await self._project(project)
+        traces = await asyncio.to_thread(self.explorer.session, found, session_id)
+        scores = await asyncio.to_thread(self.explorer.scores, found, traces)
+        return await render_template(
+            "session.html", project=found, session_id=session_id, traces=traces, scores=scores
+        )
+
+
+def install_pages(app: Quart, explorer: Explorer, ingest_url: str) -> None:
+    """Add the page routes (each named for url_for)."""
+    pages = Pages(explorer, ingest_url)
+    base = "/projects/<project>"
+    for rule, view in (
+        ("/", pages.home),
+        ("/projects", pages.projects),
+        (base, pages.project),
+        (f"{base}/traces", pages.traces),
+        (f"{base}/traces/<trace_id>", pages.trace),
+        (f"{base}/traces/<trace_id>/spans/<span_id>", pages.span),
+        (f"{base}/sessions", pages.sessions),
+        (f"{base}/sessions/<path:session_id>", pages.session),
+    ):
+        app.add_url_rule(rule, endpoint=view.__name__, view_func=view, methods=["GET"])

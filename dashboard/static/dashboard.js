@@ -1,0 +1,59 @@
+// The waterfall's two conveniences; every page also works without this script.
+// Collapse: a row's descendants are the rows after it with a greater depth.
+// Select: a span's details are fetched and shown beside the waterfall, without a reload.
+"use strict";
+
+function rowsUnder(row) {
+  const depth = Number(row.dataset.depth);
+  const under = [];
+  for (let next = row.nextElementSibling; next; next = next.nextElementSibling) {
+    if (Number(next.dataset.depth) <= depth) break;
+    under.push(next);
+  }
+  return under;
+}
+
+function setCollapsed(row, collapsed) {
+  const button = row.querySelector("button.toggle");
+  button.setAttribute("aria-expanded", String(!collapsed));
+  button.textContent = collapsed ? "▸" : "▾";
+  const name = button.getAttribute("aria-label").replace(/^(Collapse|Expand) /, "");
+  button.setAttribute("aria-label", (collapsed ? "Expand " : "Collapse ") + name);
+  let hiddenBelow = -1;  // depth of a still-collapsed row whose rows stay hidden
+  for (const child of rowsUnder(row)) {
+    const depth = Number(child.dataset.depth);
+    if (hiddenBelow >= 0 && depth <= hiddenBelow) hiddenBelow = -1;
+    child.hidden = collapsed || hiddenBelow >= 0;
+    const toggle = child.querySelector("button.toggle");
+    if (!collapsed && hiddenBelow < 0 && toggle && toggle.getAttribute("aria-expanded") === "false") {
+      hiddenBelow = depth;
+    }
+  }
+}
+
+async function showSpan(list, row) {
+  const detail = document.getElementById("detail");
+  const response = await fetch(list.dataset.detailBase + encodeURIComponent(row.dataset.spanId),
+                               {credentials: "same-origin"});
+  if (!response.ok) return false;
+  detail.innerHTML = await response.text();
+  for (const other of list.querySelectorAll(".span-row.selected")) other.classList.remove("selected");
+  row.classList.add("selected");
+  return true;
+}
+
+document.addEventListener("click", async (event) => {
+  const row = event.target.closest(".span-row");
+  const list = event.target.closest("ol.spans");
+  if (!row || !list) return;
+  if (event.target.closest("button.toggle")) {
+    const expanded = row.querySelector("button.toggle").getAttribute("aria-expanded") === "true";
+    setCollapsed(row, expanded);
+    return;
+  }
+  const link = event.target.closest(".label a");
+  if (link && !event.ctrlKey && !event.metaKey && !event.shiftKey) {
+    event.preventDefault();
+    if (await showSpan(list, row)) history.replaceState(null, "", link.href);
+  }
+});

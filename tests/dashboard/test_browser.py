@@ -1,0 +1,144 @@
+"""The dashboard in a real browser: Playwright driving the system's Chromium.
+
+Debian's `chromium-headless-shell` (Playwright's own browser download is not used). In
+CI a missing browser fails these tests; elsewhere they skip, saying how to install it.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from storage.database import Database
+from storage.identity import IdentityStore
+from storage.passwords import Passwords
+from storage.schema import migrate
+from tests.dashboard.conftest import PASSWORD, agent_run, store
+from tests.processes import spawn, stop, wait_healthy
+from tests.proto_json.spans import span
+
+CHROMIUM = Path("/usr/bin/chromium-headless-shell")
+TRACE = "ef" * 16
+
+if not CHROMIUM.exists():
+    if os.environ.get("CI") == "true":
+        raise RuntimeError(f"{CHROMIUM} is missing in CI: .ci/run installs it with apt")
+    pytest.skip(
+        f"no {CHROMIUM}: apt-get install -y chromium-headless-shell to run the browser tests",
+        allow_module_level=True,
+    )
+
+from playwright.sync_api import Browser, Page, expect, sync_playwright  # noqa: E402
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def dashboard_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """`spangate dashboard` serving a database with a user, a project and one trace."""
+    root = tmp_path_factory.mktemp("dashboard")
+    url = f"sqlite:///{root / 'spangate.db'}"
+    db = Database(url)
+    migrate(db)
+    IdentityStore(db).add_user("owner@acme.test", "owner", "acme")
+    Passwords(db).set_password("owner@acme.test", PASSWORD)
+    project = IdentityStore(db).create_project("demo", "acme")
+    store(
+        db,
+        project,
+        [
+            *agent_run(TRACE, attributes={"gen_ai.request": {"model": "m-1", "temperature": 0.2}}),
+            span(
+                traceId=TRACE,
+                spanId="3" * 16,
+                parentSpanId="2" * 16,
+                name="parse",
+                kind="tool_call",
+                status="error",
+                startTime="2026-11-22T10:00:05Z",
+                endTime="2026-11-22T10:00:06Z",
+            ),
+        ],
+    )
+    db.close()
+    port = _free_port()
+    env = {
+        "SPANGATE_DATABASE_URL": url,
+        "SPANGATE_DATA_DIR": str(root / "data"),
+        "SPANGATE_APP_PORT": str(port),
+    }
+    process = spawn(["dashboard"], env, root)
+    try:
+        wait_healthy(f"http://127.0.0.1:{port}/health/ready", process)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        stop(process)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    """Headless Chromium from the system."""
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=str(CHROMIUM))
+        yield launched
+        launched.close()
+
+
+def _sign_in(page: Page, base: str) -> None:
+    page.goto(f"{base}/login")
+    page.get_by_label("Email").fill("owner@acme.test")
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page).to_have_url(f"{base}/projects")
+
+
+def test_sign_in_open_a_trace_and_read_its_waterfall(browser: Browser, dashboard_url: str) -> None:
+    """Sign in through the form, open the trace from the list, and see bars in proportion."""
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    _sign_in(page, dashboard_url)
+    page.get_by_role("link", name="demo").click()
+    expect(page.get_by_role("heading", name="Traces")).to_be_visible()
+    page.get_by_role("link", name=TRACE).click()
+    expect(page).to_have_title(f"Trace {TRACE} · spangate")
+    bars = page.locator(".span-row .bar")
+    expect(bars).to_have_count(3)
+    track = page.locator(".span-row .track").first.bounding_box()
+    boxes = [bars.nth(n).bounding_box() for n in range(3)]
+    assert track is not None and all(box is not None for box in boxes)
+    # root 0-10 s, model 2-7 s, parse 5-6 s: left and width as fractions of the track
+    for box, (left, width) in zip(boxes, [(0, 1), (0.2, 0.5), (0.5, 0.1)], strict=True):
+        assert box is not None
+        assert abs((box["x"] - track["x"]) / track["width"] - left) < 0.01
+        assert abs(box["width"] / track["width"] - width) < 0.01
+    page.get_by_role("link", name="ask model").click()
+    detail = page.get_by_label("Span details")
+    expect(detail.get_by_role("heading", name="ask model")).to_be_visible()
+    expect(detail).to_contain_text('"temperature": 0.2')
+    page.get_by_role("button", name="Collapse ask model").click()
+    expect(page.locator('.span-row[data-span-id="3333333333333333"]')).to_be_hidden()
+    page.get_by_role("button", name="Expand ask model").click()
+    expect(page.locator('.span-row[data-span-id="3333333333333333"]')).to_be_visible()
+    page.close()
+
+
+def test_export_from_the_list(browser: Browser, dashboard_url: str, tmp_path: Path) -> None:
+    """The list's Export CSV button downloads the trace's spans."""
+    page = browser.new_page()
+    _sign_in(page, dashboard_url)
+    page.goto(f"{dashboard_url}/projects/demo/traces")
+    with page.expect_download() as download:
+        page.get_by_role("link", name="Export CSV").click()
+    saved = tmp_path / "export.csv"
+    download.value.save_as(saved)
+    lines = saved.read_text().splitlines()
+    assert lines[0].startswith("traceId,spanId,parentSpanId,name")
+    assert len(lines) == 4 and all(line.startswith(TRACE) for line in lines[1:])
+    page.close()

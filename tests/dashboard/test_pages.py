@@ -1,0 +1,160 @@
+"""The pages: the trace list, the waterfall (large traces too), sessions, empty states."""
+
+from __future__ import annotations
+
+import re
+
+from dashboard.waterfall import lay_out
+from tests.dashboard.conftest import Site, agent_run, sign_in, store
+from tests.proto_json.spans import span
+
+TRACE = "cd" * 16
+
+
+def _text(page: bytes) -> str:
+    return page.decode()
+
+
+async def test_empty_states_say_what_to_do(site: Site) -> None:
+    """With nothing stored, the list names where to send spans, with the project's name."""
+    client = site.client()
+    await sign_in(client, "owner@acme.test")
+    page = _text(await (await client.get("/projects/demo/traces")).get_data())
+    assert "No traces yet" in page and "http://127.0.0.1:4318/v1/spans" in page
+    assert "<strong>demo</strong>" in page and "<title>Traces of demo" in page
+    page = _text(await (await client.get("/projects/demo/sessions")).get_data())
+    assert "No sessions yet" in page
+
+
+async def test_waterfall_rows_indent_and_bars(site: Site) -> None:
+    """One row per span under its parent, bars placed by start and sized by duration;
+    an orphan and a second root are shown, errors marked, agent kinds named."""
+    store(
+        site.db,
+        site.demo,
+        [
+            *agent_run(TRACE, status="error"),
+            span(
+                traceId=TRACE,
+                spanId="3" * 16,
+                parentSpanId="9" * 16,
+                name="lost child",
+                startTime="2026-11-22T10:00:01Z",
+                endTime="2026-11-22T10:00:02Z",
+            ),
+        ],
+    )
+    client = site.client()
+    await sign_in(client, "viewer@acme.test")
+    page = _text(await (await client.get(f"/projects/demo/traces/{TRACE}")).get_data())
+    rows = re.findall(r'<li class="span-row([^"]*)" data-depth="(\d+)" data-span-id="(\w+)"', page)
+    assert [(depth, span_id[0]) for _, depth, span_id in rows] == [
+        ("0", "1"),
+        ("1", "2"),
+        ("0", "3"),
+    ]
+    assert "error" in rows[1][0]
+    bars = re.findall(r'style="left: ([\d.]+)%; width: ([\d.]+)%"', page)
+    assert [(float(a), float(b)) for a, b in bars] == [(0, 100), (20, 50), (10, 10)]
+    assert "llm_call" in page and "agent" in page and "orphan" in page
+
+
+async def test_selected_span_details(site: Site) -> None:
+    """?span= shows that span's attributes (nested values readable), events and scope."""
+    store(
+        site.db,
+        site.demo,
+        [
+            span(
+                traceId=TRACE,
+                spanId="1" * 16,
+                name="tool",
+                attributes={"args": {"city": "Oslo"}},
+                events=[{"name": "retry", "attributes": {"n": 2}}],
+            )
+        ],
+    )
+    client = site.client()
+    await sign_in(client, "viewer@acme.test")
+    page = _text(
+        await (await client.get(f"/projects/demo/traces/{TRACE}?span={'1' * 16}")).get_data()
+    )
+    assert '<th scope="row">args</th>' in page and "&#34;city&#34;: &#34;Oslo&#34;" in page
+    assert "<strong>retry</strong>" in page
+    fragment = _text(
+        await (await client.get(f"/projects/demo/traces/{TRACE}/spans/{'1' * 16}")).get_data()
+    )
+    assert fragment.startswith("\n<h2>tool</h2>") or "<h2>tool</h2>" in fragment[:50]
+
+
+async def test_ten_thousand_span_trace_is_paged(site: Site) -> None:
+    """A 10,000-span trace renders 1,000 rows a page, every span reachable."""
+    spans = [
+        span(
+            traceId=TRACE,
+            spanId="f" * 16,
+            name="root",
+            startTime="2026-11-22T10:00:00Z",
+            endTime="2026-11-22T10:01:00Z",
+        )
+    ]
+    spans += [
+        span(
+            traceId=TRACE,
+            spanId=f"{n + 1:016x}",
+            parentSpanId="f" * 16,
+            name=f"s{n}",
+            startTime=f"2026-11-22T10:00:{n % 60:02d}Z",
+        )
+        for n in range(9_999)
+    ]
+    store(site.db, site.demo, spans)
+    client = site.client()
+    await sign_in(client, "viewer@acme.test")
+    seen = 0
+    for number in range(1, 11):
+        page = _text(
+            await (await client.get(f"/projects/demo/traces/{TRACE}?page={number}")).get_data()
+        )
+        seen += page.count('<li class="span-row')
+    assert seen == 10_000
+
+
+def test_deep_chain_lays_out() -> None:
+    """A chain of 5,000 parents lays out without recursion, depth by depth."""
+    spans = [
+        {
+            "spanId": f"{n + 1:016x}",
+            "parentSpanId": f"{n:016x}" if n else None,
+            "startTimeUnixNano": str(n),
+            "endTimeUnixNano": str(n + 1),
+        }
+        for n in range(5_000)
+    ]
+    rows = lay_out(spans).rows
+    assert [row.depth for row in rows] == list(range(5_000))
+
+
+async def test_sessions_pages(site: Site) -> None:
+    """Sessions list trace counts; a session's page lists its traces in time order."""
+    for n, session in enumerate(("s-a", "s-b", "s-a")):
+        store(
+            site.db,
+            site.demo,
+            [
+                span(
+                    traceId=f"{n + 1:032x}",
+                    spanId="1" * 16,
+                    name=f"turn {n}",
+                    attributes={"session.id": session},
+                    startTime=f"2026-11-22T10:00:0{n}Z",
+                )
+            ],
+        )
+    client = site.client()
+    await sign_in(client, "viewer@acme.test")
+    page = _text(await (await client.get("/projects/demo/sessions")).get_data())
+    assert re.search(r"s-a</a></td>\s*<td class=\"num\">2</td>", page)
+    page = _text(await (await client.get("/projects/demo/sessions/s-a")).get_data())
+    assert page.index("turn 0") < page.index("turn 2") and "turn 1" not in page
+    assert (await client.get("/projects/demo/sessions/none")).status_code == 404

@@ -1,0 +1,163 @@
+"""Browser sign-in: the form, sessions, CSRF, the failure limit, signing out."""
+
+from __future__ import annotations
+
+import pytest
+
+from dashboard.app import create_app
+from spangate.settings import Settings
+from tests.dashboard.conftest import PASSWORD, Site, csrf_of, sign_in
+
+
+async def _attempt(site: Site, client: object, email: str, password: str) -> tuple[int, str]:
+    page = await (await client.get("/login")).get_data()  # type: ignore[attr-defined]
+    response = await client.post(  # type: ignore[attr-defined]
+        "/login", form={"email": email, "password": password, "csrf_token": csrf_of(page)}
+    )
+    return response.status_code, (await response.get_data()).decode()
+
+
+async def test_login_form_is_labelled(site: Site) -> None:
+    """The form has labelled Email and Password inputs, a Sign in button and a CSRF token."""
+    page = (await (await site.client().get("/login")).get_data()).decode()
+    assert '<label for="email">Email</label>' in page and 'id="email"' in page
+    assert '<label for="password">Password</label>' in page and 'id="password"' in page
+    assert '<button type="submit">Sign in</button>' in page
+    assert 'name="csrf_token" value="' + csrf_of(page.encode()) + '"' in page
+
+
+async def test_sign_in_sets_a_safe_cookie(site: Site) -> None:
+    """Right credentials: 303 to /, an HttpOnly SameSite=Lax cookie (not Secure by default)."""
+    client = site.client()
+    page = await (await client.get("/login")).get_data()
+    response = await client.post(
+        "/login",
+        form={"email": "Owner@Acme.test ", "password": PASSWORD, "csrf_token": csrf_of(page)},
+    )
+    assert response.status_code == 303 and response.headers["Location"] == "/"
+    cookie = next(
+        c for c in response.headers.getlist("Set-Cookie") if c.startswith("spangate_session=")
+    )
+    assert "HttpOnly" in cookie and "SameSite=Lax" in cookie and "Secure" not in cookie
+    assert (await client.get("/projects")).status_code == 200
+
+
+async def test_secure_cookie_setting(site: Site, settings: Settings) -> None:
+    """SPANGATE_APP_SECURE_COOKIES=1 marks the session cookie Secure."""
+    from dataclasses import replace
+
+    app = create_app(replace(settings, app_secure_cookies=True))
+    async with app.test_app():
+        client = app.test_client()
+        page = await (await client.get("/login")).get_data()
+        response = await client.post(
+            "/login",
+            form={"email": "owner@acme.test", "password": PASSWORD, "csrf_token": csrf_of(page)},
+        )
+    cookies = response.headers.getlist("Set-Cookie")
+    assert any(c.startswith("spangate_session=") and "Secure" in c for c in cookies)
+
+
+async def test_failure_is_generic(site: Site) -> None:
+    """A wrong password and an unknown email get the same 401 page."""
+    wrong = await _attempt(site, site.client(), "owner@acme.test", "wrong password")
+    unknown = await _attempt(site, site.client(), "nobody@acme.test", "wrong password")
+    assert wrong[0] == unknown[0] == 401
+    assert "Invalid email or password" in wrong[1] and "Invalid email or password" in unknown[1]
+    assert "csrf-token" in wrong[1]
+
+
+async def test_five_failures_lock_the_email(site: Site) -> None:
+    """After 5 failures for one email, even the right password gets 429; others are not locked."""
+    client = site.client()
+    for _ in range(5):
+        assert (await _attempt(site, client, "owner@acme.test", "nope nope"))[0] == 401
+    assert (await _attempt(site, client, "owner@acme.test", PASSWORD))[0] == 429
+    assert (await _attempt(site, client, "nobody@acme.test", "x"))[0] == 401
+    assert (await _attempt(site, client, "viewer@acme.test", PASSWORD))[0] == 303
+
+
+async def test_login_needs_its_csrf_token(site: Site) -> None:
+    """POST /login without the form's token (or with another browser's) is 403."""
+    client = site.client()
+    await client.get("/login")
+    response = await client.post("/login", form={"email": "owner@acme.test", "password": PASSWORD})
+    assert response.status_code == 403
+    other = csrf_of(await (await site.client().get("/login")).get_data())
+    response = await client.post(
+        "/login", form={"email": "owner@acme.test", "password": PASSWORD, "csrf_token": other}
+    )
+    assert response.status_code == 403
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        ("/projects/demo/sessions", "/projects/demo/sessions"),
+        ("//evil.test/x", "/"),
+        ("https://evil.test/", "/"),
+        ("/\\evil.test", "/"),
+    ],
+)
+async def test_next_stays_on_site(site: Site, given: str, expected: str) -> None:
+    """`next` sends a signed-in browser back where it was, never to another site."""
+    client = site.client()
+    page = await (await client.get("/login")).get_data()
+    response = await client.post(
+        "/login",
+        form={
+            "email": "owner@acme.test",
+            "password": PASSWORD,
+            "csrf_token": csrf_of(page),
+            "next": given,
+        },
+    )
+    assert response.headers["Location"] == expected
+
+
+async def test_signed_out_pages_go_to_login(site: Site) -> None:
+    """A page asked for without a session redirects to the form, remembering where."""
+    response = await site.client().get("/projects/demo/traces?q=x")
+    assert response.status_code == 303
+    assert response.headers["Location"] == "/login?next=%2Fprojects%2Fdemo%2Ftraces%3Fq%3Dx"
+
+
+async def test_logout_ends_the_session_on_the_server(site: Site) -> None:
+    """After POST /logout the old cookie signs nothing in, even replayed."""
+    client = site.client()
+    csrf = await sign_in(client, "owner@acme.test")
+    jar = client.cookie_jar  # type: ignore[attr-defined]
+    cookie = next(c.value for c in jar if c.name == "spangate_session")
+    assert (await client.post("/logout", form={})).status_code == 403  # no token
+    response = await client.post("/logout", form={"csrf_token": csrf})
+    assert response.status_code == 303 and response.headers["Location"] == "/login"
+    replay = site.client()
+    response = await replay.get(
+        "/api/v1/projects", headers={"Cookie": f"spangate_session={cookie}"}
+    )
+    assert response.status_code == 401
+
+
+async def test_forged_cookie_is_ignored(site: Site) -> None:
+    """A session cookie whose signature does not match is no session."""
+    response = await site.client().get(
+        "/api/v1/projects", headers={"Cookie": "spangate_session=abc.def"}
+    )
+    assert response.status_code == 401
+
+
+async def test_sessions_survive_a_restart(site: Site, settings: Settings) -> None:
+    """The session secret is kept in the data directory (0600): a new dashboard process
+    honours the cookies of the one before."""
+    client = site.client()
+    await sign_in(client, "owner@acme.test")
+    jar = client.cookie_jar  # type: ignore[attr-defined]
+    cookie = next(c.value for c in jar if c.name == "spangate_session")
+    secret_file = settings.data_dir / "session_secret"
+    assert secret_file.stat().st_mode & 0o777 == 0o600
+    app = create_app(settings)
+    async with app.test_app():
+        response = await app.test_client().get(
+            "/api/v1/projects", headers={"Cookie": f"spangate_session={cookie}"}
+        )
+    assert response.status_code == 200
