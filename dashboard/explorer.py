@@ -15,7 +15,7 @@ from storage.errors import NotFound
 from storage.export import export_traces
 from storage.identity import IdentityStore, Project, User
 from storage.scores import Score, ScoreStore
-from storage.spans import SpanStore
+from storage.spans import SpanOutline, SpanStore
 from storage.trace_summaries import (
     Cursor,
     SessionSummary,
@@ -31,12 +31,28 @@ SESSION_TRACES_SHOWN = 1000
 
 @dataclass(frozen=True, slots=True)
 class TraceDetail:
-    """A trace's stored spans (by start) and its scores."""
+    """A trace's stored spans (by start), whole, and its scores."""
 
     trace_id: str
     spans: list[dict[str, Any]]
     scores: list[Score]
+
+
+@dataclass(frozen=True, slots=True)
+class TraceOutline:
+    """A trace as its page shows it: the spans' outlines, its scores and summary."""
+
+    trace_id: str
+    spans: list[SpanOutline]
+    scores: list[Score]
     summary: TraceSummary | None
+
+
+def _trace_id(text: str) -> str:
+    """A trace id in its stored form; NotFound for what cannot be one."""
+    if not _TRACE_ID.fullmatch(text):
+        raise NotFound(f"no trace {text}")
+    return text.lower()
 
 
 class Explorer:
@@ -68,18 +84,26 @@ class Explorer:
         """The scores of the traces of a page, by trace id."""
         return ScoreStore(self.db).for_traces(project.id, [t.trace_id for t in traces])
 
-    def trace(self, project: Project, trace_id: str, outline: bool = False) -> TraceDetail:
-        """A trace's spans and scores; NotFound when nothing of it is stored. With
-        `outline`, the spans lack attributes, events, links, resource and scope."""
-        if not _TRACE_ID.fullmatch(trace_id):
-            raise NotFound(f"no trace {trace_id}")
-        trace_id = trace_id.lower()
-        store = SpanStore(self.db)
-        spans = (store.outline if outline else store.trace)(project.id, trace_id)
+    def trace(self, project: Project, trace_id: str) -> TraceDetail:
+        """A trace's spans and scores; NotFound when nothing of it is stored."""
+        trace_id = _trace_id(trace_id)
+        spans = SpanStore(self.db).trace(project.id, trace_id)
         if not spans:
             raise NotFound(f"no trace {trace_id}")
-        scores = ScoreStore(self.db).for_trace(project.id, trace_id)
-        return TraceDetail(trace_id, spans, scores, self.summaries.get(project.id, trace_id))
+        return TraceDetail(trace_id, spans, ScoreStore(self.db).for_trace(project.id, trace_id))
+
+    def outline(self, project: Project, trace_id: str) -> TraceOutline:
+        """What a trace's page shows of it; NotFound when nothing of it is stored."""
+        trace_id = _trace_id(trace_id)
+        spans = SpanStore(self.db).outline(project.id, trace_id)
+        if not spans:
+            raise NotFound(f"no trace {trace_id}")
+        return TraceOutline(
+            trace_id,
+            spans,
+            ScoreStore(self.db).for_trace(project.id, trace_id),
+            self.summaries.get(project.id, trace_id),
+        )
 
     def span(self, project: Project, trace_id: str, span_id: str) -> dict[str, Any]:
         """One span of a trace, whole (its first start day's row); NotFound else."""

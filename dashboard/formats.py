@@ -18,6 +18,8 @@ def millis(value: float | None) -> str:
     """A duration for people: 0.042 ms, 12.3 ms, 4.56 s."""
     if value is None:
         return "not ended"
+    if value == 0:
+        return "0 ms"
     if value >= 1000:
         return f"{value / 1000:.2f} s"
     return f"{value:.3f} ms" if value < 1 else f"{value:.1f} ms"

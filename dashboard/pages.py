@@ -13,7 +13,7 @@ from urllib.parse import urlencode
 from quart import Quart, Response, render_template, request, url_for
 
 from dashboard import params
-from dashboard.explorer import Explorer, TraceDetail
+from dashboard.explorer import Explorer, TraceOutline
 from dashboard.signin import current_session, redirect_to
 from dashboard.waterfall import Row, Waterfall, lay_out
 from dashboard.waterfall_html import rows_html
@@ -68,37 +68,37 @@ class Pages:
         )
 
     def _waterfall(
-        self, project: Project, trace_id: str, span_id: str | None
-    ) -> tuple[TraceDetail, Waterfall, Row | None, dict[str, Any] | None]:
-        """A trace's outline laid out, and the span `span_id` names, whole (one thread
-        hop for the page: its parts are each a few milliseconds)."""
-        detail = self.explorer.trace(project, trace_id, outline=True)
+        self, name: str, trace_id: str, span_id: str | None
+    ) -> tuple[Project, TraceOutline, Waterfall, Row | None, dict[str, Any] | None]:
+        """The project, a trace's outline laid out, the row of the span `span_id` names
+        and that span, whole (one thread hop for the page: its parts are each a few ms)."""
+        project = self.explorer.project(current_session().user, name)
+        detail = self.explorer.outline(project, trace_id)
         waterfall = lay_out(detail.spans)
-        chosen = next((r for r in waterfall.rows if r.span["spanId"] == span_id), None)
+        chosen = waterfall.find(span_id) if span_id else None
         span = None
-        if chosen is not None and span_id is not None:
-            span = self.explorer.span(project, detail.trace_id, span_id)
-        return detail, waterfall, chosen, span
+        if chosen is not None:
+            span = self.explorer.span(project, detail.trace_id, chosen.span.span_id)
+        return project, detail, waterfall, chosen, span
 
     async def trace(self, project: str, trace_id: str) -> str:
-        found = await self._project(project)
-        selected = request.args.get("span") or None
-        detail, waterfall, chosen, span = await asyncio.to_thread(
-            self._waterfall, found, trace_id, selected
+        found, detail, waterfall, chosen, span = await asyncio.to_thread(
+            self._waterfall, project, trace_id, request.args.get("span")
         )
-        rows = waterfall.rows
-        pages = max(1, -(-len(rows) // WATERFALL_PAGE_ROWS))
+        pages = max(1, -(-len(waterfall) // WATERFALL_PAGE_ROWS))
         page = request.args.get("page", "1")
         number = int(page) if page.isdigit() and 1 <= int(page) <= pages else 1
-        shown = rows[(number - 1) * WATERFALL_PAGE_ROWS : number * WATERFALL_PAGE_ROWS]
+        first = (number - 1) * WATERFALL_PAGE_ROWS
+        stop = min(first + WATERFALL_PAGE_ROWS, len(waterfall))
+        selected = None if chosen is None else chosen.position
         return await render_template(
             "trace.html",
             project=found,
             detail=detail,
             waterfall=waterfall,
-            first_row=shown[0].position + 1 if shown else 0,
-            last_row=shown[-1].position + 1 if shown else 0,
-            rows_html=rows_html(shown, chosen, request.path, number),
+            first_row=first + 1,
+            last_row=stop,
+            rows_html=rows_html(waterfall, first, stop, selected, request.path, number),
             page=number,
             pages=pages,
             row=chosen,
@@ -106,8 +106,7 @@ class Pages:
         )
 
     async def span(self, project: str, trace_id: str, span_id: str) -> str:
-        found = await self._project(project)
-        _, _, chosen, span = await asyncio.to_thread(self._waterfall, found, trace_id, span_id)
+        _, _, _, chosen, span = await asyncio.to_thread(self._waterfall, project, trace_id, span_id)
         if chosen is None:
             raise NotFound(f"no span {span_id} in trace {trace_id}")
         return await render_template("span_detail.html", row=chosen, span=span)

@@ -1,8 +1,9 @@
 """A trace's spans laid out as a waterfall: tree order, depth, and bars on one time axis.
 
-Pure: stored spans in (as `SpanStore.trace` gives them), rows out. Spans whose parent
-is not stored (yet) are shown as roots and marked, never dropped; several roots are
-shown one after the other. The walk is iterative, so a chain of any depth lays out.
+Pure: a trace's span outlines in (as `SpanStore.outline` gives them), the tree order
+out, rows made on demand (a page shows a thousand of a trace's rows at most). Spans whose
+parent is not stored (yet) are shown as roots and marked, never dropped; several roots
+are shown one after the other. The walk is iterative, so a chain of any depth lays out.
 """
 
 from __future__ import annotations
@@ -12,17 +13,18 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from storage.spans import SpanOutline
+
 MIN_BAR_PERCENT = 0.15  # a zero-length span still shows as a mark
 INDENT_PX = 14
 MAX_INDENT_DEPTH = 40  # deeper rows stay at this indent, so a deep chain stays readable
 
 
 class Row(NamedTuple):
-    """One span of the waterfall (a NamedTuple: a trace page builds a thousand of them,
-    where a frozen dataclass's construction cost as much as the rest of the layout)."""
+    """One span of the waterfall, placed on the trace's time axis."""
 
     position: int  # in tree order, from 0
-    span: dict[str, Any]
+    span: SpanOutline
     depth: int
     children: int
     orphan: bool  # its parent is named but not stored
@@ -37,79 +39,109 @@ class Row(NamedTuple):
         return min(self.depth, MAX_INDENT_DEPTH) * INDENT_PX
 
 
+class Placed(NamedTuple):
+    """A span's place in the tree: what `Waterfall.row` makes a Row of."""
+
+    at: int  # position in the spans given
+    depth: int
+    orphan: bool
+    children: int
+
+
 @dataclass(frozen=True, slots=True)
 class Waterfall:
-    """The rows, and the trace's time axis."""
+    """A trace's spans in tree order, on the trace's time axis."""
 
-    rows: list[Row]
+    spans: list[SpanOutline]
+    order: list[Placed]
     start_ns: int
-    duration_ms: float
+    total_ns: int
+
+    @property
+    def duration_ms(self) -> float:
+        """The time axis's length: from the earliest start to the latest end."""
+        return self.total_ns / 1e6 if self.spans else 0.0
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+    def row(self, position: int) -> Row:
+        """The row at `position` in tree order."""
+        at, depth, orphan, children = self.order[position]
+        span = self.spans[at]
+        start, end = span.start_ns, span.end_ns
+        length = None if end is None else max(end - start, 0)
+        left = (start - self.start_ns) / self.total_ns * 100
+        width = max((length or 0) / self.total_ns * 100, MIN_BAR_PERCENT)
+        return Row(
+            position,
+            span,
+            depth,
+            children,
+            orphan,
+            (start - self.start_ns) / 1e6,
+            None if length is None else length / 1e6,
+            round(left, 4),
+            round(min(width, 100 - left) if left < 100 else width, 4),
+        )
+
+    def rows(self, first: int = 0, stop: int | None = None) -> list[Row]:
+        """The rows from position `first` up to `stop` (all by default)."""
+        return [self.row(at) for at in range(first, len(self.order) if stop is None else stop)]
+
+    def find(self, span_id: str | None) -> Row | None:
+        """The row of a span id, or None."""
+        spans = self.spans
+        for position, placed in enumerate(self.order):
+            if spans[placed.at].span_id == span_id:
+                return self.row(position)
+        return None
 
 
-def _ns(value: str | None) -> int | None:
-    return None if value is None else int(value)
-
-
-def _tree_order(spans: list[dict[str, Any]]) -> list[tuple[int, int, bool, int]]:
+def _tree_order(spans: list[SpanOutline]) -> list[Placed]:
     """(position in `spans`, depth, orphan, children) in depth-first order, children
     by start."""
-    first: dict[str, int] = {}
-    for at, span in enumerate(spans):
-        first.setdefault(span["spanId"], at)
+    count = len(spans)
+    ids = [span.span_id for span in spans]
+    first = dict(zip(reversed(ids), range(count - 1, -1, -1), strict=True))  # first wins
     children: dict[int, list[int]] = {}
     roots: list[tuple[int, bool]] = []
     for at, span in enumerate(spans):
-        parent = span.get("parentSpanId")
+        parent = span.parent_span_id
         owner = first.get(parent) if parent else None
         if owner is None or owner == at:
             roots.append((at, bool(parent) and owner is None))
         else:
             children.setdefault(owner, []).append(at)
-    order: list[tuple[int, int, bool, int]] = []
-    seen: set[int] = set()
+    order: list[Placed] = []
+    seen = bytearray(count)
     stack = [(at, 0, orphan) for at, orphan in reversed(roots)]
     while stack:
         at, depth, orphan = stack.pop()
-        if at in seen:  # a cycle of parents (a client's mistake) is shown once
+        if seen[at]:  # a cycle of parents (a client's mistake) is shown once
             continue
-        seen.add(at)
-        mine = children.get(at, ())
-        order.append((at, depth, orphan, len(mine)))
-        stack.extend((child, depth + 1, False) for child in reversed(mine))
-    # spans only reachable through a cycle: shown at the end, as roots
-    order.extend((at, 0, True, 0) for at in range(len(spans)) if at not in seen)
+        seen[at] = 1
+        mine = children.get(at)
+        if mine is None:
+            order.append(Placed(at, depth, orphan, 0))
+            continue
+        order.append(Placed(at, depth, orphan, len(mine)))
+        below = depth + 1
+        stack.extend([(child, below, False) for child in reversed(mine)])
+    if len(order) < count:  # spans only reachable through a cycle: shown as roots
+        order.extend(Placed(at, 0, True, 0) for at in range(count) if not seen[at])
     return order
 
 
-def lay_out(spans: list[dict[str, Any]]) -> Waterfall:
+def lay_out(spans: list[SpanOutline]) -> Waterfall:
     """The waterfall of a trace's stored spans (ordered by start, as stored)."""
     if not spans:
-        return Waterfall([], 0, 0.0)
-    starts = [int(span["startTimeUnixNano"]) for span in spans]
-    ends = [_ns(span.get("endTimeUnixNano")) for span in spans]
-    t0 = min(starts)
-    t1 = max([end for end in ends if end is not None] + starts)
-    total = max(t1 - t0, 1)
-    rows = []
-    for position, (at, depth, orphan, children) in enumerate(_tree_order(spans)):
-        start, end = starts[at], ends[at]
-        length = None if end is None else max(end - start, 0)
-        left = (start - t0) / total * 100
-        width = max((length or 0) / total * 100, MIN_BAR_PERCENT)
-        rows.append(
-            Row(
-                position,
-                spans[at],
-                depth,
-                children,
-                orphan,
-                (start - t0) / 1e6,
-                None if length is None else length / 1e6,
-                round(left, 4),
-                round(min(width, 100 - left) if left < 100 else width, 4),
-            )
-        )
-    return Waterfall(rows, t0, total / 1e6)
+        return Waterfall([], [], 0, 1)
+    t0 = min(span.start_ns for span in spans)
+    t1 = max(
+        span.start_ns if span.end_ns is None else max(span.start_ns, span.end_ns) for span in spans
+    )
+    return Waterfall(spans, _tree_order(spans), t0, max(t1 - t0, 1))
 
 
 def plain(value: dict[str, Any]) -> Any:

@@ -1,11 +1,11 @@
 """The waterfall's rows as HTML, written in Python rather than by a template.
 
 A trace page shows up to a thousand rows; through Jinja (even a plain, non-async
-environment) they cost 20-25 ms a page, ten times the page's database read, and ruled
-the page's time (`benchmarks/bench_dashboard.py`). Written here, with markupsafe's
-escaping (html.escape, quotes too) of every value that comes from a client, they cost
-a few milliseconds. The markup is
-the one the stylesheet and dashboard.js expect; the page around it is a template.
+environment) they cost 20-25 ms a page, several times the page's database read, and
+ruled the page's time (`benchmarks/bench_dashboard.py`). Written here in one pass over
+the tree order, with every value that comes from a client escaped (html.escape, quotes
+too), they cost a few milliseconds. The markup is the one the stylesheet and
+dashboard.js expect; the page around it is a template.
 """
 
 from __future__ import annotations
@@ -15,39 +15,60 @@ from html import escape
 from markupsafe import Markup
 
 from dashboard.formats import millis
-from dashboard.waterfall import Row
+from dashboard.waterfall import INDENT_PX, MAX_INDENT_DEPTH, MIN_BAR_PERCENT, Waterfall
 
 _ERROR = 2
+_ORPHAN = '<span class="muted" title="its parent span is not stored">orphan</span>'
 
 
-def _row(row: Row, selected: bool, link: str) -> str:
-    span = row.span
-    span_id, name, kind = escape(span["spanId"]), escape(span["name"]), escape(span["kind"])
-    error = span["status"]["code"] == _ERROR
-    classes = "span-row" + (" error" if error else "") + (" selected" if selected else "")
-    toggle = (
-        f'<button type="button" class="toggle" aria-expanded="true" '
-        f'aria-label="Collapse {name}">▾</button>'
-        if row.children
-        else '<span class="toggle-space"></span>'
-    )
-    marks = '<span class="status-error">error</span>' if error else ""
-    if row.orphan:
-        marks += '<span class="muted" title="its parent span is not stored">orphan</span>'
-    return (
-        f'<li class="{classes}" data-depth="{row.depth}" data-span-id="{span_id}">'
-        f'<span class="label" style="padding-left: {row.indent_px}px">{toggle} '
-        f'<a href="{link}span={span_id}#detail">{name}</a> '
-        f'<span class="kind kind-{kind}">{kind}</span> {marks}</span>'
-        f'<span class="track" aria-hidden="true"><span class="bar'
-        f'{" bar-error" if error else ""}" style="left: {row.left_percent}%; '
-        f'width: {row.width_percent}%"></span></span>'
-        f'<span class="duration">{millis(row.duration_ms)}</span></li>'
-    )
+def _text(value: str) -> str:
+    """`value` escaped for HTML text and attributes (letters and digits need nothing:
+    a span id, most often, so the common case costs one C call)."""
+    return value if value.isalnum() else escape(value)
 
 
-def rows_html(rows: list[Row], selected: Row | None, path: str, page: int) -> Markup:
-    """The `<li>` rows of one waterfall page; their links select a span on `path`."""
+def rows_html(
+    waterfall: Waterfall, first: int, stop: int, selected: int | None, path: str, page: int
+) -> Markup:
+    """The `<li>` rows from tree position `first` up to `stop`; their links select a
+    span on `path` (`selected`: the position of the selected row, if any)."""
     link = escape(path) + (f"?page={page}&amp;" if page > 1 else "?")
-    chosen = -1 if selected is None else selected.position
-    return Markup("\n".join(_row(row, row.position == chosen, link) for row in rows))
+    spans, t0 = waterfall.spans, waterfall.start_ns
+    percent = 100 / waterfall.total_ns
+    kinds: dict[str, str] = {}  # a trace has few kinds: each escaped once
+    out = []
+    for position in range(first, stop):
+        at, depth, orphan, children = waterfall.order[position]
+        span = spans[at]
+        span_id, name = _text(span.span_id), escape(span.name)
+        kind = kinds.get(span.kind)
+        if kind is None:
+            kind = kinds[span.kind] = escape(span.kind)
+        error = span.status_code == _ERROR
+        start, end = span.start_ns, span.end_ns
+        left = (start - t0) * percent
+        width = max((0 if end is None else max(end - start, 0)) * percent, MIN_BAR_PERCENT)
+        if left < 100:
+            width = min(width, 100 - left)
+        out.append(
+            f'<li class="span-row{" error" if error else ""}'
+            f'{" selected" if position == selected else ""}" data-depth="{depth}" '
+            f'data-span-id="{span_id}"><span class="label" style="padding-left: '
+            f'{min(depth, MAX_INDENT_DEPTH) * INDENT_PX}px">'
+            + (
+                f'<button type="button" class="toggle" aria-expanded="true" '
+                f'aria-label="Collapse {name}">▾</button> '
+                if children
+                else '<span class="toggle-space"></span> '
+            )
+            + f'<a href="{link}span={span_id}#detail">{name}</a> '
+            f'<span class="kind kind-{kind}">{kind}</span> '
+            + ('<span class="status-error">error</span>' if error else "")
+            + (_ORPHAN if orphan else "")
+            + '</span><span class="track" aria-hidden="true"><span class="bar'
+            f'{" bar-error" if error else ""}" style="left: {left:.4f}%; width: {width:.4f}%">'
+            "</span></span>"
+            f'<span class="duration">{millis(None if end is None else (end - start) / 1e6)}'
+            "</span></li>"
+        )
+    return Markup("\n".join(out))

@@ -3,7 +3,7 @@ same transaction), and a trace's stored spans."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -19,6 +19,18 @@ from storage.resend import (
     window_checks,
 )
 from storage.span_rows import SpanRow
+
+
+class SpanOutline(NamedTuple):
+    """A stored span as a waterfall draws it."""
+
+    span_id: str
+    parent_span_id: str | None
+    name: str
+    kind: str  # the SDK's kind
+    status_code: int
+    start_ns: int
+    end_ns: int | None
 
 
 def stored_span(row: tuple[Any, ...]) -> dict[str, Any]:
@@ -112,28 +124,17 @@ class SpanStore:
             )
         return [stored_span(row) for row in rows]
 
-    def outline(self, project_id: str, trace_id: str) -> list[dict[str, Any]]:
+    def outline(self, project_id: str, trace_id: str) -> list[SpanOutline]:
         """Every stored span of a trace by start time, without its attributes, events,
         links, resource or scope (what a waterfall draws: nothing to parse)."""
         with self.db.transaction() as tx:
             rows = tx.query(
-                "SELECT span_id, parent_span_id, name, kind, status_code, status_message, "
-                "start_ns, end_ns FROM spans WHERE project_id = ? AND trace_id = ? "
+                "SELECT span_id, parent_span_id, name, kind, status_code, start_ns, end_ns "
+                "FROM spans WHERE project_id = ? AND trace_id = ? "
                 "ORDER BY start_ns, span_id, start_day",
                 (project_id, trace_id.lower()),
             )
-        return [
-            {
-                "spanId": span_id,
-                "parentSpanId": parent,
-                "name": name,
-                "kind": kind,
-                "status": {"code": code, "message": message} if message else {"code": code},
-                "startTimeUnixNano": str(start),
-                "endTimeUnixNano": None if end is None else str(end),
-            }
-            for span_id, parent, name, kind, code, message, start, end in rows
-        ]
+        return list(map(SpanOutline._make, rows))
 
     def span(self, project_id: str, trace_id: str, span_id: str) -> list[dict[str, Any]]:
         """The stored rows of one span (two when it was stored on two start days)."""

@@ -254,6 +254,18 @@ def _where(filters: TraceFilter) -> tuple[str, list[object]]:
     return sql, params
 
 
+def page_query(
+    project_id: str, filters: TraceFilter, limit: int, after: Cursor | None
+) -> tuple[str, list[object]]:
+    """The SQL and parameters of a page of the list: newest first, through an index."""
+    where, params = _where(filters)
+    if after is not None:
+        where += " AND (sort_ns < ? OR (sort_ns = ? AND trace_id < ?))"
+        params += [after.sort_ns, after.sort_ns, after.trace_id]
+    sql = f"{_SELECT}{where} ORDER BY sort_ns DESC, trace_id DESC LIMIT ?"
+    return sql, [project_id, *params, limit]
+
+
 class TraceSummaries:
     """Reads of the summaries: pages of the list, a session's traces, the sessions."""
 
@@ -265,15 +277,9 @@ class TraceSummaries:
     ) -> tuple[list[TraceSummary], Cursor | None]:
         """Up to `limit` traces, newest first, after `after`; and the next page's cursor
         (None when this page is the last)."""
-        where, params = _where(filters)
-        if after is not None:
-            where += " AND (sort_ns < ? OR (sort_ns = ? AND trace_id < ?))"
-            params += [after.sort_ns, after.sort_ns, after.trace_id]
+        sql, params = page_query(project_id, filters, limit + 1, after)
         with self.db.transaction() as tx:
-            rows = tx.query(
-                f"{_SELECT}{where} ORDER BY sort_ns DESC, trace_id DESC LIMIT ?",
-                (project_id, *params, limit + 1),
-            )
+            rows = tx.query(sql, params)
         traces = [TraceSummary(*row) for row in rows[:limit]]
         last = traces[-1] if len(rows) > limit else None
         return traces, None if last is None else Cursor(last.sort_ns, last.trace_id)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from dashboard.waterfall import lay_out
+from storage.spans import SpanOutline
 from tests.dashboard.conftest import Site, agent_run, sign_in, store
 from tests.proto_json.spans import span
 
@@ -123,15 +124,10 @@ async def test_ten_thousand_span_trace_is_paged(site: Site) -> None:
 def test_deep_chain_lays_out() -> None:
     """A chain of 5,000 parents lays out without recursion, depth by depth."""
     spans = [
-        {
-            "spanId": f"{n + 1:016x}",
-            "parentSpanId": f"{n:016x}" if n else None,
-            "startTimeUnixNano": str(n),
-            "endTimeUnixNano": str(n + 1),
-        }
+        SpanOutline(f"{n + 1:016x}", f"{n:016x}" if n else None, "s", "internal", 0, n, n + 1)
         for n in range(5_000)
     ]
-    rows = lay_out(spans).rows
+    rows = lay_out(spans).rows()
     assert [row.depth for row in rows] == list(range(5_000))
 
 
@@ -158,3 +154,25 @@ async def test_sessions_pages(site: Site) -> None:
     page = _text(await (await client.get("/projects/demo/sessions/s-a")).get_data())
     assert page.index("turn 0") < page.index("turn 2") and "turn 1" not in page
     assert (await client.get("/projects/demo/sessions/none")).status_code == 404
+
+
+async def test_client_text_is_escaped(site: Site) -> None:
+    """Span names, kinds of text and attribute values a client sent are shown as text,
+    never as markup, in the list, the waterfall and the span's details."""
+    evil = '<script>alert("x")</script>'
+    store(
+        site.db,
+        site.demo,
+        [span(traceId=TRACE, spanId="1" * 16, name=evil, attributes={"q": evil},
+              events=[{"name": evil}])],
+    )  # fmt: skip
+    client = site.client()
+    await sign_in(client, "viewer@acme.test")
+    for path in (
+        "/projects/demo/traces",
+        f"/projects/demo/traces/{TRACE}?span={'1' * 16}",
+        f"/projects/demo/traces/{TRACE}/spans/{'1' * 16}",
+    ):
+        page = _text(await (await client.get(path)).get_data())
+        assert "<script>alert" not in page, path
+        assert "&lt;script&gt;alert(" in page, path

@@ -5,9 +5,11 @@ from __future__ import annotations
 import os
 import tempfile
 import threading
+from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -20,9 +22,11 @@ from storage.span_rows import SpanRow, rows_of
 from storage.spans import SpanStore
 from storage.trace_summaries import (
     BACKFILL_SUMMARIES,
+    Cursor,
     TraceFilter,
     TraceSummaries,
     TraceSummary,
+    page_query,
     refresh_postgres,
     refresh_sqlite,
 )
@@ -230,3 +234,28 @@ def test_a_writer_waits_for_the_other_writer_of_its_trace(database: Database) ->
     holder.join()
     writer.join()
     assert _summary(database, project).span_count == 5
+
+
+@pytest.mark.parametrize(
+    "filters",
+    [
+        TraceFilter(),
+        TraceFilter(errors_only=True),
+        TraceFilter(session="s1"),
+        TraceFilter(name="plan", errors_only=True),
+    ],
+)
+def test_list_pages_are_read_through_an_index(tmp_path: Path, filters: TraceFilter) -> None:
+    """Every page of the list (any filter, first or later) walks an index of the
+    summaries in order: no scan of the table, no sort."""
+    db = Database(f"sqlite:///{tmp_path / 'spans.db'}")
+    try:
+        migrate(db)
+        for after in (None, Cursor(10, "a" * 32)):
+            sql, params = page_query("p", filters, 51, after)
+            with db.transaction() as tx:
+                plan = " / ".join(row[-1] for row in tx.query(f"EXPLAIN QUERY PLAN {sql}", params))
+            assert "USING INDEX trace_summaries_" in plan, plan
+            assert "TEMP B-TREE" not in plan, plan
+    finally:
+        db.close()
