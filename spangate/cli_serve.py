@@ -7,6 +7,7 @@ import ctypes
 import dataclasses
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -198,6 +199,35 @@ def _banner(settings: Settings, parts: dict[str, list[str]]) -> None:
     print("\n".join(lines), file=sys.stderr, flush=True)
 
 
+READY_WAIT_S = 60.0
+
+
+def _listening(host: str, port: int) -> bool:
+    try:
+        socket.create_connection((host, port), timeout=0.5).close()
+    except OSError:
+        return False
+    return True
+
+
+def _say_when_listening(settings: Settings, children: dict[str, subprocess.Popen[bytes]]) -> None:
+    """Once the three ports answer, end the start-up output with the dashboard's address
+    (nothing when a child exits first or they take too long: the supervisor says why)."""
+    ports = (settings.ingest_port, settings.api_port, settings.app_port)
+    deadline = time.monotonic() + READY_WAIT_S
+    while time.monotonic() < deadline:
+        if any(child.poll() is not None for child in children.values()):
+            return
+        if all(_listening(settings.host, port) for port in ports):
+            print(
+                f"spangate is ready: open http://{settings.host}:{settings.app_port}/",
+                file=sys.stderr,
+                flush=True,
+            )
+            return
+        time.sleep(0.2)
+
+
 def _serve(args: argparse.Namespace) -> int:
     try:
         settings = load_settings()
@@ -217,6 +247,7 @@ def _serve(args: argparse.Namespace) -> int:
             env = dict(os.environ, SPANGATE_REDIS_URL=str(resolved.redis_url))
             _banner(resolved, parts)
             children = {name: _start(argv, env) for name, argv in parts.items()}
+            _say_when_listening(resolved, children)
             return _supervise(children)
     except EmbeddedRedisError as e:
         return fail(str(e))

@@ -89,7 +89,8 @@ def test_serve_embedded_defaults_then_clean_stop(tmp_path: Path) -> None:
     finally:
         if process.poll() is None:
             process.kill()
-        process.communicate()
+        _, err = process.communicate()
+    assert f"spangate is ready: open {app}/" in err.decode()
     redis_dir = tmp_path / ".spangate" / "redis"
     assert (redis_dir / "appendonly.aof").exists()
     assert not (redis_dir / "redis.url").exists()  # the embedded Redis was stopped
