@@ -69,6 +69,9 @@ class SignIn:
         api = is_api(request.path)
         if api and ("Authorization" in request.headers or "X-API-Key" in request.headers):
             raise authentication_required()
+        if request.method in ("GET", "HEAD") and request.path.startswith(PUBLIC_PREFIXES):
+            g.web_session = None  # stylesheets, scripts, health checks: no session to look up
+            return None
         token = self.signer.unsign(request.cookies.get(SESSION_COOKIE))
         g.session_token = token
         g.web_session = (
