@@ -17,11 +17,12 @@ from typing import Any
 
 import orjson
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import proto_json
 from proto_json import Conversion, EnvelopeError, Limits, fastpath
+from tests.fuzz import FUZZ
 from tests.proto_json.test_properties import JSON_VALUES, hex_id, native_span
 
 BUILT = fastpath._module
@@ -145,23 +146,15 @@ def native_spans(draw: st.DrawFn) -> list[Any]:
     return spans
 
 
-#: SPANGATE_FUZZ_EXAMPLES=20000 for a longer search than the suite's.
-SETTINGS = settings(
-    max_examples=int(os.environ.get("SPANGATE_FUZZ_EXAMPLES", "200")),
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-)
-
-
 @needs_fast_path
-@SETTINGS
+@FUZZ
 @given(native_spans())
 def test_native_spans_bodies(spans: list[Any]) -> None:
     _same(proto_json.convert_spans, orjson.dumps({"spans": spans}))
 
 
 @needs_fast_path
-@SETTINGS
+@FUZZ
 @given(st.lists(native_span(), max_size=4))
 def test_valid_native_spans_take_the_fast_path(spans: list[Any]) -> None:
     body = orjson.dumps({"spans": spans})
@@ -172,7 +165,7 @@ def test_valid_native_spans_take_the_fast_path(spans: list[Any]) -> None:
 
 
 @needs_fast_path
-@SETTINGS
+@FUZZ
 @given(
     native_spans(),
     st.sampled_from(
@@ -185,7 +178,7 @@ def test_native_bodies_written_otherwise(spans: list[Any], options: dict[str, An
 
 
 @needs_fast_path
-@SETTINGS
+@FUZZ
 @given(native_spans(), st.booleans())
 def test_ndjson_bodies(spans: list[Any], broken_line: bool) -> None:
     lines = [orjson.dumps(span) for span in spans]
@@ -195,7 +188,7 @@ def test_ndjson_bodies(spans: list[Any], broken_line: bool) -> None:
 
 
 @needs_fast_path
-@SETTINGS
+@FUZZ
 @given(
     st.lists(
         st.tuples(
@@ -432,7 +425,7 @@ def otlp_span(draw: st.DrawFn, broken: bool = True) -> Any:
 
 
 @needs_fast_path
-@SETTINGS
+@FUZZ
 @given(
     st.booleans().flatmap(
         lambda broken: st.lists(
@@ -459,7 +452,7 @@ def test_otlp_bodies(resources: list[list[list[Any]]]) -> None:
 
 
 @needs_fast_path
-@SETTINGS
+@FUZZ
 @given(st.lists(otlp_span(broken=False), max_size=4))
 def test_valid_otlp_spans_take_the_fast_path(spans: list[Any]) -> None:
     body = orjson.dumps({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]})
@@ -470,7 +463,7 @@ def test_valid_otlp_spans_take_the_fast_path(spans: list[Any]) -> None:
 
 
 @needs_fast_path
-@SETTINGS
+@FUZZ
 @given(
     st.lists(otlp_span(), max_size=3),
     st.sampled_from([{}, {"indent": 1}, {"ensure_ascii": False}, {"separators": (",", ":")}]),

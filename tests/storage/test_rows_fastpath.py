@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-import os
 import sys
 import threading
 import time
@@ -11,23 +10,18 @@ from typing import Any
 
 import orjson
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import proto_json
 from storage import span_rows
+from tests.fuzz import FUZZ
 from tests.proto_json.test_fastpath import BUILT as CONVERTER_BUILT
 from tests.proto_json.test_fastpath import FLOATS_NEAR_THE_LARGEST_DOUBLE, otlp_span
 from tests.proto_json.test_properties import JSON_VALUES, native_span
 
 FAST = span_rows.FAST_ROWS
 pytestmark = pytest.mark.skipif(FAST is None, reason="the C row builder is not built")
-
-SETTINGS = settings(
-    max_examples=int(os.environ.get("SPANGATE_FUZZ_EXAMPLES", "200")),
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-)
 
 
 def test_built_together_with_the_converter() -> None:
@@ -58,14 +52,14 @@ def _same_rows(request: dict[str, Any]) -> None:
     assert not any(gc.is_tracked(row) for row in fast)
 
 
-@SETTINGS
+@FUZZ
 @given(st.lists(native_span(), max_size=4))
 def test_rows_of_native_spans(spans: list[dict[str, Any]]) -> None:
     conversion = proto_json.convert_spans(orjson.dumps({"spans": spans}))
     _same_rows(conversion.request)
 
 
-@SETTINGS
+@FUZZ
 @given(st.lists(otlp_span(broken=False), max_size=4))
 def test_rows_of_otlp_spans(spans: list[Any]) -> None:
     body = {
@@ -80,7 +74,7 @@ def test_rows_of_otlp_spans(spans: list[Any]) -> None:
     _same_rows(proto_json.convert_otlp(orjson.dumps(body)).request)
 
 
-@SETTINGS
+@FUZZ
 @given(JSON_VALUES)
 def test_unexpected_shapes_are_declined_or_identical(junk: Any) -> None:
     """Non-canonical input: the C builder returns None (Python decides) or the same rows."""
@@ -140,7 +134,7 @@ def _same_rows_from_bytes(body: bytes, must_take: bool) -> None:
     assert span_rows.rows_of_json(body, "project", 1234) == reference
 
 
-@SETTINGS
+@FUZZ
 @given(st.lists(native_span(), max_size=4))
 def test_rows_from_bytes_of_native_spans(spans: list[dict[str, Any]]) -> None:
     conversion = proto_json.convert_spans(orjson.dumps({"spans": spans}))
@@ -148,7 +142,7 @@ def test_rows_from_bytes_of_native_spans(spans: list[dict[str, Any]]) -> None:
     _same_rows_from_bytes(orjson.dumps(conversion.request), must_take=True)  # by orjson
 
 
-@SETTINGS
+@FUZZ
 @given(st.lists(otlp_span(broken=False), max_size=4))
 def test_rows_from_bytes_of_otlp_spans(spans: list[Any]) -> None:
     body = {
@@ -245,7 +239,7 @@ def test_values_copied_as_written_only_when_written_as_orjson_would(
         assert FAST.span_rows_json(body, "project", 1234, span_rows.SpanRow) is not None
 
 
-@SETTINGS
+@FUZZ
 @given(JSON_VALUES, st.sampled_from(["attributes", "events", "status", "kind", "x", "name"]))
 def test_rows_from_bytes_of_unexpected_shapes(junk: Any, member: str) -> None:
     span = {**_CANONICAL_SPAN, member: junk}
@@ -282,7 +276,7 @@ def test_rows_from_odd_bytes(body: bytes) -> None:
     _same_rows_from_bytes(body, must_take=False)
 
 
-@SETTINGS
+@FUZZ
 @given(st.binary(max_size=300))
 def test_rows_from_random_bytes(body: bytes) -> None:
     _same_rows_from_bytes(body, must_take=False)

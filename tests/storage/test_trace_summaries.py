@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import tempfile
 import threading
 from pathlib import Path
@@ -10,7 +9,7 @@ from typing import Any
 
 import orjson
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import proto_json
@@ -30,6 +29,7 @@ from storage.trace_summaries import (
     refresh_postgres,
     refresh_sqlite,
 )
+from tests.fuzz import FUZZ
 from tests.proto_json.spans import span
 
 WINDOW_MS = 1_200_000
@@ -172,11 +172,7 @@ _ROWS = st.builds(
 _RECOMPUTED = BACKFILL_SUMMARIES.split(") ", 1)[1]  # the aggregate over every stored span
 
 
-@settings(
-    max_examples=int(os.environ.get("SPANGATE_FUZZ_EXAMPLES", "200")),
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-)
+@FUZZ
 @given(st.lists(st.lists(_ROWS, max_size=10), max_size=4))
 def test_summaries_equal_a_recount_of_the_stored_spans(batches: list[list[SpanRow]]) -> None:
     """Batch after batch (repeats, refusals, replacements, other days, new and stored

@@ -3,11 +3,10 @@
 
 from __future__ import annotations
 
-import os
 import tempfile
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from storage.database import Database
@@ -21,13 +20,9 @@ from storage.resend import (
 from storage.schema import migrate
 from storage.span_rows import SpanRow
 from storage.spans import UPSERT, SpanStore
+from tests.fuzz import FUZZ
 
 WINDOW_MS = 1000
-SETTINGS = settings(
-    max_examples=int(os.environ.get("SPANGATE_FUZZ_EXAMPLES", "200")),
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-)
 
 
 def row(
@@ -98,7 +93,7 @@ _ROWS = st.builds(
 )
 
 
-@SETTINGS
+@FUZZ
 @given(st.lists(st.lists(_ROWS, max_size=8), max_size=4))
 def test_the_store_decides_as_when_every_row_is_checked(batches: list[list[SpanRow]]) -> None:
     """Batch after batch of sends of a few spans (projects, traces, start days, contents
