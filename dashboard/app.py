@@ -13,6 +13,7 @@ from dashboard.errors import DashboardError
 from dashboard.explorer import Explorer
 from dashboard.formats import millis, nanos
 from dashboard.pages import install_pages
+from dashboard.project_settings import install_settings
 from dashboard.signin import SignIn, is_api
 from dashboard.waterfall import attribute_lines
 from spangate.settings import Settings
@@ -110,5 +111,6 @@ def create_app(settings: Settings) -> Quart:
     explorer = Explorer(db)
     install_pages(app, explorer, ingest_url)
     install_api(app, explorer)
+    install_settings(app, explorer)
     _install_error_handlers(app)
     return app

@@ -28,3 +28,8 @@ def not_found(what: str = "no such page") -> DashboardError:
 def invalid(message: str) -> DashboardError:
     """400 VALIDATION_ERROR: a query parameter the route cannot use."""
     return DashboardError(400, "VALIDATION_ERROR", message)
+
+
+def forbidden(message: str) -> DashboardError:
+    """403 AUTHORIZATION_FAILED: the user's role does not allow this."""
+    return DashboardError(403, "AUTHORIZATION_FAILED", message)

@@ -111,6 +111,10 @@ class Pages:
             raise NotFound(f"no span {span_id} in trace {trace_id}")
         return await render_template("span_detail.html", row=chosen, span=span)
 
+    async def evaluations(self, project: str) -> str:
+        found = await self._project(project)
+        return await render_template("evaluations.html", project=found)
+
     async def sessions(self, project: str) -> str:
         found = await self._project(project)
         listed = await asyncio.to_thread(self.explorer.sessions, found)
@@ -140,5 +144,6 @@ def install_pages(app: Quart, explorer: Explorer, ingest_url: str) -> None:
         (f"{base}/traces/<trace_id>/spans/<span_id>", pages.span),
         (f"{base}/sessions", pages.sessions),
         (f"{base}/sessions/<path:session_id>", pages.session),
+        (f"{base}/evaluations", pages.evaluations),
     ):
         app.add_url_rule(rule, endpoint=view.__name__, view_func=view, methods=["GET"])

@@ -216,6 +216,19 @@ class IdentityStore:
             raise NotFound(f"no project {name}")
         return project
 
+    def rename_project(self, name: str, new_name: str) -> Project:
+        """Rename a project (its keys, spans and scores follow: they hold its id);
+        Conflict when the new name is taken, NotFound when the project is gone."""
+        check_name(new_name, "project")
+        with self.db.transaction(immediate=True) as tx:
+            project = self._project(tx, name)
+            if project is None:
+                raise NotFound(f"no project {name}")
+            if new_name != name and self._project(tx, new_name) is not None:
+                raise Conflict(f"project {new_name} already exists")
+            tx.execute("UPDATE projects SET name = ? WHERE id = ?", (new_name, project.id))
+        return Project(project.id, new_name, project.org, project.created_at)
+
     # -- keys ----------------------------------------------------------------------
 
     def create_key(self, project: str, user_email: str) -> CreatedKey:
@@ -270,6 +283,14 @@ class IdentityStore:
             where, params = (" WHERE p.name = ?", (project,)) if project else ("", ())
             rows = tx.query(self._KEY_COLUMNS + where + " ORDER BY k.created_at DESC, k.id", params)
         return [KeyRecord(*row) for row in rows]
+
+    def key(self, key_id: str) -> KeyRecord:
+        """One key as listings show it; NotFound when there is none."""
+        with self.db.transaction() as tx:
+            row = tx.query_one(self._KEY_COLUMNS + " WHERE k.id = ?", (key_id,))
+        if row is None:
+            raise NotFound(f"no key {key_id}")
+        return KeyRecord(*row)
 
     def revoke_key(self, key_id: str) -> KeyRecord:
         """Revoke a key (idempotent: revoking twice keeps the first time)."""

@@ -57,3 +57,17 @@ document.addEventListener("click", async (event) => {
     if (await showSpan(list, row)) history.replaceState(null, "", link.href);
   }
 });
+
+// Copy buttons: the text of the element their data-copy names.
+document.addEventListener("click", async (event) => {
+  const button = event.target.closest("button.copy");
+  if (!button) return;
+  const text = document.getElementById(button.dataset.copy).textContent;
+  try {
+    await navigator.clipboard.writeText(text);
+    button.textContent = "Copied";
+  } catch {
+    window.getSelection().selectAllChildren(document.getElementById(button.dataset.copy));
+    button.textContent = "Selected: press Ctrl+C";
+  }
+});

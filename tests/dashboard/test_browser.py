@@ -8,15 +8,20 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
+import orjson
 import pytest
+import redis
 
 from storage.database import Database
 from storage.identity import IdentityStore
 from storage.passwords import Passwords
 from storage.schema import migrate
+from storage.streams import STREAMS_KEY, stream_key
 from tests.dashboard.conftest import PASSWORD, agent_run, store
 from tests.processes import spawn, stop, wait_healthy
 from tests.proto_json.spans import span
@@ -42,8 +47,9 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def dashboard_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """`spangate dashboard` serving a database with a user, a project and one trace."""
+def served(tmp_path_factory: pytest.TempPathFactory, redis_url: str) -> Iterator[dict[str, str]]:
+    """`spangate dashboard` and `spangate collector` on a database with a user, a
+    project and one trace: their base URLs."""
     root = tmp_path_factory.mktemp("dashboard")
     url = f"sqlite:///{root / 'spangate.db'}"
     db = Database(url)
@@ -69,18 +75,41 @@ def dashboard_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         ],
     )
     db.close()
-    port = _free_port()
+    port, ingest_port = _free_port(), _free_port()
     env = {
         "SPANGATE_DATABASE_URL": url,
         "SPANGATE_DATA_DIR": str(root / "data"),
         "SPANGATE_APP_PORT": str(port),
+        "SPANGATE_INGEST_PORT": str(ingest_port),
+        "SPANGATE_REDIS_URL": redis_url,
     }
-    process = spawn(["dashboard"], env, root)
+    processes = [spawn(["dashboard"], env, root), spawn(["collector"], env, root)]
     try:
-        wait_healthy(f"http://127.0.0.1:{port}/health/ready", process)
-        yield f"http://127.0.0.1:{port}"
+        wait_healthy(f"http://127.0.0.1:{port}/health/ready", processes[0])
+        wait_healthy(f"http://127.0.0.1:{ingest_port}/health/ready", processes[1])
+        yield {"app": f"http://127.0.0.1:{port}", "ingest": f"http://127.0.0.1:{ingest_port}"}
     finally:
-        stop(process)
+        for process in processes:
+            stop(process)
+        _forget_queue(redis_url, project.id)
+
+
+def _forget_queue(redis_url: str, project_id: str) -> None:
+    """Remove what the collector queued in the shared test Redis (the worker tests
+    drain every stream the set names)."""
+    client = redis.Redis.from_url(redis_url)
+    try:
+        for key in client.scan_iter(match=f"spangate:{{{project_id}}}:*"):
+            client.delete(key)
+        client.srem(STREAMS_KEY, stream_key(project_id))
+    finally:
+        client.close()
+
+
+@pytest.fixture(scope="module")
+def dashboard_url(served: dict[str, str]) -> str:
+    """The dashboard's base URL."""
+    return served["app"]
 
 
 @pytest.fixture(scope="module")
@@ -141,4 +170,37 @@ def test_export_from_the_list(browser: Browser, dashboard_url: str, tmp_path: Pa
     lines = saved.read_text().splitlines()
     assert lines[0].startswith("traceId,spanId,parentSpanId,name")
     assert len(lines) == 4 and all(line.startswith(TRACE) for line in lines[1:])
+    page.close()
+
+
+def test_api_key_page_create_use_revoke(browser: Browser, served: dict[str, str]) -> None:
+    """Create a key on the API keys page: its secret is shown once, works on the gateway
+    at once, and is refused within 5 s of Revoke."""
+    base, ingest = served["app"], served["ingest"]
+    page = browser.new_page()
+    _sign_in(page, base)
+    page.goto(f"{base}/projects/demo/settings")
+    page.get_by_role("link", name="API keys").click()
+    page.get_by_role("button", name="Create key").click()
+    secret = page.locator("#new-key").inner_text()
+    expect(page.get_by_role("button", name="Copy")).to_be_visible()
+    body = orjson.dumps({"spans": [span(traceId="ab" * 16)]})
+    sent = httpx.post(
+        f"{ingest}/v1/spans", content=body, headers={"Authorization": f"Bearer {secret}"}
+    )
+    assert sent.status_code == 200 and sent.json()["accepted"] == 1
+    page.goto(f"{base}/projects/demo/settings/api-keys")
+    assert secret not in page.content()
+    prefix = secret[:12]
+    page.get_by_role("button", name=f"Revoke {prefix}").click()
+    expect(page.get_by_role("cell", name=prefix + "…")).to_be_visible()
+    deadline = time.monotonic() + 5
+    while True:
+        sent = httpx.post(
+            f"{ingest}/v1/spans", content=body, headers={"Authorization": f"Bearer {secret}"}
+        )
+        if sent.status_code == 401 or time.monotonic() > deadline:
+            break
+        time.sleep(0.25)
+    assert sent.status_code == 401
     page.close()

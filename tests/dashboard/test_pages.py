@@ -176,3 +176,19 @@ async def test_client_text_is_escaped(site: Site) -> None:
         page = _text(await (await client.get(path)).get_data())
         assert "<script>alert" not in page, path
         assert "&lt;script&gt;alert(" in page, path
+
+
+async def test_held_areas(site: Site) -> None:
+    """Evaluations show only a notice; diagnoses, fixes and deployments have no page or
+    route (404), and no page links to them."""
+    client = site.client()
+    csrf = await sign_in(client, "owner@acme.test")
+    page = _text(await (await client.get("/projects/demo/evaluations")).get_data())
+    assert "Evaluations are held during the beta" in page
+    assert "<form" not in page.split("<main>")[1]
+    for area in ("diagnoses", "fixes", "deployments"):
+        assert area not in page.lower()
+        for path in (f"/projects/demo/{area}", f"/api/v1/projects/demo/{area}"):
+            assert (await client.get(path)).status_code == 404
+            response = await client.post(path, json={}, headers={"X-CSRF-Token": csrf})
+            assert response.status_code in (404, 405)

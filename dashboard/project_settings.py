@@ -1,0 +1,162 @@
+"""Project settings and API keys: the only project setting a customer changes is its
+name; keys are listed for everyone, created (the secret shown once) and revoked by
+owners and admins. Pages and /api/v1 routes share one set of rules (`Settings`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import orjson
+from quart import Quart, Response, render_template, request, url_for
+
+from dashboard.errors import DashboardError, forbidden, invalid
+from dashboard.explorer import Explorer
+from dashboard.signin import current_session, redirect_to
+from spangate.web import json_response
+from storage.errors import Conflict
+from storage.identity import KEY_MANAGERS, CreatedKey, IdentityStore, KeyRecord, Project, User
+
+
+class Settings:
+    """The rules, for one signed-in user (synchronous: called on a thread)."""
+
+    def __init__(self, explorer: Explorer) -> None:
+        self.explorer = explorer
+        self.identity = IdentityStore(explorer.db)
+
+    @staticmethod
+    def _manager(user: User, what: str) -> None:
+        if user.role not in KEY_MANAGERS:
+            raise forbidden(f"only owners and admins {what}; you are {user.role}")
+
+    def rename(self, user: User, name: str, new_name: str) -> Project:
+        """The project renamed; 403 for members and viewers, 400 or 409 for the name."""
+        project = self.explorer.project(user, name)
+        self._manager(user, "rename a project")
+        try:
+            return self.identity.rename_project(project.name, new_name.strip())
+        except ValueError as e:
+            raise invalid(str(e)) from e
+        except Conflict as e:
+            raise DashboardError(409, "CONFLICT", str(e)) from e
+
+    def keys(self, user: User, name: str) -> tuple[Project, list[KeyRecord]]:
+        """The project and its keys, newest first (every role sees them)."""
+        project = self.explorer.project(user, name)
+        return project, self.identity.list_keys(project.name)
+
+    def create_key(self, user: User, name: str) -> CreatedKey:
+        """A new key of the project, acting as the user who created it."""
+        project = self.explorer.project(user, name)
+        self._manager(user, "create keys")
+        return self.identity.create_key(project.name, user.email)
+
+    def revoke(self, user: User, key_id: str) -> KeyRecord:
+        """Revoke a key of the user's organisation (another's is 404, like none)."""
+        record = self.identity.key(key_id)
+        self.explorer.project(user, record.project)
+        self._manager(user, "revoke keys")
+        return self.identity.revoke_key(key_id)
+
+
+def key_json(key: KeyRecord) -> dict[str, Any]:
+    """A key as `GET .../api-keys` lists it: never the secret."""
+    return {
+        "id": key.id,
+        "prefix": key.prefix,
+        "user": key.user,
+        "createdAt": key.created_at,
+        "revokedAt": key.revoked_at,
+    }
+
+
+async def _json_object() -> dict[str, Any]:
+    try:
+        body = orjson.loads(await request.get_data())
+    except orjson.JSONDecodeError as e:
+        raise invalid("the body is not JSON") from e
+    if not isinstance(body, dict):
+        raise invalid("the body must be a JSON object")
+    return body
+
+
+class SettingsRoutes:
+    """The pages and the JSON routes."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    async def _run(self, method: Any, *args: Any) -> Any:
+        return await asyncio.to_thread(method, current_session().user, *args)
+
+    # -- pages ---------------------------------------------------------------------
+
+    async def page(self, project: str) -> str:
+        found = await self._run(self.settings.explorer.project, project)
+        return await render_template("settings.html", project=found, error=None)
+
+    async def rename_page(self, project: str) -> Response | str:
+        new_name = (await request.form).get("name", "")
+        try:
+            renamed = await self._run(self.settings.rename, project, new_name)
+        except DashboardError as e:
+            if e.status not in (400, 409):
+                raise
+            found = await self._run(self.settings.explorer.project, project)
+            page = await render_template("settings.html", project=found, error=e.message)
+            return Response(page, e.status, content_type="text/html; charset=utf-8")
+        return redirect_to(url_for("settings_page", project=renamed.name))
+
+    async def keys_page(self, project: str, created: CreatedKey | None = None) -> str:
+        found, keys = await self._run(self.settings.keys, project)
+        return await render_template("api_keys.html", project=found, keys=keys, created=created)
+
+    async def create_key_page(self, project: str) -> str:
+        created = await self._run(self.settings.create_key, project)
+        return await self.keys_page(project, created)  # the secret, shown this once
+
+    async def revoke_page(self, project: str, key_id: str) -> Response:
+        await self._run(self.settings.revoke, key_id)
+        return redirect_to(url_for("keys_page", project=project))
+
+    # -- /api/v1 -------------------------------------------------------------------
+
+    async def rename(self, project: str) -> Response:
+        name = (await _json_object()).get("name")
+        if not isinstance(name, str):
+            raise invalid("name must be a string")
+        renamed = await self._run(self.settings.rename, project, name)
+        return json_response({"name": renamed.name, "createdAt": renamed.created_at})
+
+    async def keys(self, project: str) -> Response:
+        _, keys = await self._run(self.settings.keys, project)
+        return json_response({"keys": [key_json(key) for key in keys]})
+
+    async def create_key(self, project: str) -> Response:
+        await _json_object()
+        created = await self._run(self.settings.create_key, project)
+        return json_response({"id": created.id, "key": created.key, "prefix": created.prefix}, 201)
+
+    async def revoke(self, key_id: str) -> Response:
+        return json_response(key_json(await self._run(self.settings.revoke, key_id)))
+
+
+def install_settings(app: Quart, explorer: Explorer) -> None:
+    """Add the settings and API keys pages and routes."""
+    routes = SettingsRoutes(Settings(explorer))
+    page = "/projects/<project>/settings"
+    api = "/api/v1/projects/<project>"
+    for rule, endpoint, view, method in (
+        (page, "settings_page", routes.page, "GET"),
+        (page, "rename_page", routes.rename_page, "POST"),
+        (f"{page}/api-keys", "keys_page", routes.keys_page, "GET"),
+        (f"{page}/api-keys", "create_key_page", routes.create_key_page, "POST"),
+        (f"{page}/api-keys/<key_id>/revoke", "revoke_page", routes.revoke_page, "POST"),
+        (api, "api_rename", routes.rename, "PATCH"),
+        (f"{api}/api-keys", "api_keys", routes.keys, "GET"),
+        (f"{api}/api-keys", "api_create_key", routes.create_key, "POST"),
+        ("/api/v1/api-keys/<key_id>/revoke", "api_revoke", routes.revoke, "POST"),
+    ):
+        app.add_url_rule(rule, endpoint=endpoint, view_func=view, methods=[method])
