@@ -12,6 +12,7 @@ from dashboard.cookies import Signer, session_secret
 from dashboard.errors import DashboardError
 from dashboard.explorer import Explorer
 from dashboard.formats import millis, nanos
+from dashboard.notifications import install_notifications
 from dashboard.pages import install_pages
 from dashboard.project_settings import install_settings
 from dashboard.signin import SignIn, is_api
@@ -112,5 +113,6 @@ def create_app(settings: Settings) -> Quart:
     install_pages(app, explorer, ingest_url)
     install_api(app, explorer)
     install_settings(app, explorer)
+    install_notifications(app, explorer)
     _install_error_handlers(app)
     return app

@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from spangate import __version__, cli_identity, cli_replay, cli_serve, cli_traces
+from spangate import __version__, cli_alerts, cli_identity, cli_replay, cli_serve, cli_traces
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -19,6 +19,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_serve.register(commands)
     cli_identity.register(commands)
     cli_traces.register(commands)
+    cli_alerts.register(commands)
     cli_replay.register(commands)
     return parser
 

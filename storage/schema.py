@@ -127,6 +127,30 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             at_ms BIGINT NOT NULL)""",
         "CREATE INDEX login_failures_email ON login_failures (email, at_ms)",
     ),
+    (  # 7: alert rules and webhooks, which operators add (storage/alerts.py,
+        # storage/webhooks.py); evaluation and delivery are off during the beta.
+        """CREATE TABLE alert_rules (
+            id TEXT PRIMARY KEY,
+            project_id TEXT NOT NULL REFERENCES projects(id),
+            name TEXT NOT NULL,
+            condition TEXT NOT NULL,
+            status TEXT NOT NULL CHECK (status IN ('active', 'paused')),
+            created_at TEXT NOT NULL)""",
+        "CREATE INDEX alert_rules_project ON alert_rules (project_id, created_at)",
+        """CREATE TABLE alert_history (
+            rule_id TEXT NOT NULL REFERENCES alert_rules(id),
+            at TEXT NOT NULL,
+            event TEXT NOT NULL CHECK (event IN ('created', 'paused', 'resumed', 'triggered')),
+            actor TEXT NOT NULL)""",
+        "CREATE INDEX alert_history_rule ON alert_history (rule_id, at)",
+        """CREATE TABLE webhooks (
+            id TEXT PRIMARY KEY,
+            project_id TEXT NOT NULL REFERENCES projects(id),
+            url TEXT NOT NULL,
+            events TEXT NOT NULL,
+            created_at TEXT NOT NULL)""",
+        "CREATE INDEX webhooks_project ON webhooks (project_id, created_at)",
+    ),
 )
 
 

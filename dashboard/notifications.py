@@ -1,0 +1,70 @@
+"""Alerts and webhooks pages: what the beta lets a customer do with them.
+
+Alerts: list rules and their history; members and above pause, resume and delete a
+rule. There is no route that creates one (operators add them with `spangate alerts
+add`), and nothing evaluates them. Webhooks: a list, nothing else (`spangate webhooks
+add`); nothing is delivered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from quart import Quart, Response, render_template, url_for
+
+from dashboard.errors import forbidden
+from dashboard.explorer import Explorer
+from dashboard.signin import current_session, redirect_to
+from storage.alerts import AlertStore
+from storage.identity import ROLE_RANK, Project
+from storage.webhooks import WebhookStore
+
+RULE_ACTIONS = ("pause", "resume", "delete")
+MEMBER = ROLE_RANK["member"]
+
+
+class Notifications:
+    """The alerts and webhooks routes."""
+
+    def __init__(self, explorer: Explorer) -> None:
+        self.explorer = explorer
+        self.alerts = AlertStore(explorer.db)
+        self.webhooks = WebhookStore(explorer.db)
+
+    async def _project(self, name: str) -> Project:
+        return await asyncio.to_thread(self.explorer.project, current_session().user, name)
+
+    async def alerts_page(self, project: str) -> str:
+        found = await self._project(project)
+        rules = await asyncio.to_thread(self.alerts.rules, found.id)
+        return await render_template("alerts.html", project=found, rules=rules)
+
+    async def rule_action(self, project: str, rule_id: str, action: str) -> Response:
+        user = current_session().user
+        found = await self._project(project)
+        if ROLE_RANK[user.role] < MEMBER:
+            raise forbidden(f"viewers cannot {action} alert rules")
+        if action == "delete":
+            await asyncio.to_thread(self.alerts.delete, found.id, rule_id)
+        else:
+            paused = action == "pause"
+            await asyncio.to_thread(self.alerts.set_paused, found.id, rule_id, paused, user.email)
+        return redirect_to(url_for("alerts_page", project=found.name))
+
+    async def webhooks_page(self, project: str) -> str:
+        found = await self._project(project)
+        hooks = await asyncio.to_thread(self.webhooks.list, found.id)
+        return await render_template("webhooks.html", project=found, hooks=hooks)
+
+
+def install_notifications(app: Quart, explorer: Explorer) -> None:
+    """Add the alerts and webhooks pages (GET) and the rule actions (POST)."""
+    routes = Notifications(explorer)
+    base = "/projects/<project>"
+    app.add_url_rule(f"{base}/alerts", view_func=routes.alerts_page, methods=["GET"])
+    app.add_url_rule(
+        f"{base}/alerts/<rule_id>/<any({', '.join(RULE_ACTIONS)}):action>",
+        view_func=routes.rule_action,
+        methods=["POST"],
+    )
+    app.add_url_rule(f"{base}/webhooks", view_func=routes.webhooks_page, methods=["GET"])

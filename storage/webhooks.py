@@ -1,0 +1,70 @@
+"""Webhooks: operators add them; the dashboard only lists them. Delivery is off during
+the beta: nothing sends to them."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from storage.clock import utc_now_iso
+from storage.database import Database
+
+EVENTS = ("alert.triggered",)
+
+
+@dataclass(frozen=True, slots=True)
+class Webhook:
+    """A webhook as listed."""
+
+    id: str
+    url: str
+    events: tuple[str, ...]
+    created_at: str
+
+    @property
+    def shown_url(self) -> str:
+        """The URL without its query or credentials (they may hold a secret)."""
+        parts = urlsplit(self.url)
+        host = parts.hostname or ""
+        port = f":{parts.port}" if parts.port else ""
+        return f"{parts.scheme}://{host}{port}{parts.path}"
+
+
+def check_url(url: str) -> str:
+    """An http(s) URL with a host, or ValueError."""
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("a webhook URL must be http:// or https:// with a host")
+    return url.strip()
+
+
+class WebhookStore:
+    """The webhooks of projects."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def add(self, project_id: str, url: str, events: tuple[str, ...] = EVENTS) -> Webhook:
+        """An operator's new webhook (stored; nothing is delivered to it)."""
+        unknown = set(events) - set(EVENTS)
+        if unknown or not events:
+            raise ValueError(f"events must be some of {', '.join(EVENTS)}")
+        hook = Webhook(f"whk_{uuid.uuid4().hex[:20]}", check_url(url), events, utc_now_iso())
+        with self.db.transaction() as tx:
+            tx.execute(
+                "INSERT INTO webhooks (id, project_id, url, events, created_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (hook.id, project_id, hook.url, ",".join(events), hook.created_at),
+            )
+        return hook
+
+    def list(self, project_id: str) -> list[Webhook]:
+        """A project's webhooks, newest first."""
+        with self.db.transaction() as tx:
+            rows = tx.query(
+                "SELECT id, url, events, created_at FROM webhooks WHERE project_id = ? "
+                "ORDER BY created_at DESC, id",
+                (project_id,),
+            )
+        return [Webhook(i, url, tuple(events.split(",")), at) for i, url, events, at in rows]
