@@ -9,6 +9,7 @@ from werkzeug.exceptions import HTTPException
 
 from dashboard.api import install_api
 from dashboard.cookies import Signer, session_secret
+from dashboard.datasets import install_datasets
 from dashboard.errors import DashboardError
 from dashboard.explorer import Explorer
 from dashboard.formats import millis, nanos
@@ -28,6 +29,7 @@ from storage.database import Database
 from storage.errors import NotFound, StoreError, StoreUnavailable
 
 log = logging.getLogger("spangate.dashboard")
+MAX_FORM_BYTES = 2 * 1024 * 1024  # a dataset's items are the largest thing sent
 SECURITY_HEADERS = {
     "Content-Security-Policy": (
         "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
@@ -80,6 +82,7 @@ def _install_error_handlers(app: Quart) -> None:
 def create_app(settings: Settings) -> Quart:
     """The dashboard on the database named by `settings.database_url`."""
     app = Quart(__name__)
+    app.config["MAX_CONTENT_LENGTH"] = MAX_FORM_BYTES
     db = Database(settings.database_url)
     signin = SignIn(
         db,
@@ -114,5 +117,6 @@ def create_app(settings: Settings) -> Quart:
     install_api(app, explorer)
     install_settings(app, explorer)
     install_notifications(app, explorer)
+    install_datasets(app, explorer)
     _install_error_handlers(app)
     return app

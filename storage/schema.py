@@ -151,6 +151,22 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             created_at TEXT NOT NULL)""",
         "CREATE INDEX webhooks_project ON webhooks (project_id, created_at)",
     ),
+    (  # 8: datasets, made and kept in the dashboard (storage/datasets.py)
+        """CREATE TABLE datasets (
+            id TEXT PRIMARY KEY,
+            project_id TEXT NOT NULL REFERENCES projects(id),
+            name TEXT NOT NULL,
+            description TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            UNIQUE (project_id, name))""",
+        """CREATE TABLE dataset_items (
+            dataset_id TEXT NOT NULL REFERENCES datasets(id),
+            position BIGINT NOT NULL,
+            input TEXT NOT NULL,
+            expected TEXT,
+            PRIMARY KEY (dataset_id, position))""",
+    ),
 )
 
 

@@ -1,0 +1,118 @@
+"""Dataset pages: every role reads; members and above create, edit and delete. The
+dashboard is the only place datasets are made (no API-key route touches them)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from quart import Quart, Response, render_template, request, url_for
+
+from dashboard.errors import forbidden
+from dashboard.explorer import Explorer
+from dashboard.signin import current_session, redirect_to
+from storage.datasets import DatasetInvalid, DatasetStore
+from storage.errors import Conflict
+from storage.identity import ROLE_RANK, Project
+
+MEMBER = ROLE_RANK["member"]
+
+
+class DatasetPages:
+    """The dataset routes."""
+
+    def __init__(self, explorer: Explorer) -> None:
+        self.explorer = explorer
+        self.store = DatasetStore(explorer.db)
+
+    async def _project(self, name: str, change: bool = False) -> Project:
+        user = current_session().user
+        project = await asyncio.to_thread(self.explorer.project, user, name)
+        if change and ROLE_RANK[user.role] < MEMBER:
+            raise forbidden("viewers cannot change datasets")
+        return project
+
+    async def listing(self, project: str) -> str:
+        found = await self._project(project)
+        datasets = await asyncio.to_thread(self.store.list, found.id)
+        return await render_template("datasets.html", project=found, datasets=datasets)
+
+    async def new(self, project: str) -> str:
+        found = await self._project(project, change=True)
+        return await render_template("dataset_form.html", project=found, dataset=None, form={})
+
+    async def _form_again(
+        self,
+        project: Project,
+        dataset: Any,
+        form: dict[str, str],
+        problems: dict[str, str],
+        status: int = 400,
+    ) -> Response:
+        """The form again, as it was sent, with each problem beside its field."""
+        page = await render_template(
+            "dataset_form.html", project=project, dataset=dataset, form=form, problems=problems
+        )
+        return Response(page, status, content_type="text/html; charset=utf-8")
+
+    async def create(self, project: str) -> Response:
+        found = await self._project(project, change=True)
+        form = {k: (await request.form).get(k, "") for k in ("name", "description", "items")}
+        try:
+            dataset_id = await asyncio.to_thread(
+                self.store.create, found.id, form["name"], form["description"], form["items"]
+            )
+        except DatasetInvalid as e:
+            return await self._form_again(found, None, form, e.problems)
+        except Conflict as e:
+            return await self._form_again(found, None, form, {"name": str(e)}, 409)
+        return redirect_to(url_for("dataset", project=found.name, dataset_id=dataset_id))
+
+    async def show(self, project: str, dataset_id: str) -> str:
+        found = await self._project(project)
+        dataset = await asyncio.to_thread(self.store.get, found.id, dataset_id)
+        form = {
+            "name": dataset.name,
+            "description": dataset.description,
+            "items": dataset.items_text(),
+        }
+        return await render_template("dataset_form.html", project=found, dataset=dataset, form=form)
+
+    async def update(self, project: str, dataset_id: str) -> Response:
+        found = await self._project(project, change=True)
+        dataset = await asyncio.to_thread(self.store.get, found.id, dataset_id)
+        form = {k: (await request.form).get(k, "") for k in ("name", "description", "items")}
+        try:
+            await asyncio.to_thread(
+                self.store.update,
+                found.id,
+                dataset_id,
+                form["name"],
+                form["description"],
+                form["items"],
+            )
+        except DatasetInvalid as e:
+            return await self._form_again(found, dataset, form, e.problems)
+        except Conflict as e:
+            return await self._form_again(found, dataset, form, {"name": str(e)}, 409)
+        return redirect_to(url_for("dataset", project=found.name, dataset_id=dataset_id))
+
+    async def delete(self, project: str, dataset_id: str) -> Response:
+        found = await self._project(project, change=True)
+        await asyncio.to_thread(self.store.delete, found.id, dataset_id)
+        return redirect_to(url_for("datasets", project=found.name))
+
+
+def install_datasets(app: Quart, explorer: Explorer) -> None:
+    """Add the dataset pages."""
+    pages = DatasetPages(explorer)
+    base = "/projects/<project>/datasets"
+    for rule, endpoint, view, method in (
+        (base, "datasets", pages.listing, "GET"),
+        (base, "create_dataset", pages.create, "POST"),
+        (f"{base}/new", "new_dataset", pages.new, "GET"),
+        (f"{base}/<dataset_id>", "dataset", pages.show, "GET"),
+        (f"{base}/<dataset_id>", "update_dataset", pages.update, "POST"),
+        (f"{base}/<dataset_id>/delete", "delete_dataset", pages.delete, "POST"),
+    ):
+        app.add_url_rule(rule, endpoint=endpoint, view_func=view, methods=[method])
