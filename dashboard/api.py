@@ -20,7 +20,8 @@ from storage.export import MAX_EXPORT_TRACES, as_csv
 from storage.scores import Score
 
 
-def _score_json(score: Score) -> dict[str, Any]:
+def score_json(score: Score) -> dict[str, Any]:
+    """A score as the trace's JSON lists it."""
     return {
         "id": score.id,
         "name": score.name,
@@ -66,7 +67,7 @@ class Api:
             {
                 "traceId": detail.trace_id,
                 "spans": detail.spans,
-                "scores": [_score_json(score) for score in detail.scores],
+                "scores": [score_json(score) for score in detail.scores],
             }
         )
 

@@ -17,6 +17,7 @@ from dashboard.notifications import install_notifications
 from dashboard.pages import install_pages
 from dashboard.project_settings import install_settings
 from dashboard.signin import SignIn, is_api
+from dashboard.trace_scores import install_trace_scores
 from dashboard.waterfall import attribute_lines
 from spangate.settings import Settings
 from spangate.web import (
@@ -118,5 +119,6 @@ def create_app(settings: Settings) -> Quart:
     install_settings(app, explorer)
     install_notifications(app, explorer)
     install_datasets(app, explorer)
+    install_trace_scores(app, explorer)
     _install_error_handlers(app)
     return app

@@ -167,6 +167,28 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             expected TEXT,
             PRIMARY KEY (dataset_id, position))""",
     ),
+    (  # 9: a score is given by an API key or, in the dashboard, by a user: the table is
+        # made anew (SQLite cannot drop a NOT NULL) with key_id or user_id set.
+        """CREATE TABLE scores_by (
+            id TEXT PRIMARY KEY,
+            project_id TEXT NOT NULL REFERENCES projects(id),
+            trace_id TEXT NOT NULL,
+            span_id TEXT,
+            name TEXT NOT NULL,
+            score DOUBLE PRECISION NOT NULL CHECK (score >= 0 AND score <= 1),
+            comment TEXT,
+            source TEXT NOT NULL CHECK (source IN ('api', 'sdk', 'ui', 'eval')),
+            key_id TEXT REFERENCES api_keys(id),
+            user_id TEXT REFERENCES users(id),
+            created_at TEXT NOT NULL,
+            CHECK (key_id IS NOT NULL OR user_id IS NOT NULL))""",
+        "INSERT INTO scores_by (id, project_id, trace_id, span_id, name, score, comment, "
+        "source, key_id, user_id, created_at) SELECT id, project_id, trace_id, span_id, name, "
+        "score, comment, source, key_id, NULL, created_at FROM scores",
+        "DROP TABLE scores",
+        "ALTER TABLE scores_by RENAME TO scores",
+        "CREATE INDEX scores_trace ON scores (project_id, trace_id)",
+    ),
 )
 
 

@@ -38,3 +38,35 @@ def test_concurrent_start_up(database_url: str) -> None:
     with db.transaction() as tx:
         assert tx.query_one("SELECT COUNT(*) FROM schema_migrations") == (len(MIGRATIONS),)
     db.close()
+
+
+def test_scores_given_by_keys_survive_the_table_made_anew(database_url: str) -> None:
+    """Scores stored before a score could be given by a user keep every field and key."""
+    db = Database(database_url)
+    try:
+        with db.transaction() as tx:
+            tx.execute(
+                "CREATE TABLE schema_migrations (version BIGINT PRIMARY KEY, applied_at TEXT "
+                "NOT NULL)"
+            )
+            for version, statements in enumerate(MIGRATIONS[:8], start=1):
+                for statement in statements:
+                    tx.execute(statement)
+                tx.execute("INSERT INTO schema_migrations VALUES (?, 'then')", (version,))
+            tx.execute("INSERT INTO organizations VALUES ('o', 'default', 'then')")
+            tx.execute(
+                "INSERT INTO users (id, email, org_id, role, created_at) "
+                "VALUES ('u', 'a@x.io', 'o', 'owner', 'then')"
+            )
+            tx.execute("INSERT INTO projects VALUES ('p', 'demo', 'o', 'then')")
+            tx.execute("INSERT INTO api_keys VALUES ('k', 'h', 'sgk_', 'p', 'u', 'then', NULL)")
+            tx.execute(
+                "INSERT INTO scores VALUES ('s', 'p', ?, NULL, 'n', 0.5, 'c', 'api', 'k', 'then')",
+                ("a" * 32,),
+            )
+        migrate(db)
+        with db.transaction() as tx:
+            row = tx.query_one("SELECT id, score, comment, key_id, user_id FROM scores")
+        assert row == ("s", 0.5, "c", "k", None)
+    finally:
+        db.close()

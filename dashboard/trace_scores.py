@@ -1,0 +1,89 @@
+"""Scores given on a trace's page (source `ui`): members and above; viewers read them."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import orjson
+from quart import Quart, Response, request, url_for
+
+from dashboard.api import score_json
+from dashboard.errors import DashboardError, forbidden, invalid
+from dashboard.explorer import Explorer
+from dashboard.signin import current_session, redirect_to
+from storage.identity import ROLE_RANK
+from storage.scores import Score, ScoreStore, check_score
+
+MEMBER = ROLE_RANK["member"]
+
+
+def _number(text: str) -> float | str:
+    try:
+        return float(text)
+    except ValueError:
+        return text  # check_score says what is wrong with it
+
+
+class TraceScores:
+    """Give a score to a trace of the user's organisation."""
+
+    def __init__(self, explorer: Explorer) -> None:
+        self.explorer = explorer
+        self.scores = ScoreStore(explorer.db)
+
+    def _give(self, project: str, trace_id: str, fields: dict[str, Any]) -> Score:
+        user = current_session().user
+        found = self.explorer.project(user, project)
+        if ROLE_RANK[user.role] < MEMBER:
+            raise forbidden("viewers cannot give scores")
+        trace = self.explorer.outline(found, trace_id)  # NotFound for a trace not stored
+        new, problems = check_score({**fields, "trace_id": trace.trace_id, "source": "ui"})
+        if new is None:
+            message = "; ".join(f"{field}: {what}" for field, what in problems.items())
+            raise DashboardError(400, "VALIDATION_ERROR", message)
+        return self.scores.create_by_user(found.id, user.id, new)
+
+    async def from_page(self, project: str, trace_id: str) -> Response:
+        form = await request.form
+        fields = {
+            "name": form.get("name") or None,
+            "score": _number(form.get("score", "")),
+            "comment": form.get("comment") or None,
+            "span_id": form.get("span_id") or None,
+        }
+        await asyncio.to_thread(self._give, project, trace_id, fields)
+        return redirect_to(url_for("trace", project=project, trace_id=trace_id.lower()))
+
+    async def from_api(self, project: str, trace_id: str) -> Response:
+        try:
+            body = orjson.loads(await request.get_data())
+        except orjson.JSONDecodeError as e:
+            raise invalid("the body is not JSON") from e
+        if not isinstance(body, dict):
+            raise invalid("the body must be a JSON object")
+        fields = {
+            "name": body.get("name"),
+            "score": body.get("score"),
+            "comment": body.get("comment"),
+            "span_id": body.get("spanId"),
+        }
+        score = await asyncio.to_thread(self._give, project, trace_id, fields)
+        return Response(orjson.dumps(score_json(score)), 201, content_type="application/json")
+
+
+def install_trace_scores(app: Quart, explorer: Explorer) -> None:
+    """Add the routes that give a score to a trace."""
+    routes = TraceScores(explorer)
+    app.add_url_rule(
+        "/projects/<project>/traces/<trace_id>/scores",
+        endpoint="give_score",
+        view_func=routes.from_page,
+        methods=["POST"],
+    )
+    app.add_url_rule(
+        "/api/v1/projects/<project>/traces/<trace_id>/scores",
+        endpoint="api_give_score",
+        view_func=routes.from_api,
+        methods=["POST"],
+    )
