@@ -1,4 +1,4 @@
-"""`spangate traces list|show|export`: the stored spans, for operators."""
+"""`spangate traces list|show|export|erase`: the stored spans, for operators."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import sys
 
 from spangate.cli_support import CommandError, fail, print_json, print_table, with_database
 from storage.database import Database
+from storage.erasure import Eraser
 from storage.export import MAX_EXPORT_TRACES, as_csv, check_limit, export_traces
 from storage.identity import IdentityStore
 from storage.spans import SpanStore
@@ -107,6 +108,32 @@ def _export(args: argparse.Namespace) -> int:
     return with_database(action)
 
 
+def _erase(args: argparse.Namespace) -> int:
+    def action(db: Database) -> int:
+        eraser = Eraser(db, _project_id(db, args.project))
+        if args.trace:
+            selection = eraser.trace(args.trace)
+        elif args.session:
+            selection = eraser.session(args.session)
+        else:
+            key, _, value = args.attribute.partition("=")
+            if not key or not _:
+                raise CommandError("--attribute takes KEY=VALUE")
+            selection = eraser.attribute(key, value, args.whole_traces)
+        if not args.yes:
+            found = eraser.count(selection)
+            print(
+                f"would erase {found.spans} spans of {found.traces} traces and "
+                f"{found.scores} scores; nothing erased: add --yes to erase them"
+            )
+            return 0
+        erased = eraser.erase(selection)
+        print(f"erased {erased.spans} spans of {erased.traces} traces and {erased.scores} scores")
+        return 0
+
+    return with_database(action)
+
+
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the traces commands."""
     traces = commands.add_parser("traces", help="stored traces").add_subparsers(
@@ -127,3 +154,22 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     export.add_argument("--format", choices=("csv", "json"), required=True)
     export.add_argument("--limit", type=int, default=MAX_EXPORT_TRACES)
     export.set_defaults(handler=_export)
+    erase = traces.add_parser(
+        "erase", help="erase stored spans on request: a trace, a session, a data subject's"
+    )
+    erase.add_argument("--project", required=True)
+    which = erase.add_mutually_exclusive_group(required=True)
+    which.add_argument("--trace", metavar="TRACE_ID", help="a whole trace")
+    which.add_argument("--session", metavar="SESSION_ID", help="every trace of a session")
+    which.add_argument(
+        "--attribute",
+        metavar="KEY=VALUE",
+        help="the spans whose string attribute KEY is VALUE (e.g. user.id=u-42)",
+    )
+    erase.add_argument(
+        "--whole-traces", action="store_true", help="with --attribute: their whole traces"
+    )
+    erase.add_argument(
+        "--yes", action="store_true", help="erase (without it, only count what would go)"
+    )
+    erase.set_defaults(handler=_erase)

@@ -61,6 +61,22 @@ _POSTGRES_REFRESH = _REFRESH.format(where="s.project_id = ? AND s.trace_id = ANY
 BACKFILL_SUMMARIES = f"INSERT INTO trace_summaries ({_COLUMNS}) " + _AGGREGATE.format(where="1 = 1")
 
 
+_RECOUNT = f"INSERT INTO trace_summaries ({_COLUMNS}) " + _AGGREGATE.format(
+    where="s.project_id = ? AND s.trace_id = ?"
+)
+
+
+def recount(tx: Transaction, project_id: str, trace_ids: set[str]) -> None:
+    """The summaries of traces some of whose spans were erased, made anew from what is
+    left (none for a trace with nothing left)."""
+    for trace_id in sorted(trace_ids):
+        tx.execute(
+            "DELETE FROM trace_summaries WHERE project_id = ? AND trace_id = ?",
+            (project_id, trace_id),
+        )
+        tx.execute(_RECOUNT, (project_id, trace_id))
+
+
 def _lock_key(project_id: str, trace_id: str) -> int:
     digest = hashlib.blake2b(f"{project_id}/{trace_id}".encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big", signed=True)

@@ -106,3 +106,18 @@ def test_unknown_project(capsys: pytest.CaptureFixture[str]) -> None:
     """An unknown project is one clear error line."""
     code, _, err = run(capsys, "traces", "list", "--project", "nope")
     assert code == 1 and "no project nope" in err
+
+
+def test_erase_counts_first_then_erases(capsys: pytest.CaptureFixture[str]) -> None:
+    """traces erase without --yes only counts; with it the trace is gone from every read."""
+    trace = f"{1:032x}"
+    code, out, _ = run(capsys, "traces", "erase", "--project", "demo", "--trace", trace)
+    assert code == 0 and "would erase 2 spans of 1 traces" in out and "nothing erased" in out
+    code, out, _ = run(capsys, "traces", "erase", "--project", "demo", "--trace", trace, "--yes")
+    assert code == 0 and "erased 2 spans of 1 traces" in out
+    code, _, err = run(capsys, "traces", "show", trace, "--project", "demo")
+    assert code == 1 and "no stored spans" in err
+    listed = orjson.loads(run(capsys, "traces", "list", "--project", "demo", "--json")[1])
+    assert trace not in [t["traceId"] for t in listed]
+    code, _, err = run(capsys, "traces", "erase", "--project", "demo", "--attribute", "novalue")
+    assert code == 1 and "KEY=VALUE" in err
