@@ -7,6 +7,7 @@ import logging
 from quart import Quart, Response, g, render_template, request
 from werkzeug.exceptions import HTTPException
 
+from dashboard.agents import install_agents
 from dashboard.api import install_api
 from dashboard.cookies import Signer, session_secret
 from dashboard.datasets import install_datasets
@@ -120,5 +121,6 @@ def create_app(settings: Settings) -> Quart:
     install_notifications(app, explorer)
     install_datasets(app, explorer)
     install_trace_scores(app, explorer)
+    install_agents(app, explorer)
     _install_error_handlers(app)
     return app

@@ -27,6 +27,7 @@ from tests.processes import spawn, stop, wait_healthy
 from tests.proto_json.spans import span
 
 CHROMIUM = Path("/usr/bin/chromium-headless-shell")
+TOPOLOGY_TRACE = "cd" * 16
 TRACE = "ef" * 16
 
 if not CHROMIUM.exists():
@@ -38,6 +39,23 @@ if not CHROMIUM.exists():
     )
 
 from playwright.sync_api import Browser, Page, expect, sync_playwright  # noqa: E402
+
+
+def topology_run() -> list[dict[str, object]]:
+    """planner delegates to researcher, who delegates back once; each calls a tool."""
+    specs = [
+        ("1", None, "planner", "agent"),
+        ("2", "1", "researcher", "agent"),
+        ("3", "2", "search", "tool_call"),
+        ("4", "2", "planner", "agent"),
+        ("5", "4", "gpt", "llm_call"),
+    ]
+    return [
+        span(traceId=TOPOLOGY_TRACE, spanId=sid * 16, parentSpanId=parent and parent * 16,
+             name=name, kind=kind, startTime=f"2026-11-22T12:00:0{sid}Z",
+             endTime=f"2026-11-22T12:00:0{sid}.5Z")
+        for sid, parent, name, kind in specs
+    ]  # fmt: skip
 
 
 def _free_port() -> int:
@@ -74,6 +92,7 @@ def served(tmp_path_factory: pytest.TempPathFactory, redis_url: str) -> Iterator
             ),
         ],
     )
+    store(db, project, topology_run())
     db.close()
     port, ingest_port = _free_port(), _free_port()
     env = {
@@ -159,7 +178,7 @@ def test_sign_in_open_a_trace_and_read_its_waterfall(browser: Browser, dashboard
 
 
 def test_export_from_the_list(browser: Browser, dashboard_url: str, tmp_path: Path) -> None:
-    """The list's Export CSV button downloads the trace's spans."""
+    """The list's Export CSV button downloads the traces' spans, newest trace first."""
     page = browser.new_page()
     _sign_in(page, dashboard_url)
     page.goto(f"{dashboard_url}/projects/demo/traces")
@@ -169,7 +188,8 @@ def test_export_from_the_list(browser: Browser, dashboard_url: str, tmp_path: Pa
     download.value.save_as(saved)
     lines = saved.read_text().splitlines()
     assert lines[0].startswith("traceId,spanId,parentSpanId,name")
-    assert len(lines) == 4 and all(line.startswith(TRACE) for line in lines[1:])
+    traces = [line.split(",")[0] for line in lines[1:]]
+    assert traces == [TOPOLOGY_TRACE] * 5 + [TRACE] * 3  # newest trace first
     page.close()
 
 
@@ -203,4 +223,34 @@ def test_api_key_page_create_use_revoke(browser: Browser, served: dict[str, str]
             break
         time.sleep(0.25)
     assert sent.status_code == 401
+    page.close()
+
+
+def test_topology_has_a_node_per_agent_and_an_edge_per_delegation(
+    browser: Browser, dashboard_url: str
+) -> None:
+    """The agents page draws the seeded run: a node per agent, an edge per delegation,
+    and a node leads to the traces through it."""
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    _sign_in(page, dashboard_url)
+    page.goto(f"{dashboard_url}/projects/demo/agents")
+    svg = page.get_by_role("img", name="Agent topology")
+    expect(svg).to_be_visible()
+    agents = svg.locator('g.node[data-kind="agent"]')
+    expect(agents).to_have_count(3)
+    names = sorted(agents.nth(n).get_attribute("data-name") or "" for n in range(3))
+    assert names == ["agent run", "planner", "researcher"]
+    delegations = svg.locator("g.edge-delegation")
+    expect(delegations).to_have_count(2)
+    pairs = sorted(
+        (
+            delegations.nth(n).get_attribute("data-source"),
+            delegations.nth(n).get_attribute("data-target"),
+        )
+        for n in range(2)
+    )
+    assert pairs == [("planner", "researcher"), ("researcher", "planner")]
+    svg.locator('g.node[data-name="researcher"]').click()
+    expect(page.get_by_role("heading", name="Traces through agent researcher")).to_be_visible()
+    expect(page.get_by_role("link", name=TOPOLOGY_TRACE)).to_be_visible()
     page.close()

@@ -1,0 +1,138 @@
+"""The topology drawn as SVG on the server: layered top to bottom.
+
+Layers: an agent no agent calls (or, where every agent is called, the busiest) starts
+layer 0; every other node sits one layer below the nearest node that calls it (a
+breadth-first walk, so cycles end). Within a layer nodes are ordered by the mean
+position of their callers, which keeps most edges from crossing. Every node is a box of
+one width with its label cut to fit (the whole name in its tooltip), so no two labels
+overlap; a graph wider than the page scrolls.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from html import escape
+from urllib.parse import quote
+
+from markupsafe import Markup
+
+from dashboard.topology import AGENT, Node, Topology
+
+BOX_W, BOX_H, GAP_X, GAP_Y, MARGIN = 170, 38, 28, 80, 16
+LABEL_CHARS = 22
+
+
+def layers(topology: Topology) -> list[list[Node]]:
+    """The nodes, layer by layer, each layer ordered."""
+    callers: dict[Node, list[Node]] = {node: [] for node in topology.nodes}
+    callees: dict[Node, list[Node]] = {node: [] for node in topology.nodes}
+    for (source, target), _ in sorted(topology.edges.items()):
+        if source in callers and target in callers and source != target:
+            callers[target].append(source)
+            callees[source].append(target)
+    depth: dict[Node, int] = {}
+    for start in _starts(topology, callers):
+        if start in depth:
+            continue
+        depth[start] = 0
+        queue = deque([start])
+        while queue:
+            node = queue.popleft()
+            for below in callees[node]:
+                if below not in depth:
+                    depth[below] = depth[node] + 1
+                    queue.append(below)
+    grouped: list[list[Node]] = [[] for _ in range(max(depth.values(), default=-1) + 1)]
+    for node in sorted(depth):
+        grouped[depth[node]].append(node)
+    place: dict[Node, int] = {}
+    for layer in grouped:  # order by the mean place of the callers above
+        layer.sort(key=lambda n: (_mean([place[c] for c in callers[n] if c in place]), n))
+        place.update((node, at) for at, node in enumerate(layer))
+    return grouped
+
+
+def _mean(values: list[int]) -> float:
+    return sum(values) / len(values) if values else -1.0
+
+
+def _starts(topology: Topology, callers: dict[Node, list[Node]]) -> list[Node]:
+    """Uncalled agents first, then every node (the walk skips the placed ones), busiest
+    first: every node gets a layer, cycles included."""
+    busiest = sorted(topology.nodes, key=lambda n: (-len(topology.nodes[n]), n))
+    uncalled = [n for n in busiest if n[0] == AGENT and not callers[n]]
+    return uncalled + busiest
+
+
+def _label(name: str) -> str:
+    return name if len(name) <= LABEL_CHARS else name[: LABEL_CHARS - 1] + "…"
+
+
+def render(topology: Topology, link: str) -> Markup:
+    """The SVG; each node links to `link` with its kind and name (`?kind=&name=`)."""
+    grouped = layers(topology)
+    if not grouped:
+        return Markup("")
+    widest = max(len(layer) for layer in grouped)
+    width = 2 * MARGIN + widest * BOX_W + (widest - 1) * GAP_X
+    height = 2 * MARGIN + len(grouped) * BOX_H + (len(grouped) - 1) * GAP_Y
+    at: dict[Node, tuple[float, float]] = {}
+    for row, layer in enumerate(grouped):
+        span = len(layer) * BOX_W + (len(layer) - 1) * GAP_X
+        left = (width - span) / 2
+        for column, node in enumerate(layer):
+            at[node] = (left + column * (BOX_W + GAP_X), MARGIN + row * (BOX_H + GAP_Y))
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="topology" width="{width}" '
+        f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
+        'aria-labelledby="topology-title"><title id="topology-title">Agent topology</title>'
+        '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" '
+        'markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z"/>'
+        "</marker></defs>"
+    ]
+    for (source, target), count in sorted(topology.edges.items()):
+        parts.append(_edge(at[source], at[target], source, target, count))
+    for node, (x, y) in at.items():
+        parts.append(_node(node, x, y, len(topology.nodes[node]), link))
+    parts.append("</svg>")
+    return Markup("".join(parts))
+
+
+def _edge(
+    start: tuple[float, float], end: tuple[float, float], source: Node, target: Node, count: int
+) -> str:
+    x1, y1 = start[0] + BOX_W / 2, start[1] + BOX_H
+    x2, y2 = end[0] + BOX_W / 2, end[1]
+    if y2 <= y1:  # a call back up (a cycle) or sideways: curve around the boxes
+        y1, bend = start[1] + BOX_H, max(y1, y2 + BOX_H) + GAP_Y / 2
+        path = (
+            f"M{x1:.1f},{y1:.1f} C{x1:.1f},{bend:.1f} {x2:.1f},{bend:.1f} {x2:.1f},{y2 + BOX_H:.1f}"
+        )
+        label_y = bend
+    else:
+        path = f"M{x1:.1f},{y1:.1f} L{x2:.1f},{y2:.1f}"
+        label_y = (y1 + y2) / 2
+    kind = "delegation" if source[0] == AGENT and target[0] == AGENT else "call"
+    title = f"{escape(source[1])} → {escape(target[1])}: {count}"
+    return (
+        f'<g class="edge edge-{kind}" data-source="{escape(source[1])}" '
+        f'data-target="{escape(target[1])}" data-count="{count}"><title>{title}</title>'
+        f'<path d="{path}" marker-end="url(#arrow)"/>'
+        f'<text x="{(x1 + x2) / 2:.1f}" y="{label_y:.1f}" class="count">{count}</text></g>'
+    )
+
+
+def _node(node: Node, x: float, y: float, traces: int, link: str) -> str:
+    kind, name = node
+    href = f"{link}?kind={escape(kind)}&amp;name={escape(_query(name))}"
+    return (
+        f'<a href="{href}"><g class="node node-{escape(kind)}" data-kind="{escape(kind)}" '
+        f'data-name="{escape(name)}"><title>{escape(kind)} {escape(name)}: {traces} traces'
+        f'</title><rect x="{x:.1f}" y="{y:.1f}" width="{BOX_W}" height="{BOX_H}" rx="6"/>'
+        f'<text x="{x + BOX_W / 2:.1f}" y="{y + BOX_H / 2 + 4:.1f}">{escape(_label(name))}'
+        "</text></g></a>"
+    )
+
+
+def _query(text: str) -> str:
+    return quote(text, safe="")

@@ -1,0 +1,125 @@
+"""Agents and their topology: stats by agent, edges from the nearest agent, a layered
+SVG whose boxes never overlap, and the traces through a node."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from dashboard.topology import Topology, topology
+from dashboard.topology_svg import layers, render
+from storage.spans import SpanOutline
+from tests.dashboard.conftest import Site, sign_in, store
+from tests.proto_json.spans import span
+
+RUN, OTHER = "a1" * 16, "b2" * 16
+
+
+def agent_run(trace: str) -> list[dict[str, Any]]:
+    """planner -> (delegation) -> researcher -> search, docs, gpt; planner -> gpt."""
+
+    def at(second: int, **fields: Any) -> dict[str, Any]:
+        times = {
+            "startTime": f"2026-11-22T10:00:0{second}Z",
+            "endTime": f"2026-11-22T10:00:0{second}.5Z",
+        }
+        return span(traceId=trace, **{**times, **fields})
+
+    return [
+        at(0, spanId="1" * 16, name="planner", kind="agent", endTime="2026-11-22T10:00:09Z"),
+        at(1, spanId="2" * 16, parentSpanId="1" * 16, name="gpt", kind="llm_call"),
+        at(2, spanId="3" * 16, parentSpanId="1" * 16, name="hand over", kind="delegation"),
+        at(3, spanId="4" * 16, parentSpanId="3" * 16, name="researcher", kind="agent"),
+        at(4, spanId="5" * 16, parentSpanId="4" * 16, name="search", kind="tool_call"),
+        at(5, spanId="6" * 16, parentSpanId="4" * 16, name="docs", kind="retrieval"),
+        at(6, spanId="7" * 16, parentSpanId="4" * 16, name="gpt", kind="llm_call"),
+    ]
+
+
+async def test_agents_page_stats_and_topology(site: Site) -> None:
+    """Runs, errors and latency by agent; an SVG node per agent, tool, retrieval and LLM;
+    an edge per call, the delegation among them, with counts."""
+    store(site.db, site.demo, agent_run(RUN))
+    store(
+        site.db,
+        site.demo,
+        [
+            span(traceId=OTHER, spanId="1" * 16, name="planner", kind="agent", status="error",
+                 startTime="2026-11-22T11:00:00Z", endTime="2026-11-22T11:00:02Z"),
+            span(traceId=OTHER, spanId="2" * 16, parentSpanId="1" * 16, name="calc",
+                 kind="tool_call", startTime="2026-11-22T11:00:01Z"),
+        ],
+    )  # fmt: skip
+    client = site.client()
+    await sign_in(client, "viewer@acme.test")
+    page = (await (await client.get("/projects/demo/agents")).get_data()).decode()
+    rows = re.findall(r'kind=agent&amp;name=(\w+)">\w+</a></td>\s*<td class="num">(\d+)</td>'
+                      r'<td class="num">(\d+)</td>', page)  # fmt: skip
+    assert rows == [("planner", "2", "1"), ("researcher", "1", "0")]
+    nodes = set(re.findall(r'data-kind="(\w+)" data-name="([\w ]+)"', page))
+    assert nodes == {
+        ("agent", "planner"), ("agent", "researcher"), ("llm_call", "gpt"),
+        ("tool_call", "search"), ("retrieval", "docs"), ("tool_call", "calc"),
+    }  # fmt: skip
+    edges = re.findall(r'class="edge edge-(\w+)" data-source="(\w+)" data-target="(\w+)" '
+                       r'data-count="(\d+)"', page)  # fmt: skip
+    assert sorted(edges) == sorted([
+        ("delegation", "planner", "researcher", "1"), ("call", "planner", "gpt", "1"),
+        ("call", "planner", "calc", "1"), ("call", "researcher", "search", "1"),
+        ("call", "researcher", "docs", "1"), ("call", "researcher", "gpt", "1"),
+    ])  # fmt: skip
+    listed = (
+        await (await client.get("/projects/demo/agents/traces?kind=tool_call&name=calc")).get_data()
+    ).decode()
+    assert OTHER in listed and RUN not in listed
+    bad = await client.get("/projects/demo/agents/traces?kind=thing&name=x")
+    assert bad.status_code == 400
+
+
+def _graph(nodes: int) -> Topology:
+    """An agent calling agents that call tools: `nodes` nodes in all."""
+    names = [("agent", "root")] + [
+        ("agent" if n % 3 == 0 else "tool_call", f"a fairly long node name number {n}")
+        for n in range(1, nodes)
+    ]
+    edges = {}
+    for n, node in enumerate(names[1:], start=1):
+        caller = names[max(0, (n - 1) // 3 * 3)] if n % 3 else names[0]
+        edges[(caller, node)] = n
+    return Topology({node: {"t"} for node in names}, edges)
+
+
+def test_thirty_nodes_never_overlap() -> None:
+    """Laid out, the boxes of a 30-node graph are pairwise apart, and long names are cut
+    to fit their box (the whole name in the tooltip)."""
+    svg = str(render(_graph(30), "/x"))
+    rect = r'<rect x="([\d.]+)" y="([\d.]+)" width="(\d+)" height="(\d+)"'
+    boxes = [tuple(float(v) for v in found) for found in re.findall(rect, svg)]
+    assert len(boxes) == 30
+    for i, (x1, y1, w, h) in enumerate(boxes):
+        for x2, y2, _, _ in boxes[i + 1 :]:
+            assert x1 + w <= x2 or x2 + w <= x1 or y1 + h <= y2 or y2 + h <= y1
+    assert ">a fairly long node na…<" in svg and "a fairly long node name number 12" in svg
+
+
+def test_cycles_and_orphans_are_placed() -> None:
+    """Agents calling each other in a cycle, and a node nobody calls, all get a layer."""
+    a, b, tool = ("agent", "a"), ("agent", "b"), ("tool_call", "t")
+    graph = Topology({a: {"x"}, b: {"x"}, tool: {"y"}}, {(a, b): 1, (b, a): 1})
+    placed = [node for layer in layers(graph) for node in layer]
+    assert sorted(placed) == sorted([a, b, tool])
+    assert "<path" in str(render(graph, "/x"))
+
+
+def test_nearest_agent_skips_the_spans_between() -> None:
+    """An LLM call under think and delegation spans belongs to the agent above them."""
+    spans = [
+        SpanOutline("1", None, "boss", "agent", 0, 0, 9),
+        SpanOutline("2", "1", "ponder", "think", 0, 1, 2),
+        SpanOutline("3", "2", "pass", "delegation", 0, 1, 2),
+        SpanOutline("4", "3", "model", "llm_call", 0, 1, 2),
+        SpanOutline("5", "9", "lost", "llm_call", 0, 1, 2),  # its parent is not stored
+    ]
+    graph = topology({"t": spans})
+    assert graph.edges == {(("agent", "boss"), ("llm_call", "model")): 1}
+    assert ("llm_call", "lost") in graph.nodes
