@@ -100,13 +100,14 @@ def settings(database: Database, tmp_path: Path) -> Settings:
 
 @pytest.fixture
 async def site(database: Database, settings: Settings) -> AsyncIterator[Site]:
-    """A serving dashboard: acme (owner@, viewer@, member@, project demo), globex (boss@,
-    project secret)."""
+    """A serving dashboard: acme (owner@, admin@, member@, viewer@, project demo), globex
+    (boss@, project secret)."""
     identity, passwords = IdentityStore(database), Passwords(database)
     for email, role, org in (
         ("owner@acme.test", "owner", "acme"),
         ("viewer@acme.test", "viewer", "acme"),
         ("member@acme.test", "member", "acme"),
+        ("admin@acme.test", "admin", "acme"),
         ("boss@globex.test", "owner", "globex"),
     ):
         identity.add_user(email, role, org)

@@ -136,3 +136,21 @@ async def test_rename(site: Site) -> None:
         "/projects/demo-2/settings", form={"name": "demo", "csrf_token": csrf}
     )
     assert response.headers["Location"] == "/projects/demo/settings"
+
+
+async def test_admins_manage_keys_and_the_name_like_owners(site: Site) -> None:
+    """An admin creates and revokes a key (which acts as admin) and renames the project."""
+    client = site.client()
+    csrf = await sign_in(client, "admin@acme.test")
+    headers = {"X-CSRF-Token": csrf}
+    response = await client.post("/api/v1/projects/demo/api-keys", json={}, headers=headers)
+    created = await _json(response)
+    assert response.status_code == 201
+    acting = IdentityStore(site.db).identity_for_hash(key_hash(created["key"]))
+    assert acting is not None and acting.role == "admin"
+    response = await client.post(f"/api/v1/api-keys/{created['id']}/revoke", headers=headers)
+    assert response.status_code == 200
+    response = await client.patch(
+        "/api/v1/projects/demo", json={"name": "renamed"}, headers=headers
+    )
+    assert response.status_code == 200
