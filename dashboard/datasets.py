@@ -55,36 +55,16 @@ class DatasetPages:
         )
         return Response(page, status, content_type="text/html; charset=utf-8")
 
-    async def create(self, project: str) -> Response:
+    async def _save(self, project: str, dataset_id: str | None) -> Response:
+        """Create (no id) or edit a dataset from the form; the form again on a problem."""
         found = await self._project(project, change=True)
+        dataset = None
+        if dataset_id is not None:
+            dataset = await asyncio.to_thread(self.store.get, found.id, dataset_id)
         form = {k: (await request.form).get(k, "") for k in ("name", "description", "items")}
         try:
-            dataset_id = await asyncio.to_thread(
-                self.store.create, found.id, form["name"], form["description"], form["items"]
-            )
-        except DatasetInvalid as e:
-            return await self._form_again(found, None, form, e.problems)
-        except Conflict as e:
-            return await self._form_again(found, None, form, {"name": str(e)}, 409)
-        return redirect_to(url_for("dataset", project=found.name, dataset_id=dataset_id))
-
-    async def show(self, project: str, dataset_id: str) -> str:
-        found = await self._project(project)
-        dataset = await asyncio.to_thread(self.store.get, found.id, dataset_id)
-        form = {
-            "name": dataset.name,
-            "description": dataset.description,
-            "items": dataset.items_text(),
-        }
-        return await render_template("dataset_form.html", project=found, dataset=dataset, form=form)
-
-    async def update(self, project: str, dataset_id: str) -> Response:
-        found = await self._project(project, change=True)
-        dataset = await asyncio.to_thread(self.store.get, found.id, dataset_id)
-        form = {k: (await request.form).get(k, "") for k in ("name", "description", "items")}
-        try:
-            await asyncio.to_thread(
-                self.store.update,
+            saved = await asyncio.to_thread(
+                self.store.save,
                 found.id,
                 dataset_id,
                 form["name"],
@@ -95,7 +75,23 @@ class DatasetPages:
             return await self._form_again(found, dataset, form, e.problems)
         except Conflict as e:
             return await self._form_again(found, dataset, form, {"name": str(e)}, 409)
-        return redirect_to(url_for("dataset", project=found.name, dataset_id=dataset_id))
+        return redirect_to(url_for("dataset", project=found.name, dataset_id=saved))
+
+    async def create(self, project: str) -> Response:
+        return await self._save(project, None)
+
+    async def update(self, project: str, dataset_id: str) -> Response:
+        return await self._save(project, dataset_id)
+
+    async def show(self, project: str, dataset_id: str) -> str:
+        found = await self._project(project)
+        dataset = await asyncio.to_thread(self.store.get, found.id, dataset_id)
+        form = {
+            "name": dataset.name,
+            "description": dataset.description,
+            "items": dataset.items_text(),
+        }
+        return await render_template("dataset_form.html", project=found, dataset=dataset, form=form)
 
     async def delete(self, project: str, dataset_id: str) -> Response:
         found = await self._project(project, change=True)

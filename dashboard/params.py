@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import orjson
+from quart import request
+
 from dashboard.errors import invalid
 from storage.trace_summaries import Cursor, TraceFilter, TraceSummary
 
@@ -43,6 +46,17 @@ def cursor_of(args: Mapping[str, str]) -> Cursor | None:
         return Cursor.decode(raw)
     except ValueError as e:
         raise invalid(str(e)) from e
+
+
+async def json_object() -> dict[str, Any]:
+    """The request's body as a JSON object; 400 VALIDATION_ERROR for anything else."""
+    try:
+        body = orjson.loads(await request.get_data())
+    except orjson.JSONDecodeError as e:
+        raise invalid("the body is not JSON") from e
+    if not isinstance(body, dict):
+        raise invalid("the body must be a JSON object")
+    return body
 
 
 def summary_json(trace: TraceSummary) -> dict[str, Any]:

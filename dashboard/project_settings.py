@@ -8,11 +8,11 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import orjson
 from quart import Quart, Response, render_template, request, url_for
 
 from dashboard.errors import DashboardError, forbidden, invalid
 from dashboard.explorer import Explorer
+from dashboard.params import json_object
 from dashboard.signin import current_session, redirect_to
 from spangate.web import json_response
 from storage.errors import Conflict
@@ -72,16 +72,6 @@ def key_json(key: KeyRecord) -> dict[str, Any]:
     }
 
 
-async def _json_object() -> dict[str, Any]:
-    try:
-        body = orjson.loads(await request.get_data())
-    except orjson.JSONDecodeError as e:
-        raise invalid("the body is not JSON") from e
-    if not isinstance(body, dict):
-        raise invalid("the body must be a JSON object")
-    return body
-
-
 class SettingsRoutes:
     """The pages and the JSON routes."""
 
@@ -124,7 +114,7 @@ class SettingsRoutes:
     # -- /api/v1 -------------------------------------------------------------------
 
     async def rename(self, project: str) -> Response:
-        name = (await _json_object()).get("name")
+        name = (await json_object()).get("name")
         if not isinstance(name, str):
             raise invalid("name must be a string")
         renamed = await self._run(self.settings.rename, project, name)
@@ -135,7 +125,7 @@ class SettingsRoutes:
         return json_response({"keys": [key_json(key) for key in keys]})
 
     async def create_key(self, project: str) -> Response:
-        await _json_object()
+        await json_object()
         created = await self._run(self.settings.create_key, project)
         return json_response({"id": created.id, "key": created.key, "prefix": created.prefix}, 201)
 

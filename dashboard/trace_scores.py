@@ -9,8 +9,9 @@ import orjson
 from quart import Quart, Response, request, url_for
 
 from dashboard.api import score_json
-from dashboard.errors import DashboardError, forbidden, invalid
+from dashboard.errors import DashboardError, forbidden
 from dashboard.explorer import Explorer
+from dashboard.params import json_object
 from dashboard.signin import current_session, redirect_to
 from storage.identity import ROLE_RANK
 from storage.scores import Score, ScoreStore, check_score
@@ -56,12 +57,7 @@ class TraceScores:
         return redirect_to(url_for("trace", project=project, trace_id=trace_id.lower()))
 
     async def from_api(self, project: str, trace_id: str) -> Response:
-        try:
-            body = orjson.loads(await request.get_data())
-        except orjson.JSONDecodeError as e:
-            raise invalid("the body is not JSON") from e
-        if not isinstance(body, dict):
-            raise invalid("the body must be a JSON object")
+        body = await json_object()
         fields = {
             "name": body.get("name"),
             "score": body.get("score"),

@@ -176,6 +176,20 @@ class DatasetStore:
             tx.execute("DELETE FROM dataset_items WHERE dataset_id = ?", (dataset_id,))
             self._write_items(tx, dataset_id, items)
 
+    def save(
+        self,
+        project_id: str,
+        dataset_id: str | None,
+        name: str,
+        description: str,
+        items_text: str,
+    ) -> str:
+        """Create a dataset (`dataset_id` None) or replace one; its id."""
+        if dataset_id is None:
+            return self.create(project_id, name, description, items_text)
+        self.update(project_id, dataset_id, name, description, items_text)
+        return dataset_id
+
     def delete(self, project_id: str, dataset_id: str) -> None:
         """Delete a dataset and its items."""
         with self.db.transaction(immediate=True) as tx:

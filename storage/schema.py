@@ -201,12 +201,14 @@ def _lock(tx: Transaction, postgres: bool) -> None:
     )
 
 
-def migrate(db: Database) -> int:
-    """Apply the migrations this database lacks; the schema version it is at after."""
+def migrate(db: Database, until: int | None = None) -> int:
+    """Apply the migrations this database lacks (up to version `until`, to test an
+    upgrade from it); the schema version it is at after."""
+    wanted = MIGRATIONS if until is None else MIGRATIONS[:until]
     with db.transaction(immediate=True) as tx:
         _lock(tx, db.postgres)
         applied = {row[0] for row in tx.query("SELECT version FROM schema_migrations")}
-        for version, statements in enumerate(MIGRATIONS, start=1):
+        for version, statements in enumerate(wanted, start=1):
             if version in applied:
                 continue
             for statement in statements:
@@ -215,7 +217,7 @@ def migrate(db: Database) -> int:
                 "INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)",
                 (version, utc_now_iso()),
             )
-    return len(MIGRATIONS)
+    return len(wanted)
 
 
 MIGRATE_RETRY_S = 2.0

@@ -44,15 +44,8 @@ def test_scores_given_by_keys_survive_the_table_made_anew(database_url: str) -> 
     """Scores stored before a score could be given by a user keep every field and key."""
     db = Database(database_url)
     try:
+        migrate(db, until=8)
         with db.transaction() as tx:
-            tx.execute(
-                "CREATE TABLE schema_migrations (version BIGINT PRIMARY KEY, applied_at TEXT "
-                "NOT NULL)"
-            )
-            for version, statements in enumerate(MIGRATIONS[:8], start=1):
-                for statement in statements:
-                    tx.execute(statement)
-                tx.execute("INSERT INTO schema_migrations VALUES (?, 'then')", (version,))
             tx.execute("INSERT INTO organizations VALUES ('o', 'default', 'then')")
             tx.execute(
                 "INSERT INTO users (id, email, org_id, role, created_at) "

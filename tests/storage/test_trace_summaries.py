@@ -16,7 +16,7 @@ import proto_json
 from storage.database import Database
 from storage.identity import IdentityStore
 from storage.resend import UPSERT, postgres_upsert
-from storage.schema import MIGRATIONS, migrate
+from storage.schema import migrate
 from storage.span_rows import SpanRow, rows_of
 from storage.spans import SpanStore
 from storage.trace_summaries import (
@@ -110,15 +110,8 @@ def test_upgrade_fills_summaries_of_stored_spans(database_url: str) -> None:
     """A database migrated with spans already stored gets their summaries."""
     db = Database(database_url)
     try:
-        with db.transaction() as tx:  # the schema as it was before summaries
-            tx.execute(
-                "CREATE TABLE schema_migrations (version BIGINT PRIMARY KEY, "
-                "applied_at TEXT NOT NULL)"
-            )
-            for version, statements in enumerate(MIGRATIONS[:4], start=1):
-                for statement in statements:
-                    tx.execute(statement)
-                tx.execute("INSERT INTO schema_migrations VALUES (?, 'then')", (version,))
+        migrate(db, until=4)  # the schema as it was before summaries
+        with db.transaction() as tx:
             tx.execute("INSERT INTO organizations VALUES ('o', 'default', 'then')")
             tx.execute("INSERT INTO projects VALUES ('p', 'demo', 'o', 'then')")
             request = proto_json.convert_spans(
