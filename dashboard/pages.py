@@ -87,7 +87,8 @@ class Pages:
         )
         pages = max(1, -(-len(waterfall) // WATERFALL_PAGE_ROWS))
         page = request.args.get("page", "1")
-        number = int(page) if page.isdigit() and 1 <= int(page) <= pages else 1
+        valid = page.isascii() and page.isdigit() and 1 <= int(page) <= pages
+        number = int(page) if valid else 1
         first = (number - 1) * WATERFALL_PAGE_ROWS
         stop = min(first + WATERFALL_PAGE_ROWS, len(waterfall))
         selected = None if chosen is None else chosen.position

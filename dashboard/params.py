@@ -32,7 +32,7 @@ def limit_of(args: Mapping[str, str], default: int, maximum: int) -> int:
     raw = args.get("limit", "").strip()
     if not raw:
         return default
-    if not raw.isdigit() or not 1 <= int(raw) <= maximum:
+    if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= maximum:
         raise invalid(f"limit must be an integer from 1 to {maximum}")
     return int(raw)
 

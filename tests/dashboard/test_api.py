@@ -128,7 +128,7 @@ async def test_filters(site: Site) -> None:
     assert await names("status=error") == ["book hotel"]
     assert await names("session=s-1") == ["plan_b"]
     assert await names("q=plan&session=s-1") == ["plan_b"]
-    for bad in ("status=ok", "limit=0", "limit=x", "cursor=nope"):
+    for bad in ("status=ok", "limit=0", "limit=x", "limit=%EF%BC%95", "cursor=nope"):
         response = await client.get(f"/api/v1/projects/demo/traces?{bad}")
         assert response.status_code == 400
         assert orjson.loads(await response.get_data())["error"]["code"] == "VALIDATION_ERROR"
