@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
 from spangate import __version__, cli_alerts, cli_identity, cli_replay, cli_serve, cli_traces
+
+EXIT_BROKEN_PIPE = 128 + 13  # as a shell reports a command that SIGPIPE stopped
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -32,7 +35,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if handler is None:
         parser.print_help(sys.stderr)
         return 2
-    return int(handler(args))
+    try:
+        return int(handler(args))
+    except BrokenPipeError:
+        # The reader left (`spangate traces export ... | head`): stop quietly, as a
+        # command killed by SIGPIPE would, and keep Python's exit flush from failing too.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
 
 
 if __name__ == "__main__":

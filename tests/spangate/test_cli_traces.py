@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import csv
 import io
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import orjson
@@ -121,3 +124,20 @@ def test_erase_counts_first_then_erases(capsys: pytest.CaptureFixture[str]) -> N
     assert trace not in [t["traceId"] for t in listed]
     code, _, err = run(capsys, "traces", "erase", "--project", "demo", "--attribute", "novalue")
     assert code == 1 and "KEY=VALUE" in err
+
+
+def test_a_closed_pipe_ends_the_export_quietly(tmp_path: Path) -> None:
+    """`traces export | head`: a reader that has left. No traceback; exit 141, as a
+    command stopped by SIGPIPE."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the first line
+    env = {**os.environ, "SPANGATE_DATABASE_URL": f"sqlite:///{tmp_path / 'db.db'}"}
+    try:
+        export = subprocess.run(
+            [sys.executable, "-m", "spangate.cli", "traces", "export", "--project", "demo",
+             "--format", "json"],
+            env=env, stdout=write_end, stderr=subprocess.PIPE, timeout=60, check=False,
+        )  # fmt: skip
+    finally:
+        os.close(write_end)
+    assert export.returncode == 141 and export.stderr.decode() == ""
