@@ -2,7 +2,7 @@
 
     python -m benchmarks.bench_proto_json [--spans 1000] [--seconds 6]
 
-Target (issue 2): converting a body (parse included) costs at most 5x parsing it alone,
+Target: converting a body (parse included) costs at most 5x parsing it alone,
 for a native /v1/spans body and an OTLP/JSON body. The ratio is the median over paired,
 interleaved rounds (see benchmarks/timing.py); spans/s are the best rounds.
 """

@@ -4,8 +4,8 @@
 
 Nothing is pinned: the collectors, this load generator and Redis share the machine's
 cores, so the growth shown is what one machine of this size gets. For each body size
-(spans a request) and each N, prints the rate, its ratio to N=1 (issue 8: the rate should
-grow with N up to the cores available) and where the machine's CPU went, in cores: the
+(spans a request) and each N, prints the rate, its ratio to N=1 (the rate should grow
+with N up to the cores available) and where the machine's CPU went, in cores: the
 collectors, Redis, this load generator, and what was left idle (from /proc/stat, so
 the kernel's own threads count as busy). With 1,000-span bodies, moving 0.8 MB a request
 through loopback twice and into Redis's append-only file takes most of what the

@@ -12,7 +12,7 @@ Refusal = Literal["TOO_MANY_SPANS", "TOO_MANY_ATTRIBUTES"]
 #: A canonical ExportTraceServiceRequest in its OTLP/JSON mapping (plain dicts and lists).
 CanonicalRequest = dict[str, Any]
 
-#: The spec's limits (shared/spec/service.md, Limits).
+#: The service's documented limits (README, "Caps").
 DEFAULT_MAX_SPANS = 10_000
 DEFAULT_MAX_ATTRIBUTES = 24_000
 

@@ -31,11 +31,11 @@ Row = tuple[Any, ...]
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 #: Page size of a new SQLite file (an existing one keeps its own). A stored span is
 #: about 1 KB: on 16 KiB pages the worker's writes take a quarter of the write calls
-#: into the log and the file that 4 KiB pages take (benchmarks/RESULTS.md, step 21).
+#: into the log and the file that 4 KiB pages take (benchmarks/RESULTS.md).
 SQLITE_PAGE_BYTES = 16_384
 #: Pages a SQLite connection may keep (SQLite's default is 2 MB). Trace ids are random,
 #: so each part the worker writes touches index pages all over the primary key; the
-#: cache is filled only as pages are read (benchmarks/RESULTS.md, step 49).
+#: cache is filled only as pages are read (benchmarks/RESULTS.md).
 SQLITE_CACHE_KIB = 65_536
 CONNECT_TIMEOUT_S = 3
 
