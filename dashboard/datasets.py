@@ -8,14 +8,12 @@ from typing import Any
 
 from quart import Quart, Response, render_template, request, url_for
 
-from dashboard.errors import forbidden
-from dashboard.explorer import Explorer
+from dashboard.errors import require_role
+from dashboard.explorer import Explorer, signed_in_project
 from dashboard.signin import current_session, redirect_to
 from storage.datasets import DatasetInvalid, DatasetStore
 from storage.errors import Conflict
-from storage.identity import ROLE_RANK, Project
-
-MEMBER = ROLE_RANK["member"]
+from storage.identity import Project
 
 
 class DatasetPages:
@@ -26,10 +24,9 @@ class DatasetPages:
         self.store = DatasetStore(explorer.db)
 
     async def _project(self, name: str, change: bool = False) -> Project:
-        user = current_session().user
-        project = await asyncio.to_thread(self.explorer.project, user, name)
-        if change and ROLE_RANK[user.role] < MEMBER:
-            raise forbidden("viewers cannot change datasets")
+        project = await signed_in_project(self.explorer, name)
+        if change:
+            require_role(current_session().user, "member", "viewers cannot change datasets")
         return project
 
     async def listing(self, project: str) -> str:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from storage.identity import ROLE_RANK, Role, User
+
 
 @dataclass(frozen=True)
 class DashboardError(Exception):
@@ -33,3 +35,9 @@ def invalid(message: str) -> DashboardError:
 def forbidden(message: str) -> DashboardError:
     """403 AUTHORIZATION_FAILED: the user's role does not allow this."""
     return DashboardError(403, "AUTHORIZATION_FAILED", message)
+
+
+def require_role(user: User, least: Role, message: str) -> None:
+    """403 AUTHORIZATION_FAILED unless the user's role is `least` or above."""
+    if ROLE_RANK[user.role] < ROLE_RANK[least]:
+        raise forbidden(message)

@@ -1,15 +1,18 @@
 """What the dashboard reads, for one signed-in user: their organisation's projects only.
 
 Another organisation's project is NotFound, exactly like a project that does not exist,
-so the answer never confirms it is there. Synchronous (the routes call in on a thread).
+so the answer never confirms it is there. Synchronous (the routes call in on a thread),
+but for `signed_in_project`, which does that for the routes.
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
 from dataclasses import dataclass
 from typing import Any
 
+from dashboard.signin import current_session
 from storage.database import Database
 from storage.errors import NotFound
 from storage.export import export_traces
@@ -53,6 +56,11 @@ def _trace_id(text: str) -> str:
     if not _TRACE_ID.fullmatch(text):
         raise NotFound(f"no trace {text}")
     return text.lower()
+
+
+async def signed_in_project(explorer: Explorer, name: str) -> Project:
+    """The signed-in user's organisation's project of that name (on a thread); 404 else."""
+    return await asyncio.to_thread(explorer.project, current_session().user, name)
 
 
 class Explorer:

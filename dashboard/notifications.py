@@ -12,15 +12,13 @@ import asyncio
 
 from quart import Quart, Response, render_template, url_for
 
-from dashboard.errors import forbidden
-from dashboard.explorer import Explorer
+from dashboard.errors import require_role
+from dashboard.explorer import Explorer, signed_in_project
 from dashboard.signin import current_session, redirect_to
 from storage.alerts import AlertStore
-from storage.identity import ROLE_RANK, Project
 from storage.webhooks import WebhookStore
 
 RULE_ACTIONS = ("pause", "resume", "delete")
-MEMBER = ROLE_RANK["member"]
 
 
 class Notifications:
@@ -31,19 +29,15 @@ class Notifications:
         self.alerts = AlertStore(explorer.db)
         self.webhooks = WebhookStore(explorer.db)
 
-    async def _project(self, name: str) -> Project:
-        return await asyncio.to_thread(self.explorer.project, current_session().user, name)
-
     async def alerts_page(self, project: str) -> str:
-        found = await self._project(project)
+        found = await signed_in_project(self.explorer, project)
         rules = await asyncio.to_thread(self.alerts.rules, found.id)
         return await render_template("alerts.html", project=found, rules=rules)
 
     async def rule_action(self, project: str, rule_id: str, action: str) -> Response:
         user = current_session().user
-        found = await self._project(project)
-        if ROLE_RANK[user.role] < MEMBER:
-            raise forbidden(f"viewers cannot {action} alert rules")
+        found = await signed_in_project(self.explorer, project)
+        require_role(user, "member", f"viewers cannot {action} alert rules")
         if action == "delete":
             await asyncio.to_thread(self.alerts.delete, found.id, rule_id)
         else:
@@ -52,7 +46,7 @@ class Notifications:
         return redirect_to(url_for("alerts_page", project=found.name))
 
     async def webhooks_page(self, project: str) -> str:
-        found = await self._project(project)
+        found = await signed_in_project(self.explorer, project)
         hooks = await asyncio.to_thread(self.webhooks.list, found.id)
         return await render_template("webhooks.html", project=found, hooks=hooks)
 

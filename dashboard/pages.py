@@ -13,7 +13,7 @@ from urllib.parse import urlencode
 from quart import Quart, Response, render_template, request, url_for
 
 from dashboard import params
-from dashboard.explorer import Explorer, TraceOutline
+from dashboard.explorer import Explorer, TraceOutline, signed_in_project
 from dashboard.signin import current_session, redirect_to
 from dashboard.waterfall import Row, Waterfall, lay_out
 from dashboard.waterfall_html import rows_html
@@ -31,9 +31,6 @@ class Pages:
         self.explorer = explorer
         self.ingest_url = ingest_url
 
-    async def _project(self, name: str) -> Project:
-        return await asyncio.to_thread(self.explorer.project, current_session().user, name)
-
     async def home(self) -> Response:
         return redirect_to(url_for("projects"), 302)
 
@@ -42,7 +39,7 @@ class Pages:
         return await render_template("projects.html", projects=found)
 
     async def project(self, project: str) -> Response:
-        found = await self._project(project)
+        found = await signed_in_project(self.explorer, project)
         return redirect_to(url_for("traces", project=found.name), 302)
 
     async def traces(self, project: str) -> str:
@@ -50,7 +47,7 @@ class Pages:
         filters = params.trace_filter(args)
         limit = params.limit_of(args, params.DEFAULT_LIMIT, params.MAX_LIMIT)
         after = params.cursor_of(args)
-        found = await self._project(project)
+        found = await signed_in_project(self.explorer, project)
         page, cursor = await asyncio.to_thread(self.explorer.traces, found, filters, limit, after)
         scores = await asyncio.to_thread(self.explorer.scores, found, page)
         kept = {k: v for k, v in args.items() if k in ("q", "status", "session") and v}
@@ -113,18 +110,18 @@ class Pages:
         return await render_template("span_detail.html", row=chosen, span=span)
 
     async def evaluations(self, project: str) -> str:
-        found = await self._project(project)
+        found = await signed_in_project(self.explorer, project)
         return await render_template("evaluations.html", project=found)
 
     async def sessions(self, project: str) -> str:
-        found = await self._project(project)
+        found = await signed_in_project(self.explorer, project)
         listed = await asyncio.to_thread(self.explorer.sessions, found)
         return await render_template(
             "sessions.html", project=found, sessions=listed, ingest_url=self.ingest_url
         )
 
     async def session(self, project: str, session_id: str) -> str:
-        found = await self._project(project)
+        found = await signed_in_project(self.explorer, project)
         traces = await asyncio.to_thread(self.explorer.session, found, session_id)
         scores = await asyncio.to_thread(self.explorer.scores, found, traces)
         return await render_template(

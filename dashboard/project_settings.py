@@ -10,13 +10,13 @@ from typing import Any
 
 from quart import Quart, Response, render_template, request, url_for
 
-from dashboard.errors import DashboardError, forbidden, invalid
+from dashboard.errors import DashboardError, invalid, require_role
 from dashboard.explorer import Explorer
 from dashboard.params import json_object
 from dashboard.signin import current_session, redirect_to
 from spangate.web import json_response
 from storage.errors import Conflict
-from storage.identity import KEY_MANAGERS, CreatedKey, IdentityStore, KeyRecord, Project, User
+from storage.identity import CreatedKey, IdentityStore, KeyRecord, Project, User
 
 
 class Settings:
@@ -28,8 +28,7 @@ class Settings:
 
     @staticmethod
     def _manager(user: User, what: str) -> None:
-        if user.role not in KEY_MANAGERS:
-            raise forbidden(f"only owners and admins {what}; you are {user.role}")
+        require_role(user, "admin", f"only owners and admins {what}; you are {user.role}")
 
     def rename(self, user: User, name: str, new_name: str) -> Project:
         """The project renamed; 403 for members and viewers, 400 or 409 for the name."""

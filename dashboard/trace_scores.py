@@ -9,14 +9,11 @@ import orjson
 from quart import Quart, Response, request, url_for
 
 from dashboard.api import score_json
-from dashboard.errors import DashboardError, forbidden
+from dashboard.errors import DashboardError, require_role
 from dashboard.explorer import Explorer
 from dashboard.params import json_object
 from dashboard.signin import current_session, redirect_to
-from storage.identity import ROLE_RANK
 from storage.scores import Score, ScoreStore, check_score
-
-MEMBER = ROLE_RANK["member"]
 
 
 def _number(text: str) -> float | str:
@@ -36,8 +33,7 @@ class TraceScores:
     def _give(self, project: str, trace_id: str, fields: dict[str, Any]) -> Score:
         user = current_session().user
         found = self.explorer.project(user, project)
-        if ROLE_RANK[user.role] < MEMBER:
-            raise forbidden("viewers cannot give scores")
+        require_role(user, "member", "viewers cannot give scores")
         trace = self.explorer.outline(found, trace_id)  # NotFound for a trace not stored
         new, problems = check_score({**fields, "trace_id": trace.trace_id, "source": "ui"})
         if new is None:
