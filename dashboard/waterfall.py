@@ -15,28 +15,17 @@ import orjson
 
 from storage.spans import SpanOutline
 
-MIN_BAR_PERCENT = 0.15  # a zero-length span still shows as a mark
-INDENT_PX = 14
-MAX_INDENT_DEPTH = 40  # deeper rows stay at this indent, so a deep chain stays readable
-
 
 class Row(NamedTuple):
-    """One span of the waterfall, placed on the trace's time axis."""
+    """One span of the waterfall, as its details show it (the rows themselves are
+    drawn by dashboard/waterfall_html.py from the tree order)."""
 
     position: int  # in tree order, from 0
     span: SpanOutline
     depth: int
-    children: int
     orphan: bool  # its parent is named but not stored
-    offset_ms: float
+    offset_ms: float  # from the trace's start
     duration_ms: float | None
-    left_percent: float
-    width_percent: float
-
-    @property
-    def indent_px(self) -> int:
-        """The row's indent under its parent."""
-        return min(self.depth, MAX_INDENT_DEPTH) * INDENT_PX
 
 
 class Placed(NamedTuple):
@@ -67,22 +56,16 @@ class Waterfall:
 
     def row(self, position: int) -> Row:
         """The row at `position` in tree order."""
-        at, depth, orphan, children = self.order[position]
+        at, depth, orphan, _ = self.order[position]
         span = self.spans[at]
         start, end = span.start_ns, span.end_ns
-        length = None if end is None else max(end - start, 0)
-        left = (start - self.start_ns) / self.total_ns * 100
-        width = max((length or 0) / self.total_ns * 100, MIN_BAR_PERCENT)
         return Row(
             position,
             span,
             depth,
-            children,
             orphan,
             (start - self.start_ns) / 1e6,
-            None if length is None else length / 1e6,
-            round(left, 4),
-            round(min(width, 100 - left) if left < 100 else width, 4),
+            None if end is None else max(end - start, 0) / 1e6,
         )
 
     def rows(self, first: int = 0, stop: int | None = None) -> list[Row]:

@@ -15,8 +15,11 @@ from html import escape
 from markupsafe import Markup
 
 from dashboard.formats import millis
-from dashboard.waterfall import INDENT_PX, MAX_INDENT_DEPTH, MIN_BAR_PERCENT, Waterfall
+from dashboard.waterfall import Waterfall
 
+MIN_BAR_PERCENT = 0.15  # a zero-length span still shows as a mark
+INDENT_PX = 14
+MAX_INDENT_DEPTH = 40  # deeper rows stay at this indent, so a deep chain stays readable
 _ERROR = 2
 _ORPHAN = '<span class="muted" title="its parent span is not stored">orphan</span>'
 
