@@ -1,4 +1,4 @@
-"""The optional C fast paths of proto_json, storage and the collector's Redis link (the
+"""The optional C fast paths of proto_json and storage (the
 rest is in pyproject.toml).
 
 `optional=True`: where no C compiler is found the build goes on without it, and
@@ -30,12 +30,6 @@ setup(
                 "storage/_rows_json.h",
                 "storage/_blake2b.h",
             ],
-            optional=True,
-            extra_compile_args=["-O2"],
-        ),
-        Extension(
-            "collector._resp",
-            ["collector/_resp.c"],
             optional=True,
             extra_compile_args=["-O2"],
         ),

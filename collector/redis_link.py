@@ -38,8 +38,6 @@ from redis.exceptions import (
     ResponseError,
 )
 
-from proto_json.fastpath import extension
-
 Arg = bytes | str | int | float
 _SSL_REQUIREMENTS = {
     "none": ssl.CERT_NONE,
@@ -48,36 +46,21 @@ _SSL_REQUIREMENTS = {
 }
 
 
-#: The C packer (collector/_resp.c), where it was built: the same bytes as `_packed`.
-_RESP = extension("collector._resp")
+#: hiredis's packer takes a tuple of any length (its stub says a 1-tuple)
+_pack_command = cast(Callable[[tuple[Arg, ...]], bytes], hiredis.pack_command)
 
 
 def pack(commands: Sequence[Sequence[Arg]]) -> bytes:
-    """The RESP bytes of `commands`, one array of bulk strings each."""
-    if _RESP is not None:
-        packed: bytes = _RESP.pack(commands)
-        return packed
-    return b"".join(_packed(command) for command in commands)
+    """The RESP bytes of `commands`, one array of bulk strings each (hiredis packs them)."""
+    try:
+        return b"".join([_pack_command(tuple(command)) for command in commands])
+    except TypeError:
+        # hiredis takes no bools: send them as Redis reads them, as 0 and 1
+        return b"".join([_pack_command(tuple(map(_int_of_bool, command))) for command in commands])
 
 
-def _packed(command: Sequence[Arg]) -> bytes:
-    """One command's RESP bytes, packed in Python (the reference for collector/_resp.c)."""
-    parts: list[bytes] = []
-    append = parts.append
-    append(b"*%d\r\n" % len(command))
-    for arg in command:
-        if isinstance(arg, bytes):
-            data = arg
-        elif isinstance(arg, str):
-            data = arg.encode()
-        elif isinstance(arg, int):
-            data = b"%d" % arg
-        else:
-            data = repr(float(arg)).encode()
-        append(b"$%d\r\n" % len(data))
-        append(data)
-        append(b"\r\n")
-    return b"".join(parts)
+def _int_of_bool(arg: Arg) -> Arg:
+    return int(arg) if isinstance(arg, bool) else arg
 
 
 def error_of(reply: hiredis.ReplyError) -> RedisError:
