@@ -28,7 +28,6 @@ setup(
                 "proto_json/_jsonbuf.h",
                 "proto_json/_jsonscan.h",
                 "storage/_rows_json.h",
-                "storage/_blake2b.h",
             ],
             optional=True,
             extra_compile_args=["-O2"],

@@ -7,9 +7,10 @@
  * caller builds the rows in Python; tests/storage/test_rows_fastpath.py compares both.
  */
 #include "../proto_json/_jsonbuf.h"
-#include "_blake2b.h"
 
 static PyObject *orjson_dumps, *s_empty_list, *s_empty_object, *kind_names[6];
+/* hashlib.blake2b, its call's keyword names and digest size, and "hexdigest" */
+static PyObject *blake2b, *blake2b_kwnames, *digest_size, *k_hexdigest;
 static PyObject *k_resourceSpans, *k_resource, *k_scopeSpans, *k_scope, *k_spans,
     *k_traceId, *k_spanId, *k_parentSpanId, *k_name, *k_kind, *k_startTimeUnixNano,
     *k_endTimeUnixNano, *k_attributes, *k_events, *k_links, *k_status, *k_code,
@@ -247,11 +248,17 @@ static PyObject *json_column(Buf *b, PyObject *value, PyObject *empty, int *stat
     return PyUnicode_DecodeUTF8(b->data, b->len, NULL);
 }
 
-/* blake2b-16 of data[0:len], as 32 hex characters (span_content_hash). */
-static PyObject *hex_digest(const char *data, size_t len) {
-    PyObject *digest = PyUnicode_New(2 * BLAKE2B_DIGEST, 127);
-    if (digest == NULL) return NULL;
-    blake2b16_hex((const uint8_t *)data, len, (char *)PyUnicode_1BYTE_DATA(digest));
+/* hashlib.blake2b(data[0:len], digest_size=16).hexdigest() (span_content_hash). */
+static PyObject *hex_digest(const char *data, Py_ssize_t len) {
+    PyObject *view = PyMemoryView_FromMemory((char *)data, len, PyBUF_READ);
+    if (view == NULL) return NULL;
+    PyObject *args[] = {NULL, view, digest_size};
+    PyObject *hash =
+        PyObject_Vectorcall(blake2b, args + 1, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, blake2b_kwnames);
+    Py_DECREF(view);
+    if (hash == NULL) return NULL;
+    PyObject *digest = PyObject_CallMethodNoArgs(hash, k_hexdigest);
+    Py_DECREF(hash);
     return digest;
 }
 
@@ -262,7 +269,7 @@ static PyObject *content_hash_of(Buf *b, PyObject *span, int *status) {
         return NULL;
     }
     *status = put_object(b, span, 1, span_member);
-    return *status == OK ? hex_digest(b->data, (size_t)b->len) : NULL;
+    return *status == OK ? hex_digest(b->data, b->len) : NULL;
 }
 
 /* Days since the epoch to "YYYY-MM-DD" (H. Hinnant's civil_from_days). The last day
@@ -315,43 +322,16 @@ static int tagged(PyObject *attributes, PyObject **session, PyObject **agent) {
     return PyErr_Occurred() ? FAIL : OK;
 }
 
-/* Content hashes computed together (storage/_blake2b.h, blake2b16_hex_many). */
-#define PENDING_HASHES 64
-
 typedef struct {
     PyObject *project_id, *received_ms, *resource, *scope;
     PyTypeObject *row_type;
     Buf buf;
-    /* rows whose content hash is still to be written: their texts end to end in
-       `hashed`, each ending at `hash_ends[k]`, into the str whose characters are
-       `hash_hex[k]` */
-    Buf hashed;
-    Py_ssize_t hash_ends[PENDING_HASHES];
-    char *hash_hex[PENDING_HASHES];
-    int pending;
     /* the last span's trace id, as written and as a str: the spans of a trace mostly
        come together, and then share one str (hashed once, bound once) */
     const char *trace_text;
     uint32_t trace_len;
     PyObject *trace_id;
 } Rows;
-
-/* 4 when the CPU hashes four buffers at once (blake2b16_hex4), else 1. */
-static int blake2b_lanes = 1;
-
-/* Write the pending content hashes into their rows' strs. */
-static void write_pending_hashes(Rows *r) {
-    const uint8_t *data[PENDING_HASHES];
-    size_t len[PENDING_HASHES];
-    for (int k = 0; k < r->pending; k++) {
-        Py_ssize_t start = k ? r->hash_ends[k - 1] : 0;
-        data[k] = (const uint8_t *)r->hashed.data + start;
-        len[k] = (size_t)(r->hash_ends[k] - start);
-    }
-    blake2b16_hex_many(data, len, r->hash_hex, (size_t)r->pending, blake2b_lanes);
-    r->pending = 0;
-    r->hashed.len = 0;
-}
 
 /* Members of the span without a column of their own, as a JSON object ("{}" if none). */
 static PyObject *extras_of(Buf *b, PyObject *span, int *status) {
@@ -539,53 +519,6 @@ static PyObject *content_hash(PyObject *Py_UNUSED(self), PyObject *span) {
     return digest;
 }
 
-/* The content hash's digest of any bytes, for tests against hashlib. */
-static PyObject *blake2b16(PyObject *Py_UNUSED(self), PyObject *data) {
-    if (!PyBytes_Check(data)) {
-        PyErr_SetString(PyExc_TypeError, "blake2b16 takes bytes");
-        return NULL;
-    }
-    return hex_digest(PyBytes_AS_STRING(data), (size_t)PyBytes_GET_SIZE(data));
-}
-
-/* The digests of up to PENDING_HASHES bytes objects, computed together as the row
- * builder computes its rows' (`lanes` 4 where the CPU can, or 1), for tests. */
-static PyObject *blake2b16_many(PyObject *Py_UNUSED(self), PyObject *args) {
-    PyObject *items, *digests = NULL;
-    int lanes;
-    if (!PyArg_ParseTuple(args, "O!i", &PyList_Type, &items, &lanes)) return NULL;
-    Py_ssize_t n = PyList_GET_SIZE(items);
-    if (n > PENDING_HASHES || (lanes != 1 && lanes != blake2b_lanes)) {
-        PyErr_SetString(PyExc_ValueError, "too many buffers, or lanes this CPU lacks");
-        return NULL;
-    }
-    const uint8_t *data[PENDING_HASHES];
-    size_t len[PENDING_HASHES];
-    char *hex[PENDING_HASHES];
-    for (Py_ssize_t k = 0; k < n; k++) {
-        PyObject *item = PyList_GET_ITEM(items, k);
-        if (!PyBytes_Check(item)) {
-            PyErr_SetString(PyExc_TypeError, "blake2b16_many takes bytes");
-            return NULL;
-        }
-        data[k] = (const uint8_t *)PyBytes_AS_STRING(item);
-        len[k] = (size_t)PyBytes_GET_SIZE(item);
-    }
-    if ((digests = PyList_New(n)) == NULL) return NULL;
-    for (Py_ssize_t k = 0; k < n; k++) {
-        PyObject *digest = PyUnicode_New(2 * BLAKE2B_DIGEST, 127);
-        if (digest == NULL) {
-            Py_DECREF(digests);
-            return NULL;
-        }
-        hex[k] = (char *)PyUnicode_1BYTE_DATA(digest);
-        memset(hex[k], '-', 2 * BLAKE2B_DIGEST);
-        PyList_SET_ITEM(digests, k, digest);
-    }
-    blake2b16_hex_many(data, len, hex, (size_t)n, lanes);
-    return digests;
-}
-
 #include "_rows_json.h"
 
 static PyMethodDef methods[] = {
@@ -594,10 +527,6 @@ static PyMethodDef methods[] = {
     {"span_rows_json", span_rows_json, METH_VARARGS,
      "span_rows_json(body, project_id, received_ms, row_type) -> list[row_type] | None"},
     {"content_hash", content_hash, METH_O, "content_hash(span) -> str | None"},
-    {"blake2b16", blake2b16, METH_O,
-     "blake2b16(data) -> str, as hashlib.blake2b(data, digest_size=16).hexdigest()"},
-    {"blake2b16_many", blake2b16_many, METH_VARARGS,
-     "blake2b16_many(items, lanes) -> list[str]: blake2b16 of each, computed together"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -649,9 +578,13 @@ PyMODINIT_FUNC PyInit__rows(void) {
     orjson_dumps = PyObject_GetAttrString(orjson, "dumps");
     Py_DECREF(orjson);
     if (orjson_dumps == NULL) return NULL;
-    blake2b_lanes = blake2b_has_avx2() ? BLAKE2B_LANES : 1;
-    PyObject *m = PyModule_Create(&module);
-    if (m != NULL && PyModule_AddIntConstant(m, "BLAKE2B_LANES", blake2b_lanes) < 0)
-        Py_CLEAR(m);
-    return m;
+    PyObject *hashlib = PyImport_ImportModule("hashlib");
+    if (hashlib == NULL) return NULL;
+    blake2b = PyObject_GetAttrString(hashlib, "blake2b");
+    Py_DECREF(hashlib);
+    if (blake2b == NULL || (digest_size = PyLong_FromLong(16)) == NULL ||
+        (blake2b_kwnames = Py_BuildValue("(s)", "digest_size")) == NULL)
+        return NULL;
+    INTERN(k_hexdigest, "hexdigest");
+    return PyModule_Create(&module);
 }

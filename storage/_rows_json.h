@@ -422,17 +422,11 @@ static int node_tagged(const Scan *s, uint32_t list, uint32_t *session, uint32_t
     return OK;
 }
 
-/* The span's content hash: a str whose characters are written with the next pending
- * hashes (write_pending_hashes), before the rows are returned. */
+/* The span's content hash. */
 static PyObject *node_hash(Rows *r, const Scan *s, uint32_t span, int *status) {
-    if ((*status = put_node_sorted(&r->hashed, s, span, span_node_member)) != OK)
-        return NULL;
-    PyObject *digest = PyUnicode_New(2 * BLAKE2B_DIGEST, 127);
-    if (digest == NULL) return NULL;
-    r->hash_ends[r->pending] = r->hashed.len;
-    r->hash_hex[r->pending++] = (char *)PyUnicode_1BYTE_DATA(digest);
-    if (r->pending == PENDING_HASHES) write_pending_hashes(r);
-    return digest;
+    r->buf.len = 0;
+    if ((*status = put_node_sorted(&r->buf, s, span, span_node_member)) != OK) return NULL;
+    return hex_digest(r->buf.data, r->buf.len);
 }
 
 /* The span's trace id: the str of the span before when written the same. */
@@ -574,10 +568,8 @@ static PyObject *span_rows_json(PyObject *Py_UNUSED(self), PyObject *args) {
     for (uint32_t k = 0; status == OK && resources && k < NODE(&s, resources)->count;
          k++, resource = NODE(&s, resource)->next)
         status = rows_of_resource_node(&r, &s, resource, out);
-    if (status == OK && r.pending) write_pending_hashes(&r);
     scan_free(&s);
     PyMem_Free(r.buf.data);
-    PyMem_Free(r.hashed.data);
     Py_XDECREF(r.trace_id);
     if (status != OK || PyErr_Occurred()) {
         Py_XDECREF(out);
