@@ -22,14 +22,21 @@ def turned_off() -> bool:
     return os.environ.get("SPANGATE_PURE_PYTHON", "") not in ("", "0")
 
 
+#: Why each C extension that was built refused to load (its ImportError's message).
+REFUSED: dict[str, str] = {}
+
+
 def extension(name: str) -> ModuleType | None:
-    """The optional C extension `name`; None where it was not built (or could not find
-    what it needs) and when SPANGATE_PURE_PYTHON turns the extensions off."""
+    """The optional C extension `name`; None where it was not built, where it refused to
+    load (REFUSED says why) and when SPANGATE_PURE_PYTHON turns the extensions off."""
     if turned_off():
         return None
     try:
         return importlib.import_module(name)
-    except ImportError:
+    except ModuleNotFoundError:
+        return None
+    except ImportError as e:
+        REFUSED[name] = str(e)
         return None
 
 

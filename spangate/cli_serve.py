@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import dataclasses
+import logging
 import os
 import signal
 import socket
@@ -19,7 +20,7 @@ from spangate.cli_support import fail, load_settings
 from spangate.embedded_redis import EmbeddedRedis, EmbeddedRedisError
 from spangate.logs import configure_logging
 from spangate.settings import Settings, SettingsError
-from storage.database import Database
+from storage.database import Database, sqlite_writer_refused
 from storage.errors import StoreError
 from storage.schema import migrate
 
@@ -96,6 +97,10 @@ def _worker(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     db = Database(settings.database_url)
+    if db.sqlite_path is not None and (refused := sqlite_writer_refused()):
+        logging.getLogger("spangate.worker").warning(
+            "SQLite rows are written through the sqlite3 module", extra={"reason": refused}
+        )
     try:
         migrate(db)
         with redis_url_for(settings) as resolved:

@@ -2,7 +2,7 @@
 
 In WAL mode the connection that commits copies the log back into the database file
 once the log passes `wal_autocheckpoint` pages: for the worker's bulk upserts, about a
-sixth of their time. apsw lets go of the GIL while SQLite runs a statement, so a
+sixth of their time. sqlite3 lets go of the GIL while SQLite runs a statement, so a
 checkpoint on another thread (and connection) runs on another core while the worker
 decodes its next batch. PASSIVE checkpoints never block the writer. The writer keeps an
 autocheckpoint of its own, set high, in case this thread falls behind.
@@ -19,9 +19,8 @@ the log over.
 from __future__ import annotations
 
 import logging
+import sqlite3
 import threading
-
-import apsw
 
 from storage.database import SQLITE_BUSY_TIMEOUT_MS, Database
 from storage.errors import StoreError
@@ -40,12 +39,6 @@ WAL_RESTART_BYTES = 64 * 1024 * 1024
 RESTART_WAIT_S = 2.0
 _FRAME_HEADER_BYTES = 24
 _RETRY_AFTER_ERROR_S = 1.0
-
-
-def log_frames_after_checkpoint(cursor: apsw.Cursor) -> int:
-    """A PASSIVE checkpoint; the frames in the log then."""
-    (_, frames, _) = cursor.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()[0]
-    return max(0, int(frames))  # type: ignore[arg-type]  # -1: the file is not in WAL mode
 
 
 class BackgroundCheckpoints:
@@ -123,14 +116,14 @@ class BackgroundCheckpoints:
 
     def _run(self) -> None:
         try:
-            connection = apsw.Connection(str(self._path))
-            connection.set_busy_timeout(SQLITE_BUSY_TIMEOUT_MS)
-            cursor = connection.cursor()
-        except apsw.Error as e:  # the writer's own threshold still holds
+            connection = sqlite3.connect(
+                self._path, timeout=SQLITE_BUSY_TIMEOUT_MS / 1000, isolation_level=None
+            )
+        except sqlite3.Error as e:  # the writer's own threshold still holds
             log.warning("background checkpoints not started", extra={"error": str(e)})
             return
         try:
-            frame_bytes = int(cursor.execute("PRAGMA page_size").fetchall()[0][0])  # type: ignore[arg-type]
+            frame_bytes = connection.execute("PRAGMA page_size").fetchone()[0]
             frame_bytes += _FRAME_HEADER_BYTES
             while True:
                 with self._changed:
@@ -140,8 +133,9 @@ class BackgroundCheckpoints:
                     commits = self._commits
                 log_bytes, failed = 0, False
                 try:
-                    log_bytes = log_frames_after_checkpoint(cursor) * frame_bytes
-                except apsw.Error as e:  # the writer's own threshold still holds
+                    row = connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+                    log_bytes = max(0, row[1]) * frame_bytes  # (busy, log frames, copied)
+                except sqlite3.Error as e:  # the writer's own threshold still holds
                     log.warning("background checkpoint failed", extra={"error": str(e)})
                     failed = True
                 with self._changed:  # a failed one too: the writer does not wait on it
@@ -149,7 +143,7 @@ class BackgroundCheckpoints:
                     self._changed.notify_all()
                     if failed:
                         self._changed.wait_for(lambda: self._stopping, _RETRY_AFTER_ERROR_S)
-        except apsw.Error as e:
+        except sqlite3.Error as e:
             log.warning("background checkpoints stopped", extra={"error": str(e)})
         finally:
             connection.close()

@@ -1,4 +1,4 @@
-"""One small database layer over SQLite (apsw) and PostgreSQL (psycopg), sync.
+"""One small database layer over SQLite (sqlite3) and PostgreSQL (psycopg), sync.
 
 SQL is written once with `?` placeholders and portable types; PostgreSQL gets `%s`.
 Each thread keeps its own connection (the async apps call in through a thread pool,
@@ -9,32 +9,30 @@ wrapped here: StoreUnavailable when the database cannot be reached, StoreError e
 from __future__ import annotations
 
 import re
+import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Protocol
 
-import apsw
 import psycopg
 
+from proto_json import fastpath
 from storage.errors import StoreError, StoreUnavailable
 
-#: SQLite errors of the file or its locks rather than of a statement: the database is
-#: unavailable for now (a retry may succeed), not refusing what was asked.
-SQLITE_UNAVAILABLE: tuple[type[Exception], ...] = (
-    apsw.BusyError,
-    apsw.LockedError,
-    apsw.IOError,
-    apsw.FullError,
-    apsw.CantOpenError,
-    apsw.ReadOnlyError,
-    apsw.ProtocolError,
-    apsw.NoLFSError,
-    apsw.PermissionsError,
-    apsw.ConnectionClosedError,
-)
+#: executemany without the sqlite3 module's per-row cost (storage/_sqlite_bulk.c),
+#: where it was built and found the SQLite library the sqlite3 module uses.
+SQLITE_BULK = fastpath.extension("storage._sqlite_bulk")
+
+
+def sqlite_writer_refused() -> str | None:
+    """Why storage/_sqlite_bulk.c, built here, refused to load (the worker says so at
+    start-up: it then writes SQLite through the sqlite3 module, slower); None else."""
+    return fastpath.REFUSED.get("storage._sqlite_bulk")
+
 
 Row = tuple[Any, ...]
 SQLITE_BUSY_TIMEOUT_MS = 10_000
@@ -52,6 +50,8 @@ CONNECT_TIMEOUT_S = 3
 class Cursor(Protocol):
     """What both drivers' cursors offer that this layer uses."""
 
+    rowcount: int
+
     def execute(self, sql: Any, params: Sequence[Any] = ...) -> Any: ...
     def executemany(self, sql: Any, params: Sequence[Sequence[Any]]) -> Any: ...
     def fetchall(self) -> list[Any]: ...
@@ -61,9 +61,10 @@ class Cursor(Protocol):
 class Transaction:
     """Statements run inside one transaction; `?` placeholders on both dialects."""
 
-    def __init__(self, cursor: Cursor, postgres: bool) -> None:
+    def __init__(self, cursor: Cursor, postgres: bool, bulk: ModuleType | None = None) -> None:
         self._cursor = cursor
         self._postgres = postgres
+        self._bulk = bulk
 
     def _sql(self, sql: str) -> str:
         return sql.replace("?", "%s") if self._postgres else sql
@@ -71,11 +72,7 @@ class Transaction:
     def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
         """Run one statement; the number of rows it changed."""
         self._cursor.execute(self._sql(sql), params)
-        if self._postgres:
-            rowcount: int = self._cursor.rowcount  # type: ignore[attr-defined]
-            return rowcount
-        changes: int = self._cursor.connection.changes()  # type: ignore[attr-defined]
-        return changes
+        return self._cursor.rowcount
 
     def executemany(
         self,
@@ -94,27 +91,24 @@ class Transaction:
             raise ValueError("unless is for SQLite; PostgreSQL can say it in one statement")
         if checked is not None and (unless is None or len(checked) != len(rows)):
             raise ValueError("checked must be None, or bytes of one byte a row with unless")
+        if self._bulk is not None and isinstance(rows, list):
+            connection = self._cursor.connection  # type: ignore[attr-defined]
+            skipped: list[int] = self._bulk.executemany(connection, sql, rows, unless, checked)
+            return skipped
         if unless is None:
             if rows:
                 self._cursor.executemany(self._sql(sql), rows)
             return []
+        skipped = []
         used = max((int(n) for n in re.findall(r"\?(\d+)", unless)), default=0)
         used = used or unless.count("?")
-        skipped: list[int] = []
-        run = 0  # the first of the rows not written yet, none of them checked
         for position, row in enumerate(rows):
-            if checked is not None and not checked[position]:
-                continue
-            if run < position:
-                self._cursor.executemany(sql, rows[run:position])
-            run = position + 1
-            self._cursor.execute(unless, row[:used])
-            if self._cursor.fetchone() is not None:
-                skipped.append(position)
-            else:
-                self._cursor.execute(sql, row)
-        if run < len(rows):
-            self._cursor.executemany(sql, rows[run:])
+            if checked is None or checked[position]:
+                self._cursor.execute(unless, row[:used])
+                if self._cursor.fetchone() is not None:
+                    skipped.append(position)
+                    continue
+            self._cursor.execute(sql, row)
         return skipped
 
     def first_rows(self, sql: str, rows: Sequence[Sequence[Any]]) -> list[Row | None]:
@@ -149,35 +143,30 @@ def _one_line(error: BaseException) -> str:
     return " ".join(str(error).split())
 
 
-def sqlite_connect(path: Path, timeout_ms: int = SQLITE_BUSY_TIMEOUT_MS) -> apsw.Connection:
-    """A connection to a SQLite file with the store's settings, in WAL mode."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    connection = apsw.Connection(str(path))
-    connection.set_busy_timeout(timeout_ms)
-    cursor = connection.cursor()
-    cursor.execute(f"PRAGMA page_size = {SQLITE_PAGE_BYTES}")  # before anything is written
-    _enable_wal(cursor, timeout_ms)
-    cursor.execute("PRAGMA synchronous = NORMAL")
-    cursor.execute("PRAGMA foreign_keys = ON")
-    cursor.execute(f"PRAGMA cache_size = -{SQLITE_CACHE_KIB}")
-    return connection
-
-
-def _enable_wal(cursor: apsw.Cursor, timeout_ms: int) -> None:
+def _enable_wal(connection: sqlite3.Connection) -> None:
     """Switch to WAL (persistent in the file), waiting out other processes doing the same.
 
     Changing the journal mode can answer SQLITE_BUSY without calling the busy handler,
     so processes starting together on a fresh file retry here for the busy timeout.
     """
-    deadline = time.monotonic() + timeout_ms / 1000
+    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
     while True:
         try:
-            cursor.execute("PRAGMA journal_mode = WAL").fetchall()
+            connection.execute("PRAGMA journal_mode = WAL")
             return
-        except (apsw.BusyError, apsw.LockedError):
-            if time.monotonic() > deadline:
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or time.monotonic() > deadline:
                 raise
             time.sleep(0.02)
+
+
+def _bulk_for(connection: sqlite3.Connection) -> ModuleType | None:
+    """SQLITE_BULK when the handle it reads from `connection` names the connection's own
+    database file (a check of its assumption about the sqlite3 module's objects)."""
+    if SQLITE_BULK is None:
+        return None
+    files = [row[2] for row in connection.execute("PRAGMA database_list") if row[1] == "main"]
+    return SQLITE_BULK if files and SQLITE_BULK.handle_file(connection) == files[0] else None
 
 
 def _sqlite_path(url: str) -> Path:
@@ -191,10 +180,11 @@ class _Slot:
     thread still using it (with SQLite that would be a use-after-free in C).
     """
 
-    __slots__ = ("closed", "connection", "lock")
+    __slots__ = ("bulk", "closed", "connection", "lock")
 
-    def __init__(self, connection: Any) -> None:
+    def __init__(self, connection: Any, bulk: ModuleType | None = None) -> None:
         self.connection = connection
+        self.bulk = bulk
         self.lock = threading.Lock()
         self.closed = False
 
@@ -231,7 +221,21 @@ class Database:
     def _connect(self) -> Any:
         if self.postgres:
             return psycopg.connect(self.url, connect_timeout=CONNECT_TIMEOUT_S, autocommit=False)
-        return sqlite_connect(_sqlite_path(self.url))
+        path = _sqlite_path(self.url)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        connection = sqlite3.connect(
+            path,
+            timeout=SQLITE_BUSY_TIMEOUT_MS / 1000,
+            isolation_level=None,
+            check_same_thread=False,
+        )
+        connection.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+        connection.execute(f"PRAGMA page_size = {SQLITE_PAGE_BYTES}")  # before anything is written
+        _enable_wal(connection)
+        connection.execute("PRAGMA synchronous = NORMAL")
+        connection.execute("PRAGMA foreign_keys = ON")
+        connection.execute(f"PRAGMA cache_size = -{SQLITE_CACHE_KIB}")
+        return connection
 
     def _acquire(self) -> _Slot:
         """This thread's slot, locked; a new connection when there is none (or it closed)."""
@@ -242,7 +246,7 @@ class Database:
                 return slot
             slot.lock.release()
         connection = self._connect()
-        slot = _Slot(connection)
+        slot = _Slot(connection, None if self.postgres else _bulk_for(connection))
         slot.lock.acquire()
         self._local.slot = slot
         with self._lock:
@@ -270,7 +274,7 @@ class Database:
         """
         try:
             slot = self._acquire()
-        except (apsw.Error, psycopg.Error, OSError) as e:
+        except (sqlite3.Error, psycopg.Error, OSError) as e:
             raise StoreUnavailable(
                 f"database {self.display_url} is unreachable: {_one_line(e)}"
             ) from e
@@ -290,24 +294,22 @@ class Database:
                 cursor = connection.cursor()
                 cursor.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
                 try:
-                    yield Transaction(cursor, postgres=False)
+                    yield Transaction(cursor, postgres=False, bulk=slot.bulk)
                     cursor.execute("COMMIT")
                 except BaseException:
-                    if not connection.in_transaction:  # SQLite may have rolled back already
-                        raise
                     try:
                         cursor.execute("ROLLBACK")
-                    except apsw.Error:
+                    except sqlite3.Error:  # SQLite may have rolled back already
                         pass
                     raise
                 finally:
                     cursor.close()
-        except (psycopg.OperationalError, *SQLITE_UNAVAILABLE) as e:  # type: ignore[misc]
+        except (psycopg.OperationalError, sqlite3.OperationalError) as e:
             self._rollback_quietly(slot)
             if self.postgres and connection.closed:
                 self._discard(slot)
             raise StoreUnavailable(f"database {self.display_url} failed: {_one_line(e)}") from e
-        except (psycopg.Error, apsw.Error, OverflowError) as e:
+        except (psycopg.Error, sqlite3.Error, OverflowError) as e:
             # OverflowError: a value the driver cannot bind (an integer past 64 bits)
             self._rollback_quietly(slot)
             raise StoreError(f"database error: {_one_line(e)}") from e

@@ -595,3 +595,18 @@ def test_examples(name: str) -> None:
     fast = _same(_EXAMPLES[name], body)
     assert fast is not None
     assert isinstance(fast.canonical, bytes), "the examples are valid: the fast path takes them"
+
+
+def test_an_extension_that_refuses_to_load_is_off_and_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An extension whose import raises ImportError (as storage/_sqlite_bulk.c does on a
+    CPython it was not tested on) is off, and REFUSED keeps its reason; one that was not
+    built is off without a reason."""
+    (tmp_path / "refusing_extension.py").write_text('raise ImportError("tested on 3.11 only")\n')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(fastpath, "REFUSED", {})
+    monkeypatch.delenv("SPANGATE_PURE_PYTHON", raising=False)
+    assert fastpath.extension("refusing_extension") is None
+    assert fastpath.extension("no_such_extension_here") is None
+    assert fastpath.REFUSED == {"refusing_extension": "tested on 3.11 only"}

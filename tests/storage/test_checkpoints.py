@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
+import sqlite3
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
-import apsw
 import pytest
 
 from storage import checkpoints as checkpoints_module
@@ -36,7 +38,7 @@ def test_the_writer_leaves_checkpoints_to_the_thread_and_takes_them_back(
 def test_the_threshold_is_in_the_files_own_pages(tmp_path: Path) -> None:
     """A file made with 4 KiB pages (before SQLITE_PAGE_BYTES) gets the same 128 MiB."""
     path = tmp_path / "old.db"
-    old = apsw.Connection(str(path))
+    old = sqlite3.connect(path)
     old.execute("PRAGMA page_size = 4096")
     old.execute("CREATE TABLE t (v TEXT)")
     old.close()
@@ -97,39 +99,45 @@ def test_committed_writes_reach_the_database_file(tmp_path: Path) -> None:
         db.close()
 
 
-_checkpoint = checkpoints_module.log_frames_after_checkpoint  # the fixture patches it
+_connect = sqlite3.connect  # the fixture below patches it
 
 
-class _SlowCheckpoints:
-    """Checkpoints that start late (a real checkpoint, after a pause), so the writer's
-    next transaction is sure to begin while one is still to run."""
+class _SlowCheckpoints(sqlite3.Connection):
+    """A connection whose checkpoints start late (a real checkpoint, after a pause),
+    so the writer's next transaction is sure to begin while one is still to run."""
 
     pause_s = 0.5
     finished = threading.Event()
 
-    @classmethod
-    def run(cls, cursor: apsw.Cursor) -> int:
-        time.sleep(cls.pause_s)
+    def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:
+        if "wal_checkpoint" not in sql:
+            return super().execute(sql, *args)
+        time.sleep(self.pause_s)
         try:
-            return _checkpoint(cursor)
+            return super().execute(sql, *args)
         finally:
-            cls.finished.set()
+            self.finished.set()
 
 
 @pytest.fixture
 def slow_checkpoints(monkeypatch: pytest.MonkeyPatch) -> type[_SlowCheckpoints]:
     _SlowCheckpoints.finished = threading.Event()
-    monkeypatch.setattr(checkpoints_module, "log_frames_after_checkpoint", _SlowCheckpoints.run)
+    monkeypatch.setattr(
+        checkpoints_module.sqlite3,
+        "connect",
+        functools.partial(sqlite3.connect, factory=_SlowCheckpoints),
+    )
     return _SlowCheckpoints
 
 
 def _log_frames(path: Path) -> int:
-    """Frames in the log now (a checkpoint's answer)."""
-    connection = apsw.Connection(str(path))
+    """Frames in the log now (a checkpoint's answer: busy, log frames, copied back)."""
+    connection = _connect(path, isolation_level=None)
     try:
-        return _checkpoint(connection.cursor())
+        (_, frames, _) = connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
     finally:
         connection.close()
+    return int(frames)
 
 
 def _write(db: Database, rows: int) -> None:
