@@ -30,12 +30,7 @@ static int put_double(Buf *b, double v) {
 /* -- interned member names -------------------------------------------------------- */
 
 static PyObject *k_traceId, *k_spanId, *k_parentSpanId, *k_name, *k_kind, *k_startTime,
-    *k_endTime, *k_status, *k_attributes, *k_events, *k_traceState, *k_flags,
-    *k_startTimeUnixNano, *k_endTimeUnixNano, *k_droppedAttributesCount,
-    *k_droppedEventsCount, *k_links, *k_droppedLinksCount, *k_timeUnixNano, *k_code,
-    *k_message, *k_key, *k_value, *k_values, *k_stringValue, *k_boolValue, *k_intValue,
-    *k_doubleValue, *k_bytesValue, *k_arrayValue, *k_kvlistValue, *k_kind_attribute,
-    *k_session_attribute;
+    *k_endTime, *k_status, *k_attributes, *k_events, *k_kind_attribute, *k_session_attribute;
 
 /* The member's value (borrowed) or NULL when absent; *found counts the present ones. */
 static inline PyObject *member(PyObject *dict, PyObject *key, Py_ssize_t *found) {
@@ -175,48 +170,7 @@ static int iso8601(PyObject *o, unsigned long long *out) {
     return iso8601_text(s, n, out);
 }
 
-/* An unsigned integer as OTLP/JSON writes one: an int or a string of decimal digits
- * (absent or null is 0). Signs, floats and everything else leave the fast path. */
-static int json_unsigned(PyObject *o, unsigned long long maximum, unsigned long long *out) {
-    if (o == NULL || o == Py_None) {
-        *out = 0;
-        return OK;
-    }
-    if (PyLong_CheckExact(o)) {
-        int overflow;
-        long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
-        if (v == -1 && PyErr_Occurred()) return FAIL;
-        if (overflow || v < 0 || (unsigned long long)v > maximum) return BAIL;
-        *out = (unsigned long long)v;
-        return OK;
-    }
-    const char *s;
-    Py_ssize_t n;
-    TRY(utf8_of(o, &s, &n));
-    return decimal_digits(s, n, maximum, out);
-}
-
-/* `,"label":N` for a non-zero unsigned 32-bit count or flags member. */
-static int put_count(Buf *b, const char *label, Py_ssize_t label_len, PyObject *o) {
-    unsigned long long v;
-    TRY(json_unsigned(o, UINT32_MAX_VALUE, &v));
-    if (v == 0) return OK;
-    TRY(put(b, label, label_len));
-    return put_u64(b, v);
-}
-
 #define PUT_COUNT(b, label, o) put_count((b), (label), sizeof(label) - 1, (o))
-
-/* `,"label":"text"` for an optional string member that is written only when non-empty. */
-static int put_optional_string(Buf *b, const char *label, Py_ssize_t label_len, PyObject *o) {
-    if (o == NULL || o == Py_None) return OK;
-    const char *s;
-    Py_ssize_t n;
-    TRY(utf8_of(o, &s, &n));
-    if (n == 0) return OK;
-    TRY(put(b, label, label_len));
-    return put_escaped(b, s, n);
-}
 
 #define PUT_OPTIONAL_STRING(b, label, o) put_optional_string((b), (label), sizeof(label) - 1, (o))
 
@@ -488,174 +442,7 @@ static int native_span(Buf *b, Native *state, PyObject *raw) {
     return PUT(b, "}}");
 }
 
-/* -- OTLP/JSON spans -------------------------------------------------------------- */
-
-static int otlp_key_values(Buf *b, PyObject *raw, int depth);
-
-/* The single set oneof member of an AnyValue (null members do not count), or NULL. */
-static int otlp_value_member(PyObject *raw, PyObject **key, PyObject **value) {
-    static PyObject **kinds[] = {&k_stringValue, &k_boolValue,  &k_intValue,   &k_doubleValue,
-                                 &k_bytesValue,  &k_arrayValue, &k_kvlistValue};
-    *key = *value = NULL;
-    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
-        PyObject *v = PyDict_GetItemWithError(raw, *kinds[i]);
-        if (v == NULL) {
-            if (PyErr_Occurred()) return FAIL;
-            continue;
-        }
-        if (v == Py_None) continue;
-        if (*key != NULL) return BAIL; /* more than one: refused on the general path */
-        *key = *kinds[i];
-        *value = v;
-    }
-    return OK;
-}
-
-/* The `values` array of an arrayValue or kvlistValue (NULL when there is none). */
-static int otlp_values(PyObject *inner, PyObject **values) {
-    *values = NULL;
-    if (!PyDict_CheckExact(inner)) return BAIL;
-    PyObject *v = PyDict_GetItemWithError(inner, k_values);
-    if (v == NULL) return PyErr_Occurred() ? FAIL : OK;
-    if (v == Py_None) return OK;
-    if (!PyList_CheckExact(v)) return BAIL;
-    *values = v;
-    return OK;
-}
-
-static int otlp_value(Buf *b, PyObject *raw, int depth);
-
-static int otlp_scalar(Buf *b, PyObject *key, PyObject *inner) {
-    if (key == k_stringValue) {
-        if (!PyUnicode_CheckExact(inner)) return BAIL;
-        TRY(PUT(b, "{\"stringValue\":"));
-        TRY(put_str(b, inner));
-        return PUT(b, "}");
-    }
-    if (key == k_boolValue) {
-        if (inner == Py_True) return PUT(b, "{\"boolValue\":true}");
-        if (inner == Py_False) return PUT(b, "{\"boolValue\":false}");
-        return BAIL;
-    }
-    if (key == k_intValue) {
-        long long n;
-        if (PyLong_CheckExact(inner)) {
-            int overflow;
-            n = PyLong_AsLongLongAndOverflow(inner, &overflow);
-            if (n == -1 && PyErr_Occurred()) return FAIL;
-            if (overflow) return BAIL;
-        } else {
-            const char *s;
-            Py_ssize_t len;
-            TRY(utf8_of(inner, &s, &len));
-            TRY(signed_decimal(s, len, &n));
-        }
-        TRY(PUT(b, "{\"intValue\":\""));
-        TRY(put_i64(b, n));
-        return PUT(b, "\"}");
-    }
-    if (key == k_doubleValue) {
-        double d;
-        if (PyFloat_CheckExact(inner)) {
-            d = PyFloat_AS_DOUBLE(inner);
-        } else if (PyLong_CheckExact(inner)) {
-            d = PyLong_AsDouble(inner);
-            if (d == -1.0 && PyErr_Occurred()) {
-                PyErr_Clear();
-                return BAIL;
-            }
-        } else {
-            return BAIL; /* "NaN", "Infinity" and numbers in strings: general path */
-        }
-        TRY(PUT(b, "{\"doubleValue\":"));
-        TRY(put_double(b, d));
-        return PUT(b, "}");
-    }
-    return BAIL; /* bytesValue: general path */
-}
-
-static int otlp_value(Buf *b, PyObject *raw, int depth) {
-    if (raw == NULL || raw == Py_None) return PUT(b, "{}");
-    if (!PyDict_CheckExact(raw)) return BAIL;
-    PyObject *key, *inner, *values;
-    TRY(otlp_value_member(raw, &key, &inner));
-    if (key == NULL) return PUT(b, "{}");
-    if (key != k_arrayValue && key != k_kvlistValue) return otlp_scalar(b, key, inner);
-    if (depth >= MAX_FAST_DEPTH) return BAIL;
-    TRY(otlp_values(inner, &values));
-    if (key == k_kvlistValue) {
-        TRY(PUT(b, "{\"kvlistValue\":{\"values\":["));
-        if (values != NULL) TRY(otlp_key_values(b, values, depth + 1));
-        return PUT(b, "]}}");
-    }
-    TRY(PUT(b, "{\"arrayValue\":{\"values\":["));
-    if (values != NULL) {
-        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(values); i++) {
-            if (i) TRY(PUT(b, ","));
-            TRY(otlp_value(b, PyList_GET_ITEM(values, i), depth + 1));
-        }
-    }
-    return PUT(b, "]}}");
-}
-
-/* The KeyValues of an OTLP attributes list (a list, checked by the caller). */
-static int otlp_key_values(Buf *b, PyObject *raw, int depth) {
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(raw); i++) {
-        PyObject *item = PyList_GET_ITEM(raw, i);
-        if (!PyDict_CheckExact(item)) return BAIL;
-        PyObject *key = PyDict_GetItemWithError(item, k_key);
-        if (key == NULL) return PyErr_Occurred() ? FAIL : BAIL;
-        PyObject *value = PyDict_GetItemWithError(item, k_value);
-        if (value == NULL && PyErr_Occurred()) return FAIL;
-        if (i) TRY(PUT(b, ","));
-        TRY(put_pair_key(b, key));
-        TRY(otlp_value(b, value, depth));
-        TRY(PUT(b, "}"));
-    }
-    return OK;
-}
-
-/* `,"attributes":[...]` when there are any, then `,"droppedAttributesCount":N`. */
-static int otlp_attributes(Buf *b, PyObject *owner) {
-    PyObject *attributes = PyDict_GetItemWithError(owner, k_attributes);
-    if (attributes == NULL && PyErr_Occurred()) return FAIL;
-    if (attributes != NULL && attributes != Py_None) {
-        if (!PyList_CheckExact(attributes)) return BAIL;
-        if (PyList_GET_SIZE(attributes)) {
-            TRY(PUT(b, ",\"attributes\":["));
-            TRY(otlp_key_values(b, attributes, 0));
-            TRY(PUT(b, "]"));
-        }
-    }
-    PyObject *dropped = PyDict_GetItemWithError(owner, k_droppedAttributesCount);
-    if (dropped == NULL && PyErr_Occurred()) return FAIL;
-    return PUT_COUNT(b, ",\"droppedAttributesCount\":", dropped);
-}
-
-static PyObject *get(PyObject *dict, PyObject *key) {
-    return PyDict_GetItemWithError(dict, key);
-}
-
-/* An OTLP enum: absent/null is 0, an int in 0..count-1, or one of its names. */
-static int otlp_enum(PyObject *o, const Name *names, int count, int *out) {
-    *out = 0;
-    if (o == NULL || o == Py_None) return OK;
-    if (PyLong_CheckExact(o)) {
-        long v = PyLong_AsLong(o);
-        if (v == -1 && PyErr_Occurred()) {
-            PyErr_Clear();
-            return BAIL;
-        }
-        if (v < 0 || v >= count) return BAIL;
-        *out = (int)v;
-        return OK;
-    }
-    const char *s;
-    Py_ssize_t n;
-    TRY(utf8_of(o, &s, &n));
-    *out = text_index(s, (size_t)n, names, count);
-    return *out < count ? OK : BAIL;
-}
+/* -- OTLP/JSON enum names (for _otlp_bytes.h) ------------------------------------ */
 
 static const Name SPAN_KIND_NAMES[] = {
     NAME("SPAN_KIND_UNSPECIFIED"), NAME("SPAN_KIND_INTERNAL"), NAME("SPAN_KIND_SERVER"),
@@ -663,128 +450,7 @@ static const Name SPAN_KIND_NAMES[] = {
 static const Name STATUS_NAMES[] = {NAME("STATUS_CODE_UNSET"), NAME("STATUS_CODE_OK"),
                                     NAME("STATUS_CODE_ERROR")};
 
-/* A list of objects (absent or null: NULL). */
-static int otlp_objects(PyObject *o, PyObject **out) {
-    *out = NULL;
-    if (o == NULL || o == Py_None) return OK;
-    if (!PyList_CheckExact(o)) return BAIL;
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(o); i++)
-        if (!PyDict_CheckExact(PyList_GET_ITEM(o, i))) return BAIL;
-    *out = PyList_GET_SIZE(o) ? o : NULL;
-    return OK;
-}
-
-static int otlp_event(Buf *b, PyObject *raw) {
-    unsigned long long time;
-    TRY(json_unsigned(get(raw, k_timeUnixNano), MAX_UNIX_NANO, &time));
-    TRY(PUT(b, "{"));
-    if (time) {
-        TRY(PUT(b, "\"timeUnixNano\":\""));
-        TRY(put_u64(b, time));
-        TRY(PUT(b, "\","));
-    }
-    TRY(PUT(b, "\"name\":"));
-    PyObject *name = get(raw, k_name);
-    if (name == NULL || name == Py_None) {
-        TRY(PUT(b, "\"\""));
-    } else {
-        TRY(put_str(b, name));
-    }
-    TRY(otlp_attributes(b, raw));
-    return PUT(b, "}");
-}
-
-static int otlp_link(Buf *b, PyObject *raw) {
-    TRY(PUT_ID(b, "{\"traceId\":", get(raw, k_traceId), 32));
-    TRY(PUT_ID(b, ",\"spanId\":", get(raw, k_spanId), 16));
-    TRY(PUT_OPTIONAL_STRING(b, ",\"traceState\":", get(raw, k_traceState)));
-    TRY(otlp_attributes(b, raw));
-    TRY(PUT_COUNT(b, ",\"flags\":", get(raw, k_flags)));
-    return PUT(b, "}");
-}
-
-/* `,"member":[...]` for a non-empty list of events or links. */
-static int otlp_list(Buf *b, const char *label, Py_ssize_t label_len, PyObject *raw,
-                     int (*item)(Buf *, PyObject *)) {
-    PyObject *objects;
-    TRY(otlp_objects(raw, &objects));
-    if (objects == NULL) return OK;
-    TRY(put(b, label, label_len));
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(objects); i++) {
-        if (i) TRY(PUT(b, ","));
-        TRY(item(b, PyList_GET_ITEM(objects, i)));
-    }
-    return PUT(b, "]");
-}
-
 #define OTLP_LIST(b, label, raw, item) otlp_list((b), (label), sizeof(label) - 1, (raw), (item))
-
-static int otlp_status(Buf *b, PyObject *raw) {
-    if (raw == NULL || raw == Py_None) return PUT(b, ",\"status\":{\"code\":0}}");
-    if (!PyDict_CheckExact(raw)) return BAIL;
-    int code;
-    TRY(otlp_enum(get(raw, k_code), STATUS_NAMES, 3, &code));
-    TRY(PUT(b, ",\"status\":{\"code\":"));
-    TRY(put_u64(b, (unsigned long long)code));
-    TRY(PUT_OPTIONAL_STRING(b, ",\"message\":", get(raw, k_message)));
-    return PUT(b, "}}");
-}
-
-static long long otlp_pairs(PyObject *raw) {
-    PyObject *attributes = get(raw, k_attributes);
-    long long count = attributes && PyList_CheckExact(attributes) ? PyList_GET_SIZE(attributes)
-                                                                  : 0;
-    PyObject *events = get(raw, k_events);
-    if (events && PyList_CheckExact(events)) {
-        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(events); i++) {
-            PyObject *event = PyList_GET_ITEM(events, i);
-            if (!PyDict_CheckExact(event)) continue;
-            PyObject *event_attributes = get(event, k_attributes);
-            if (event_attributes && PyList_CheckExact(event_attributes))
-                count += PyList_GET_SIZE(event_attributes);
-        }
-    }
-    return count;
-}
-
-static int otlp_times(Buf *b, PyObject *raw) {
-    unsigned long long start, end;
-    TRY(json_unsigned(get(raw, k_startTimeUnixNano), MAX_UNIX_NANO, &start));
-    if (start == 0) return BAIL;
-    TRY(json_unsigned(get(raw, k_endTimeUnixNano), MAX_UNIX_NANO, &end));
-    TRY(PUT(b, ",\"startTimeUnixNano\":\""));
-    TRY(put_u64(b, start));
-    if (end) {
-        TRY(PUT(b, "\",\"endTimeUnixNano\":\""));
-        TRY(put_u64(b, end));
-    }
-    return PUT(b, "\"");
-}
-
-static int otlp_span(Buf *b, PyObject *raw) {
-    if (!PyDict_CheckExact(raw)) return BAIL;
-    TRY(PUT_ID(b, "{\"traceId\":", get(raw, k_traceId), 32));
-    TRY(PUT_ID(b, ",\"spanId\":", get(raw, k_spanId), 16));
-    TRY(PUT_OPTIONAL_STRING(b, ",\"traceState\":", get(raw, k_traceState)));
-    TRY(put_parent(b, get(raw, k_parentSpanId)));
-    TRY(PUT_COUNT(b, ",\"flags\":", get(raw, k_flags)));
-    PyObject *name = get(raw, k_name);
-    if (name == NULL || !PyUnicode_CheckExact(name) || PyUnicode_GET_LENGTH(name) == 0)
-        return BAIL;
-    TRY(PUT(b, ",\"name\":"));
-    TRY(put_str(b, name));
-    int kind;
-    TRY(otlp_enum(get(raw, k_kind), SPAN_KIND_NAMES, 6, &kind));
-    TRY(PUT(b, ",\"kind\":"));
-    TRY(put_u64(b, (unsigned long long)kind));
-    TRY(otlp_times(b, raw));
-    TRY(otlp_attributes(b, raw));
-    TRY(OTLP_LIST(b, ",\"events\":[", get(raw, k_events), otlp_event));
-    TRY(PUT_COUNT(b, ",\"droppedEventsCount\":", get(raw, k_droppedEventsCount)));
-    TRY(OTLP_LIST(b, ",\"links\":[", get(raw, k_links), otlp_link));
-    TRY(PUT_COUNT(b, ",\"droppedLinksCount\":", get(raw, k_droppedLinksCount)));
-    return otlp_status(b, get(raw, k_status));
-}
 
 #include "_native_bytes.h"
 #include "_otlp_bytes.h"
@@ -822,23 +488,6 @@ static PyObject *native_spans(PyObject *Py_UNUSED(self), PyObject *args) {
     return finish(&b, status, state.pairs);
 }
 
-static PyObject *otlp_spans(PyObject *Py_UNUSED(self), PyObject *args) {
-    PyObject *spans;
-    long long pairs, max_pairs;
-    if (!PyArg_ParseTuple(args, "O!LL", &PyList_Type, &spans, &pairs, &max_pairs)) return NULL;
-    Buf b = {NULL, 0, 0, NULL};
-    int status = OK;
-    for (Py_ssize_t i = 0; status == OK && i < PyList_GET_SIZE(spans); i++) {
-        PyObject *raw = PyList_GET_ITEM(spans, i);
-        if (PyDict_CheckExact(raw)) pairs += otlp_pairs(raw);
-        if (PyErr_Occurred()) status = FAIL;
-        else if (pairs > max_pairs) status = BAIL;
-        if (status == OK && i) status = PUT(&b, ",");
-        if (status == OK) status = otlp_span(&b, raw);
-    }
-    return finish(&b, status, pairs);
-}
-
 static PyMethodDef methods[] = {
     {"native_spans", native_spans, METH_VARARGS,
      "native_spans(spans, trace_id, session_id, pairs, max_pairs) -> (bytes, pairs) | None"},
@@ -846,8 +495,6 @@ static PyMethodDef methods[] = {
      "native_body(data, max_spans, max_pairs) -> (bytes, spans, pairs) | None"},
     {"otlp_body", otlp_body, METH_VARARGS,
      "otlp_body(data, max_spans, max_pairs) -> (bytes, spans, pairs) | None"},
-    {"otlp_spans", otlp_spans, METH_VARARGS,
-     "otlp_spans(spans, pairs, max_pairs) -> (bytes, pairs) | None"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -873,27 +520,6 @@ PyMODINIT_FUNC PyInit__fastpath(void) {
     INTERN(k_status, "status");
     INTERN(k_attributes, "attributes");
     INTERN(k_events, "events");
-    INTERN(k_traceState, "traceState");
-    INTERN(k_flags, "flags");
-    INTERN(k_startTimeUnixNano, "startTimeUnixNano");
-    INTERN(k_endTimeUnixNano, "endTimeUnixNano");
-    INTERN(k_droppedAttributesCount, "droppedAttributesCount");
-    INTERN(k_droppedEventsCount, "droppedEventsCount");
-    INTERN(k_links, "links");
-    INTERN(k_droppedLinksCount, "droppedLinksCount");
-    INTERN(k_timeUnixNano, "timeUnixNano");
-    INTERN(k_code, "code");
-    INTERN(k_message, "message");
-    INTERN(k_key, "key");
-    INTERN(k_value, "value");
-    INTERN(k_values, "values");
-    INTERN(k_stringValue, "stringValue");
-    INTERN(k_boolValue, "boolValue");
-    INTERN(k_intValue, "intValue");
-    INTERN(k_doubleValue, "doubleValue");
-    INTERN(k_bytesValue, "bytesValue");
-    INTERN(k_arrayValue, "arrayValue");
-    INTERN(k_kvlistValue, "kvlistValue");
     INTERN(k_kind_attribute, "spangate.span.kind");
     INTERN(k_session_attribute, "session.id");
     return PyModule_Create(&module);

@@ -95,14 +95,6 @@ def otlp_body(data: bytes, limits: Limits) -> Conversion | None:
     return None if result is None else all_accepted(*result)
 
 
-def otlp_spans(spans: list[Any], limits: Limits, pairs: int = 0) -> tuple[bytes, int] | None:
-    """The same for the spans of one OTLP/JSON scopeSpans."""
-    if _module is None:
-        return None
-    result: tuple[bytes, int] | None = _module.otlp_spans(spans, pairs, limits.max_attributes)
-    return result
-
-
 def native_request(spans: bytes) -> bytes:
     """The canonical request holding native spans (see canonical.request_of)."""
     return _NATIVE_HEAD + spans + _NATIVE_TAIL if spans else EMPTY_REQUEST

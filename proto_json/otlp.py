@@ -10,8 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
 from proto_json import fastpath, otlp_span
 from proto_json.canonical import load_object
 from proto_json.errors import EnvelopeError, SpanRejected
@@ -102,41 +100,12 @@ def _structure(document: dict[str, Any]) -> list[_Resource]:
     return out
 
 
-def _with(head: dict[str, Any], member: bytes, items: list[bytes]) -> bytes:
-    """The bytes of `{**head, member: [items]}` (a head is never empty)."""
-    return orjson.dumps(head)[:-1] + b',"' + member + b'":[' + b",".join(items) + b"]}"
-
-
-def _fast(resources: list[_Resource], span_count: int, limits: Limits) -> Conversion | None:
-    """The C fast path for the spans; None when the general path must convert them."""
-    if not fastpath.available():
-        return None
-    pairs = 0
-    out_resources: list[bytes] = []
-    for resource in resources:
-        out_scopes: list[bytes] = []
-        for scope in resource.scopes:
-            fast = fastpath.otlp_spans(scope.spans, limits, pairs)
-            if fast is None:
-                return None
-            spans, pairs = fast
-            if spans:
-                out_scopes.append(_with(scope.head, b"spans", [spans]))
-        if out_scopes:
-            out_resources.append(_with(resource.head, b"scopeSpans", out_scopes))
-    canonical = b'{"resourceSpans":[' + b",".join(out_resources) + b"]}"
-    return fastpath.all_accepted(canonical, span_count, pairs)
-
-
 def convert_otlp_document(document: dict[str, Any], limits: Limits = DEFAULT_LIMITS) -> Conversion:
     """Convert a parsed OTLP/JSON ExportTraceServiceRequest; `{}` is a valid empty request."""
     resources = _structure(document)
     span_count = sum(len(scope.spans) for resource in resources for scope in resource.scopes)
     if span_count > limits.max_spans:
         return refused("TOO_MANY_SPANS", span_count, 0)
-    fast = _fast(resources, span_count, limits)
-    if fast is not None:
-        return fast
     errors: list[SpanError] = []
     out_resources: list[dict[str, Any]] = []
     pairs = accepted = index = 0
