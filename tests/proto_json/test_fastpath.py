@@ -610,3 +610,21 @@ def test_an_extension_that_refuses_to_load_is_off_and_says_why(
     assert fastpath.extension("refusing_extension") is None
     assert fastpath.extension("no_such_extension_here") is None
     assert fastpath.REFUSED == {"refusing_extension": "tested on 3.11 only"}
+
+
+@pytest.mark.parametrize(
+    ("value", "off"),
+    [
+        ("", set()),
+        ("0", set()),
+        ("1", {"proto_json._fastpath", "storage._rows", "storage._sqlite_bulk"}),
+        ("storage._rows", {"storage._rows"}),
+        ("storage._rows,storage._sqlite_bulk", {"storage._rows", "storage._sqlite_bulk"}),
+    ],
+)
+def test_pure_python_turns_off_all_extensions_or_those_it_names(
+    monkeypatch: pytest.MonkeyPatch, value: str, off: set[str]
+) -> None:
+    monkeypatch.setenv("SPANGATE_PURE_PYTHON", value)
+    names = {"proto_json._fastpath", "storage._rows", "storage._sqlite_bulk"}
+    assert {name for name in names if fastpath.turned_off(name)} == off
