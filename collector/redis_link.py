@@ -48,15 +48,43 @@ _SSL_REQUIREMENTS = {
 
 #: hiredis's packer takes a tuple of any length (its stub says a 1-tuple)
 _pack_command = cast(Callable[[tuple[Arg, ...]], bytes], hiredis.pack_command)
+#: hiredis packs a long argument slowly: 87 us for a 64 KB one and 1,300 us for a
+#: 0.8 MB request body, where joining the bytes here takes 6 and 71 us (up to 16 KB
+#: it is the faster, 2-3 us a command against 4-5). A command whose last argument (an
+#: entry's body) is longer than this is packed here.
+LONG_ARGUMENT_BYTES = 16 * 1024
 
 
 def pack(commands: Sequence[Sequence[Arg]]) -> bytes:
-    """The RESP bytes of `commands`, one array of bulk strings each (hiredis packs them)."""
+    """The RESP bytes of `commands`, one array of bulk strings each."""
+    return b"".join([_pack(command) for command in commands])
+
+
+def _pack(command: Sequence[Arg]) -> bytes:
+    last = command[-1] if command else None
+    if type(last) is bytes and len(last) > LONG_ARGUMENT_BYTES:
+        return _joined(command)
     try:
-        return b"".join([_pack_command(tuple(command)) for command in commands])
+        return _pack_command(tuple(command))
     except TypeError:
         # hiredis takes no bools: send them as Redis reads them, as 0 and 1
-        return b"".join([_pack_command(tuple(map(_int_of_bool, command))) for command in commands])
+        return _pack_command(tuple(map(_int_of_bool, command)))
+
+
+def _joined(command: Sequence[Arg]) -> bytes:
+    """A command's RESP bytes, joined here (for a long argument)."""
+    parts: list[bytes] = [b"*%d\r\n" % len(command)]
+    for arg in command:
+        if isinstance(arg, bytes):
+            data = arg
+        elif isinstance(arg, str):
+            data = arg.encode()
+        elif isinstance(arg, int):
+            data = b"%d" % arg
+        else:
+            data = repr(float(arg)).encode()
+        parts += (b"$%d\r\n" % len(data), data, b"\r\n")
+    return b"".join(parts)
 
 
 def _int_of_bool(arg: Arg) -> Arg:

@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 import redis
@@ -19,6 +20,7 @@ from hypothesis import strategies as st
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, OutOfMemoryError, ResponseError
 
+from collector import redis_link
 from collector.redis_link import Endpoint, RedisLink, Script, pack
 from spangate.embedded_redis import free_port
 from tests.redis_server import RedisServer
@@ -84,16 +86,22 @@ ARGUMENT = st.one_of(
 )
 
 
-@given(st.lists(st.lists(ARGUMENT, max_size=8), max_size=4))
-def test_pack_gives_the_reference_bytes(commands: list[list[Any]]) -> None:
-    """`pack` writes every command as the RESP reference does, to the byte."""
-    assert pack(commands) == b"".join(resp_of(command) for command in commands)
+@given(st.lists(st.lists(ARGUMENT, max_size=8), max_size=4), st.integers(0, 40))
+def test_pack_gives_the_reference_bytes(commands: list[list[Any]], long_bytes: int) -> None:
+    """`pack` writes every command as the RESP reference does, to the byte, whether
+    hiredis packs it or it is joined in Python (a last argument longer than
+    LONG_ARGUMENT_BYTES, made small here so that both paths run)."""
+    with mock.patch.object(redis_link, "LONG_ARGUMENT_BYTES", long_bytes):
+        assert pack(commands) == b"".join(resp_of(command) for command in commands)
 
 
 def test_pack_refuses_arguments_of_no_resp_form() -> None:
     """An argument of no RESP form raises, whatever else the command holds."""
+    long = b"x" * (redis_link.LONG_ARGUMENT_BYTES + 1)
     for command, error in (
         (("SET", "k", object()), TypeError),
+        (("SET", object(), long), TypeError),
+        (("SET", "\ud800", long), UnicodeEncodeError),
         (("SET", "\ud800"), UnicodeEncodeError),
         (("SET", [1]), TypeError),
         (("SET", True, object()), TypeError),
