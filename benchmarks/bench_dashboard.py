@@ -35,7 +35,7 @@ from quart.typing import TestClientProtocol
 import proto_json
 from benchmarks.timing import paired_ratio
 from dashboard.app import create_app
-from spangate.settings import Settings
+from service.settings import Settings
 from storage.database import Database
 from storage.identity import IdentityStore
 from storage.passwords import Passwords

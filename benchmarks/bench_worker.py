@@ -4,8 +4,9 @@
 
 The baseline inserts the very same rows (already built) with the sqlite3 module's own
 executemany, one transaction per 50 entries' rows (BATCH_ENTRIES), into an empty copy
-of the spans table: the database's ceiling through the standard library (the worker's store
-writes through storage/_sqlite_bulk.c where it was built, so it can pass 1.0). The
+of the spans table: the database's ceiling through the standard library (the worker's
+store writes through storage/_sqlite_bulk.c where it was built, so it can pass 1.0).
+The worker runs with the process settings of `spangate worker` (worker_process). The
 worker does everything else too: XREADGROUP, decoding the canonical JSON, building rows
 and content hashes, the re-sending window (a query per row before its upsert), XACK and
 XDEL. Target:
@@ -29,11 +30,12 @@ import redis
 
 import proto_json
 from benchmarks.payloads import native_spans_body
+from spangate.cli_serve import worker_process
+from spanqueue.layout import STREAMS_KEY, QueuedRequest, stream_key
 from storage.database import Database
 from storage.schema import migrate
 from storage.span_rows import rows_of
 from storage.spans import UPSERT, SpanStore
-from storage.streams import STREAMS_KEY, QueuedRequest, stream_key
 from storage.worker import Worker
 from tests.redis_server import RedisServer
 
@@ -75,7 +77,7 @@ def baseline(db: Database, bodies: list[bytes], project: str, batch_entries: int
 BATCH_ENTRIES = 50
 
 
-def _run_worker(redis_url: str, db_url: str, name: str, go: Any) -> None:
+def _run_worker(redis_url: str, db_url: str, name: str, go: Any) -> None:  # in a fork
     worker = Worker(
         redis.Redis.from_url(redis_url), SpanStore(Database(db_url)), 1200, consumer=name
     )
@@ -88,7 +90,8 @@ def drain(redis_url: str, db_url: str, processes: int) -> float:
     if processes == 1:
         worker = Worker(redis.Redis.from_url(redis_url), SpanStore(Database(db_url)), 1200)
         start = time.perf_counter()
-        worker.run(burst=True)
+        with worker_process():
+            worker.run(burst=True)
         return time.perf_counter() - start
     context = multiprocessing.get_context("fork")
     go = context.Event()
@@ -96,8 +99,9 @@ def drain(redis_url: str, db_url: str, processes: int) -> float:
         context.Process(target=_run_worker, args=(redis_url, db_url, f"bench-{i}", go))
         for i in range(processes)
     ]
-    for child in children:
-        child.start()
+    with worker_process():  # the children inherit the settings
+        for child in children:
+            child.start()
     time.sleep(2)  # imports and connections before the clock starts
     start = time.perf_counter()
     go.set()

@@ -4,7 +4,7 @@ Rate limits are GCRA (generic cell rate algorithm) in Redis, so every collector
 process shares them: `rps` requests per second sustained, bursts of up to two seconds'
 worth. One limit per project and one per client IP; 0 disables a limit. The queue depth
 is the project's queued-but-not-stored span count, raised with each XADD and lowered by
-the worker when it acknowledges (see storage.streams.depth_key).
+the worker when it acknowledges (see spanqueue.layout.depth_key).
 
 The checks are the start of a Lua script: `Admission.admit` runs them alone, before a
 body is read; collector.queue runs them in front of a small request's XADD, so that
@@ -23,8 +23,8 @@ from redis.exceptions import RedisError
 
 from collector.errors import GatewayError, redis_refusal, unavailable
 from collector.redis_link import Arg, RedisLink, Script
-from spangate.settings import IPNetwork
-from storage.streams import depth_key
+from service.settings import IPNetwork
+from spanqueue.layout import depth_key
 
 BURST_SECONDS = 2.0
 

@@ -8,7 +8,7 @@ from quart import Response
 
 from collector.errors import GatewayError
 from proto_json import Conversion
-from spangate.web import json_response
+from service.web import json_response
 
 MAX_IGNORED_FIELDS = 10
 MAX_OTLP_MESSAGE_ERRORS = 10

@@ -21,9 +21,9 @@ from collector.memory_watch import MemoryWatch
 from collector.metrics import Metrics
 from collector.request_tags import RequestTags
 from proto_json import Limits
-from spangate.cors import install_cors
-from spangate.settings import Settings
-from spangate.web import http_exception_parts, install_lifespan, json_response
+from service.cors import install_cors
+from service.settings import Settings
+from service.web import http_exception_parts, install_lifespan, json_response
 from storage.database import Database
 from storage.identity import IdentityStore
 from storage.verifier import KeyVerifier

@@ -2,32 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Protocol
-
 from collector.errors import unauthorized, unavailable
+from service.bearer import parse_bearer
 from storage.identity import KeyIdentity
 from storage.verifier import AuthUnavailable, KeyVerifier
-
-
-class Headers(Protocol):
-    """What the scores API reads of request headers (werkzeug's Headers, or a dict)."""
-
-    def get(self, key: str) -> str | None: ...
-
 
 MISSING = "Missing Authorization header"
 MALFORMED = "Authorization header must be 'Bearer <API_KEY>'"
 INVALID = "Invalid API key"
-
-
-def parse_bearer(value: str) -> str | None:
-    """The key of an `Authorization: Bearer <key>` value (scheme in any case); None when
-    the value is not that. Shared by the gateway and the scores API."""
-    scheme, _, token = value.strip().partition(" ")
-    token = token.strip()
-    if scheme.lower() != "bearer" or not token or " " in token:
-        return None
-    return token
 
 
 def bearer_token(header: str | None) -> str:

@@ -7,7 +7,7 @@ import asyncio
 from quart import Response
 
 from collector.queue import SpanQueue
-from spangate.web import check, check_database, json_response, readiness
+from service.web import check, check_database, json_response, readiness
 from storage.database import Database
 
 

@@ -35,9 +35,9 @@ from collector.metrics import Metrics
 from collector.queue import SpanQueue
 from collector.request_head import RequestHead
 from proto_json import Conversion, EnvelopeError, Limits, fastpath
-from spangate.settings import IPNetwork
-from spangate.web import json_response
-from storage.streams import QueuedRequest
+from service.settings import IPNetwork
+from service.web import json_response
+from spanqueue.layout import QueuedRequest
 from storage.verifier import KeyVerifier
 
 #: Bodies above this many bytes (as received) are decoded and converted off the loop,

@@ -1,11 +1,10 @@
-"""The Redis Streams producer: one XADD per request, and 200 only after it returned.
+"""The collector's side of the queue (spanqueue): one XADD per request, and 200 only
+after it returned.
 
-The XADD runs in a script, with the project's depth raised in the same script and, for
-a small request, the request's admission checks in front (collector.admission): one
-round trip to Redis for the whole request.
-
-Entries are never trimmed here (no MAXLEN): an unconsumed entry is an acknowledged
-span. Failures map to the spec's codes: no answer in time (or no connection) is
+The XADD runs in a script (spanqueue.producer), with the project's depth raised in the
+same script and, for a small request, the request's admission checks in front
+(collector.admission): one round trip to Redis for the whole request. Failures map to
+the spec's codes: no answer in time (or no connection) is
 ENQUEUE_UNCONFIRMED, Redis refusing for memory is REDIS_MEMORY_HIGH, any other error
 reply is STORAGE_ERROR.
 """
@@ -21,11 +20,10 @@ from redis.exceptions import RedisError
 from collector.admission import CHECKS, Checks, verdict
 from collector.errors import redis_refusal, unavailable
 from collector.redis_link import Arg, RedisLink, Script
-from storage.streams import STREAMS_KEY, QueuedRequest, depth_key, stream_key
+from spanqueue.layout import STREAMS_KEY, QueuedRequest
+from spanqueue.producer import ADD, REGISTER_EVERY_S, entry_args, entry_keys
 
 CONNECT_TIMEOUT_S = 1.0
-#: How often a collector process re-adds a stream it writes to the workers' set.
-REGISTER_EVERY_S = 60.0
 
 
 def connect(url: str, timeout_s: float) -> RedisLink:
@@ -34,21 +32,12 @@ def connect(url: str, timeout_s: float) -> RedisLink:
     return RedisLink(url, timeout_s, min(CONNECT_TIMEOUT_S, timeout_s))
 
 
-#: Adds an entry and raises its project's depth by its span count, in a script: in a
-#: MULTI, an XADD failing at EXEC (WRONGTYPE) would leave the depth raised for an entry
-#: never added, and the project refused QUEUE_NEAR_CAPACITY for spans it never queued.
-_ADD = """
-local function add(depth_key, stream, count_at)
-  redis.call('XADD', stream, '*', unpack(ARGV, count_at + 1))
-  redis.call('INCRBY', depth_key, ARGV[count_at])
-end
-"""
 #: KEYS: depth, stream. ARGV: span count, then the entry's fields and values.
-_ENQUEUE = Script.of(_ADD + "add(KEYS[1], KEYS[2], 1)\nreturn 1")
+_ENQUEUE = Script.of(ADD + "add(KEYS[1], KEYS[2], 1)\nreturn 1")
 #: The admission checks, then the entry: KEYS and ARGV as the checks take them, then
 #: the stream (KEYS[4]), the span count (ARGV[7]) and the fields. Answers as the checks
 #: do, or {0, depth} once the entry is added.
-_ADMIT_AND_ENQUEUE = Script.of(CHECKS + _ADD + "add(KEYS[3], KEYS[4], 7)\nreturn {0, depth}")
+_ADMIT_AND_ENQUEUE = Script.of(CHECKS + ADD + "add(KEYS[3], KEYS[4], 7)\nreturn {0, depth}")
 
 
 class SpanQueue:
@@ -62,16 +51,15 @@ class SpanQueue:
     async def enqueue(self, item: QueuedRequest) -> None:
         """XADD the request's entry and raise the project's queue depth; returns once
         Redis confirmed both."""
-        stream = stream_key(item.project_id)
-        keys = (depth_key(item.project_id), stream)
-        await self._run(_ENQUEUE, stream, keys, (item.span_count, *item.field_values()))
+        keys = entry_keys(item)
+        await self._run(_ENQUEUE, keys[1], keys, entry_args(item))
 
     async def admit_and_enqueue(self, item: QueuedRequest, checks: Checks) -> int:
         """Admit the request (collector.admission) and enqueue it in one script: the
         project's queue depth before it, once Redis confirmed; else admission's refusal."""
-        stream = stream_key(item.project_id)
+        _, stream = entry_keys(item)
         keys = (*checks.keys, stream)
-        args = (*checks.args, item.span_count, *item.field_values())
+        args = (*checks.args, *entry_args(item))
         return verdict(await self._run(_ADMIT_AND_ENQUEUE, stream, keys, args))
 
     async def _run(
@@ -88,8 +76,7 @@ class SpanQueue:
             raise redis_refusal(e, "STORAGE_ERROR", "the queue store failed") from e
 
     async def _register(self, stream: str) -> None:
-        """Add the stream to the workers' set before its first entry, and again every
-        REGISTER_EVERY_S. Not in the script: the set is no project's key (Cluster slots)."""
+        """Add the stream to the workers' set (spanqueue.producer says when)."""
         now, last = time.monotonic(), self._registered.get(stream)
         if last is None or now - last >= REGISTER_EVERY_S:
             await self.client.execute("SADD", STREAMS_KEY, stream)

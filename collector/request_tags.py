@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 from collector.metrics import Metrics
-from spangate.logs import request_id
+from service.logs import request_id
 
 #: A client's X-Request-Id is kept when it is short and plain; else one is made up.
 _REQUEST_ID = re.compile(rb"[A-Za-z0-9._-]{1,64}")

@@ -15,7 +15,7 @@ from dashboard import params
 from dashboard.errors import invalid
 from dashboard.explorer import Explorer
 from dashboard.signin import current_session
-from spangate.web import json_response
+from service.web import json_response
 from storage.export import MAX_EXPORT_TRACES, as_csv
 from storage.scores import Score
 

@@ -20,8 +20,8 @@ from dashboard.project_settings import install_settings
 from dashboard.signin import SignIn, is_api
 from dashboard.trace_scores import install_trace_scores
 from dashboard.waterfall import attribute_lines
-from spangate.settings import Settings
-from spangate.web import (
+from service.settings import Settings
+from service.web import (
     http_exception_parts,
     install_health,
     install_lifespan,

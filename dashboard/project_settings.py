@@ -14,7 +14,7 @@ from dashboard.errors import DashboardError, invalid, require_role
 from dashboard.explorer import Explorer
 from dashboard.params import json_object
 from dashboard.signin import current_session, redirect_to
-from spangate.web import json_response
+from service.web import json_response
 from storage.errors import Conflict
 from storage.identity import CreatedKey, IdentityStore, KeyRecord, Project, User
 

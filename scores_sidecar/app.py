@@ -13,9 +13,9 @@ from scores_sidecar.auth import authorize
 from scores_sidecar.errors import ApiError, render
 from scores_sidecar.gates import install_gates
 from scores_sidecar.validation import parse_score
-from spangate.cors import install_cors
-from spangate.settings import Settings
-from spangate.web import (
+from service.cors import install_cors
+from service.settings import Settings
+from service.web import (
     http_exception_parts,
     install_health,
     install_lifespan,

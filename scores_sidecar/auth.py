@@ -7,8 +7,8 @@ holds. A key acts with its creator's current role; scores need member or higher.
 
 from __future__ import annotations
 
-from collector.auth import Headers, parse_bearer
 from scores_sidecar.errors import ApiError, unauthorized
+from service.bearer import Headers, parse_bearer
 from storage.identity import ROLE_RANK, KeyIdentity
 from storage.verifier import AuthUnavailable, KeyVerifier
 

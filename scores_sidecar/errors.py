@@ -6,7 +6,7 @@ from typing import Any
 
 from quart import Response
 
-from spangate.web import json_response
+from service.web import json_response
 
 
 class ApiError(Exception):

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from service.settings import SettingsError
 from spangate.cli_support import fail, load_settings
 from spangate.replay import ReplayError, replay
-from spangate.settings import SettingsError
 
 
 def _replay(args: argparse.Namespace) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import dataclasses
+import gc
 import logging
 import os
 import signal
@@ -16,10 +17,10 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from service.logs import configure_logging
+from service.settings import Settings, SettingsError
 from spangate.cli_support import fail, load_settings
 from spangate.embedded_redis import EmbeddedRedis, EmbeddedRedisError
-from spangate.logs import configure_logging
-from spangate.settings import Settings, SettingsError
 from storage.database import Database, sqlite_writer_refused
 from storage.errors import StoreError
 from storage.schema import migrate
@@ -82,6 +83,24 @@ def _dashboard(args: argparse.Namespace) -> int:
     return 0
 
 
+@contextmanager
+def worker_process() -> Iterator[None]:
+    """The process-wide settings a worker wants (storage/worker.py says why): the GIL's
+    switch interval at SWITCH_INTERVAL_S and the cyclic garbage collector off; as they
+    were, after."""
+    from storage.worker import SWITCH_INTERVAL_S
+
+    switch_interval, collecting = sys.getswitchinterval(), gc.isenabled()
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
+    gc.disable()
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(switch_interval)
+        if collecting:
+            gc.enable()
+
+
 def _worker(args: argparse.Namespace) -> int:
     import redis
 
@@ -111,7 +130,8 @@ def _worker(args: argparse.Namespace) -> int:
                 settings.dedup_window_seconds,
                 claim_idle_ms=args.claim_idle_ms,
             )
-            stats = worker.run(stop, burst=args.burst)
+            with worker_process():
+                stats = worker.run(stop, burst=args.burst)
             client.close()
     except (StoreError, EmbeddedRedisError) as e:
         return fail(str(e))

@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from spangate.settings import Settings, SettingsError
+from service.settings import Settings, SettingsError
 from storage.database import Database
 from storage.errors import StoreError
 from storage.schema import migrate

@@ -1,20 +1,25 @@
 """The queue worker: project streams in, span store rows out, at least once, crash-safe.
 
-Each stream has one consumer group. An entry is acknowledged (XACK) and deleted (XDEL,
-so Redis memory stays flat) only after the database committed its spans; a worker
-killed mid-batch leaves its entries pending, and any worker takes them over (XAUTOCLAIM)
-once they have been idle for `claim_idle_ms`. The re-sending rules make a redelivery
-harmless; the re-sending window is applied by the span store as it writes
-(storage/resend.py). An entry that fails on its own (it does not decode, or the database
-refuses its rows) is retried up to `max_attempts` times, then moved with the reason to
-the project's dead-letter stream. A database that is down is not the entry's fault: the
-worker waits and retries without counting.
+The queue's side of it (reading, taking over a dead worker's entries, acknowledging,
+dead letters) is spanqueue.consumer's; this is the write pipeline. An entry is
+acknowledged only after the database committed its spans. The re-sending rules make a
+redelivery harmless; the re-sending window is applied by the span store as it writes
+(storage/resend.py). An entry that fails on its own (it does not decode, or the
+database refuses its rows) counts as a failed attempt; a database that is down is not
+the entry's fault: the worker waits and retries without counting.
 
 Within `run`, the entries read at once are written in parts of about PART_SPANS spans
 on a writer thread while the next parts are decoded (the database layer lets go of the
 GIL while SQLite writes), and acknowledged once written. Parts are written one at a
 time, in order; a part the database refuses is written again entry by entry, on the
 writer thread, before any part after it.
+
+The process-wide settings a worker process wants are set by the command that starts
+it (`spangate worker`): the GIL's switch interval at SWITCH_INTERVAL_S, and the cyclic
+garbage collector off. A batch's data (parsed JSON, rows) is acyclic and freed by
+reference counting, but every parse would trigger collections that re-scan the whole
+batch held in memory (measured: parsing 4x slower). With the collector off, the worker
+collects the young generations after each batch and everything every FULL_GC_EVERY.
 """
 
 from __future__ import annotations
@@ -23,27 +28,23 @@ import gc
 import logging
 import os
 import socket
-import sys
 import threading
-import time
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
 
 import redis
 
+from spanqueue.consumer import Consumer, Entry, ReadAhead
+from spanqueue.layout import QueuedRequest
 from storage.checkpoints import BackgroundCheckpoints
 from storage.errors import StoreError, StoreUnavailable
 from storage.resend import refused_counter
 from storage.span_rows import SpanRow, rows_of_json
 from storage.spans import SpanStore
-from storage.streams import STREAMS_KEY, QueuedRequest, depth_key, project_of_stream
 
 log = logging.getLogger("spangate.worker")
-GROUP = "spangate-workers"
 UNAVAILABLE_BACKOFF_S = 1.0
 #: Spans per write: big enough that a transaction's own cost does not count, small
 #: enough that one part is decoded while the one before it is written.
@@ -52,30 +53,13 @@ PART_SPANS = 5000
 #: decoded. One left the writer idle whenever a part took longer to decode than the one
 #: before it took to write (writes take 18-45 ms, by the checkpoints they wait for).
 PARTS_AHEAD = 2
-#: Spans a read of new entries asks for, about: entries per read follow the size of the
-#: entries last read (up to `batch_entries`), so large entries are read a few at a time
-#: (fifty 1,000-span entries were 40 MB parsed before the first span was decoded) and
-#: small ones many at a time (a read of 50 1-span entries made a 50-span transaction).
-#: A first read, and a claim of stale entries, of sizes not known, ask for
-#: FIRST_READ_ENTRIES.
-READ_SPANS = 2 * PART_SPANS
-FIRST_READ_ENTRIES = 10
-#: The GIL's switch interval while `run` runs. The writer thread needs the GIL briefly
+#: The GIL's switch interval for a worker process. The writer thread needs the GIL briefly
 #: a few times a part (between its SQLite calls), while the main thread holds it through
 #: whole entries (a 1,000-span entry is milliseconds of C). A thread waiting for the GIL
 #: asks for it only after the switch interval, 5 ms by default: the writer sat idle.
 SWITCH_INTERVAL_S = 0.0005
-DISCOVER_EVERY_S = 2.0
-
-
-def dead_letter_key(project_id: str) -> str:
-    """Where a project's entries go when they keep failing."""
-    return f"spangate:{{{project_id}}}:dead"
-
-
-def attempts_key(project_id: str) -> str:
-    """Failed attempts per entry id of a project's stream."""
-    return f"spangate:{{{project_id}}}:attempts"
+#: Batches between full collections when the command turned the collector off.
+FULL_GC_EVERY = 100
 
 
 @dataclass
@@ -86,56 +70,6 @@ class WorkerStats:
     spans_written: int = 0
     spans_refused: int = 0
     dead_lettered: int = 0
-
-
-class _ReadAhead:
-    """An XREADGROUP of new entries sent on a connection of its own, answer not read yet."""
-
-    def __init__(self, worker: Worker, streams: list[str]) -> None:
-        self._pool = worker.client.connection_pool
-        self._connection: Any = self._pool.get_connection()
-        send: Any = self._connection.send_command
-        try:
-            send(
-                "XREADGROUP", "GROUP", GROUP, worker.consumer, "COUNT", worker.read_count,
-                "STREAMS", *streams, *[">"] * len(streams),
-            )  # fmt: skip
-        except BaseException:
-            self.close()
-            raise
-
-    def result(self) -> list[Entry]:
-        """The entries read (none when the streams had nothing new)."""
-        try:
-            reply: Any = self._connection.read_response()
-        except BaseException:
-            self.close()
-            raise
-        self._pool.release(self._connection)
-        self._connection = None
-        # a map of streams (how redis-py's parsers hand over this reply) or a list of pairs
-        by_stream = reply.items() if isinstance(reply, dict) else reply or []
-        return [
-            Entry(stream.decode(), entry_id, dict(zip(fields[::2], fields[1::2], strict=True)))
-            for stream, messages in by_stream
-            for entry_id, fields in messages
-        ]
-
-    def close(self) -> None:
-        """Drop the connection (its answer unread); the entries stay pending."""
-        if self._connection is not None:
-            self._connection.disconnect()
-            self._pool.release(self._connection)
-            self._connection = None
-
-
-@dataclass(frozen=True, slots=True)
-class Entry:
-    """One stream entry as read."""
-
-    stream: str
-    id: bytes
-    fields: dict[bytes, bytes]
 
 
 @dataclass
@@ -171,47 +105,6 @@ def _decode(entries: list[Entry]) -> _Decoded:
     return decoded
 
 
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """No cyclic GC during a batch: its data (parsed JSON, rows) is acyclic and freed by
-    reference counting, but every parse would trigger collections that re-scan the whole
-    batch held in memory (measured: parsing 4x slower). Collected once, afterwards."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-            gc.collect(1)
-
-
-#: KEYS: stream, project depth, attempts hash. ARGV: group, then (entry id, spans) pairs.
-#: The depth drops only for entries this call acknowledged, so two workers finishing
-#: the same taken-over entry lower it once.
-_ACK = """
-local lowered = 0
-for i = 2, #ARGV, 2 do
-  if redis.call('XACK', KEYS[1], ARGV[1], ARGV[i]) == 1 then
-    lowered = lowered + tonumber(ARGV[i + 1])
-  end
-  redis.call('XDEL', KEYS[1], ARGV[i])
-  redis.call('HDEL', KEYS[3], ARGV[i])
-end
-if lowered > 0 and redis.call('DECRBY', KEYS[2], lowered) < 0 then
-  redis.call('SET', KEYS[2], 0)
-end
-return lowered
-"""
-
-
-def _span_count(entry: Entry) -> int:
-    try:
-        return max(0, int(entry.fields.get(b"spans", b"0")))
-    except ValueError:
-        return 0
-
-
 def _parts(entries: list[Entry], spans: int, first: int) -> Iterator[list[Entry]]:
     """Consecutive entries, in parts of at least `spans` spans, the first of at least
     `first` (the last may have fewer)."""
@@ -219,7 +112,7 @@ def _parts(entries: list[Entry], spans: int, first: int) -> Iterator[list[Entry]
     counted = 0
     for entry in entries:
         part.append(entry)
-        counted += _span_count(entry)
+        counted += entry.span_count
         if counted >= first:
             yield part
             part, counted, first = [], 0, spans
@@ -244,132 +137,26 @@ class Worker:
     ) -> None:
         self.client = client
         self.store = store
-        self.consumer = consumer or f"{socket.gethostname()}-{os.getpid()}"
-        self.batch_entries = batch_entries
-        #: entries asked for when their sizes are not known: a first read, a claim
-        self.unsized_count = min(batch_entries, FIRST_READ_ENTRIES)
-        self.read_count = self.unsized_count  # entries the next read asks
-        self.block_ms = block_ms
-        self.claim_idle_ms = claim_idle_ms
-        self.max_attempts = max_attempts
+        self.queue = Consumer(
+            client,
+            consumer or f"{socket.gethostname()}-{os.getpid()}",
+            batch_entries=batch_entries,
+            block_ms=block_ms,
+            claim_idle_ms=claim_idle_ms,
+            max_attempts=max_attempts,
+        )
         self.stats = WorkerStats()
-        self._ack_script: Any = client.register_script(_ACK)
         self.window_ms = window_s * 1000
-        self._streams: list[str] = []
-        self._discovered_at = 0.0
-        self._ahead: _ReadAhead | None = None
+        self._ahead: ReadAhead | None = None
         self._reading_ahead = False
         self._checkpoints: BackgroundCheckpoints | None = None
         self._writer: ThreadPoolExecutor | None = None
         self._writing: deque[Future[_Written]] = deque()  # parts handed over, in order
-
-    # -- streams and groups -----------------------------------------------------------
-
-    def _discover(self, force: bool = False) -> list[str]:
-        if force or time.monotonic() - self._discovered_at > DISCOVER_EVERY_S:
-            members: Any = self.client.smembers(STREAMS_KEY)
-            found = sorted(member.decode() for member in members)
-            for stream in set(found) - set(self._streams):
-                try:
-                    self.client.xgroup_create(stream, GROUP, id="0", mkstream=True)
-                except redis.ResponseError as e:
-                    if "BUSYGROUP" not in str(e):  # another key type in the stream's place
-                        log.error("cannot read stream", extra={"stream": stream, "error": str(e)})
-                        found.remove(stream)
-            self._streams = found
-            self._discovered_at = time.monotonic()
-        return self._streams
-
-    def _read_new(self, streams: list[str], block: bool) -> list[Entry]:
-        if not streams:
-            if block:
-                time.sleep(self.block_ms / 1000)
-            return []
-        reply: Any = self.client.xreadgroup(
-            GROUP,
-            self.consumer,
-            dict.fromkeys(streams, ">"),
-            count=self.read_count,
-            block=self.block_ms if block else None,
-        )
-        return [
-            Entry(stream.decode(), entry_id, fields)
-            for stream, messages in reply or []
-            for entry_id, fields in messages
-        ]
-
-    def _size_reads(self, entries: list[Entry]) -> None:
-        """Entries per read of new entries, from the size of these (READ_SPANS)."""
-        per_entry = max(1, sum(map(_span_count, entries)) // len(entries))
-        self.read_count = max(1, min(self.batch_entries, READ_SPANS // per_entry))
-
-    def _claim(self, streams: list[str]) -> list[Entry]:
-        """Entries left pending by any consumer (a dead one) for longer than claim_idle_ms."""
-        claimed: list[Entry] = []
-        for stream in streams:
-            reply: Any = self.client.xautoclaim(
-                stream,
-                GROUP,
-                self.consumer,
-                self.claim_idle_ms,
-                start_id="0-0",
-                count=self.unsized_count,
-            )
-            claimed.extend(
-                Entry(stream, entry_id, fields)
-                for entry_id, fields in reply[1]
-                if fields is not None
-            )
-        return claimed
-
-    # -- one batch ----------------------------------------------------------------------
-
-    def _acknowledge(self, entries: list[Entry], pipeline: Any = None) -> None:
-        """XACK, XDEL and lower the project's queue depth, per entry exactly once."""
-        by_stream: dict[str, list[Entry]] = {}
-        for entry in entries:
-            by_stream.setdefault(entry.stream, []).append(entry)
-        done = pipeline if pipeline is not None else self.client.pipeline(transaction=False)
-        for stream, stream_entries in by_stream.items():
-            project = project_of_stream(stream)
-            args: list[Any] = [GROUP]
-            for entry in stream_entries:
-                args += (entry.id, _span_count(entry))
-            self._ack_script(
-                keys=[stream, depth_key(project), attempts_key(project)], args=args, client=done
-            )
-        if pipeline is None and by_stream:
-            done.execute()
-
-    def _dead_letter(self, entry: Entry, reason: str) -> None:
-        project = project_of_stream(entry.stream)
-        moved: dict[Any, Any] = {
-            **entry.fields,
-            b"reason": reason.encode(),
-            b"stream_id": entry.id,
-            b"failed_ms": str(int(time.time() * 1000)),
-        }
-        move = self.client.pipeline(transaction=True)
-        move.xadd(dead_letter_key(project), moved)
-        self._acknowledge([entry], move)
-        move.execute()
-        self.stats.dead_lettered += 1
-        log.error(
-            "queue entry dead-lettered",
-            extra={"project": project, "entry": entry.id.decode(), "reason": reason},
-        )
+        self._batches = 0
 
     def _failed(self, entry: Entry, reason: str) -> None:
-        attempts: Any = self.client.hincrby(
-            attempts_key(project_of_stream(entry.stream)), entry.id.decode(), 1
-        )
-        if attempts >= self.max_attempts:
-            self._dead_letter(entry, f"{reason} (after {attempts} attempts)")
-        else:
-            log.warning(
-                "queue entry failed; will retry",
-                extra={"entry": entry.id.decode(), "attempt": attempts, "reason": reason},
-            )
+        if self.queue.failed(entry, reason):
+            self.stats.dead_lettered += 1
 
     def _store(self, rows: list[SpanRow]) -> list[SpanRow]:
         """Write rows by the re-sending rules (on the writer thread); the refused ones."""
@@ -425,7 +212,7 @@ class Worker:
             )
         for project_id, count in by_project.items():
             done.incrby(refused_counter(project_id), count)
-        self._acknowledge(written.entries, done)
+        self.queue.acknowledge(written.entries, done)
         done.execute()
         self.stats.entries += len(written.entries)
 
@@ -435,8 +222,10 @@ class Worker:
         Within `run` the batch is written on the writer thread while the next one is
         decoded, and acknowledged once written (`_written`); otherwise before returning.
         """
-        with _gc_paused():
-            self._process(entries)
+        self._process(entries)
+        if not gc.isenabled():  # turned off by the command that started the worker
+            self._batches += 1
+            gc.collect(2 if self._batches % FULL_GC_EVERY == 0 else 1)
 
     def _process(self, entries: list[Entry]) -> None:
         # nothing being written: a small first part, for the writer to start on it sooner
@@ -474,9 +263,10 @@ class Worker:
         Not when stream discovery is due: that step rediscovers streams and takes over
         stale entries (XAUTOCLAIM) first, so neither waits while the queue is busy.
         """
-        due = time.monotonic() - self._discovered_at > DISCOVER_EVERY_S
-        if self._reading_ahead and self._ahead is None and self._streams and not due:
-            self._ahead = _ReadAhead(self, self._streams)
+        queue = self.queue
+        if self._reading_ahead and self._ahead is None and queue.streams:
+            if not queue.discovery_due():
+                self._ahead = queue.read_ahead()
 
     def _drop_ahead(self) -> None:
         if self._ahead is not None:
@@ -489,13 +279,13 @@ class Worker:
             ahead, self._ahead = self._ahead, None
             entries = ahead.result()
         else:
-            streams = self._discover()
-            entries = self._claim(streams) or self._read_new(streams, block=False)
+            streams = self.queue.discover()
+            entries = self.queue.claim(streams) or self.queue.read_new(streams, block=False)
             if not entries and block:
                 self._written()  # not left unacknowledged while this step waits
-                entries = self._read_new(streams, block=True)
+                entries = self.queue.read_new(streams, block=True)
         if entries:
-            self._size_reads(entries)
+            self.queue.size_reads(entries)
             self.process(entries)
         else:
             self._written()
@@ -523,9 +313,7 @@ class Worker:
     def run(self, stop: threading.Event | None = None, burst: bool = False) -> WorkerStats:
         """Until `stop` is set (or, in burst mode, until nothing is left to do)."""
         stop = stop or threading.Event()
-        switch_interval = sys.getswitchinterval()
-        sys.setswitchinterval(SWITCH_INTERVAL_S)
-        self._discover(force=True)
+        self.queue.discover(force=True)
         self._reading_ahead = True
         if self.store.db.sqlite_path is not None:
             self._checkpoints = BackgroundCheckpoints(self.store.db)
@@ -556,10 +344,10 @@ class Worker:
                     # find every stream again, creating the groups that are missing
                     self._drop_ahead()
                     log.warning("a stream lost its consumer group", extra={"error": str(e)})
-                    self._streams, self._discovered_at = [], 0.0
+                    self.queue.forget_streams()
                     continue
                 if burst and seen == 0:
-                    self._discover(force=True)
+                    self.queue.discover(force=True)
                     if self.run_once(block=False) == 0:
                         break
             self._reading_ahead = False
@@ -568,7 +356,6 @@ class Worker:
             self._reading_ahead = False
             self._drop_ahead()
             self._stop_writer()
-            sys.setswitchinterval(switch_interval)
             if self._checkpoints is not None:
                 self._checkpoints.stop()
                 self._checkpoints = None

@@ -15,12 +15,12 @@ from quart import Quart
 from quart.typing import TestClientProtocol as Client
 
 from collector.app import create_app
+from service.settings import Settings
 from spangate.embedded_redis import free_port
-from spangate.settings import Settings
+from spanqueue.layout import STREAMS_KEY, QueuedRequest, stream_key
 from storage.database import Database
 from storage.identity import IdentityStore
 from storage.schema import migrate
-from storage.streams import STREAMS_KEY, QueuedRequest, stream_key
 from tests.processes import spawn, wait_healthy
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from spangate.settings import Settings
+from service.settings import Settings
 from tests.collector.conftest import Tenant, make_app
 from tests.proto_json.spans import span
 

@@ -10,7 +10,7 @@ from quart.typing import TestClientProtocol as Client
 
 from collector.auth import MALFORMED, MISSING, bearer_token
 from collector.errors import GatewayError
-from spangate.settings import Settings
+from service.settings import Settings
 from tests.collector.conftest import Tenant, make_app
 from tests.proto_json.spans import span
 

@@ -13,10 +13,10 @@ import redis
 from collector.admission import client_ip
 from collector.errors import GatewayError
 from collector.inflight import InflightBudget
-from spangate.settings import Settings
+from service.settings import Settings
+from spanqueue.layout import depth_key
 from storage.database import Database
 from storage.spans import SpanStore
-from storage.streams import depth_key
 from storage.worker import Worker
 from tests.collector.conftest import ADMISSIONS, Tenant, make_app, sent
 from tests.proto_json.spans import span

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from quart.typing import TestClientProtocol as Client
 
-from spangate.settings import Settings
+from service.settings import Settings
 from tests.collector.conftest import make_app
 
 

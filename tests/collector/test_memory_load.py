@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 import redis
 
-from storage.streams import stream_key
+from spanqueue.layout import stream_key
 from tests.collector.conftest import Tenant
 from tests.proto_json.spans import span
 

@@ -11,8 +11,8 @@ from quart.typing import TestClientProtocol as Client
 from collector.app import create_app
 from collector.metrics import Counts, Metrics
 from collector.request_tags import RequestTags
-from spangate.logs import request_id
-from spangate.settings import Settings
+from service.logs import request_id
+from service.settings import Settings
 from tests.collector.conftest import Tenant
 from tests.proto_json.spans import span
 
@@ -82,7 +82,7 @@ def test_every_collector_route_is_a_plain_path(settings: Settings) -> None:
 
 
 async def test_the_request_id_is_set_for_the_requests_logs() -> None:
-    """While the app runs, spangate.logs' request id is the one the answer carries."""
+    """While the app runs, service.logs' request id is the one the answer carries."""
     seen: list[str | None] = []
 
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:

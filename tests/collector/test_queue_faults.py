@@ -11,8 +11,8 @@ import orjson
 import pytest
 import redis
 
-from spangate.settings import Settings
-from storage.streams import STREAMS_KEY, depth_key, stream_key
+from service.settings import Settings
+from spanqueue.layout import STREAMS_KEY, depth_key, stream_key
 from tests.collector.conftest import ADMISSIONS, Tenant, make_app, sent
 from tests.proto_json.spans import span
 from tests.redis_server import RedisServer
@@ -162,7 +162,7 @@ async def test_logs_never_hold_a_key_or_a_body(
     """Refusals and failures are logged without the key or the body."""
     import logging
 
-    from spangate.logs import JsonFormatter
+    from service.logs import JsonFormatter
 
     caplog.set_level(logging.DEBUG)
     marker = b'"name":"secret-payload-marker"'

@@ -11,7 +11,7 @@ from quart.typing import TestClientProtocol as Client
 
 import proto_json
 from collector.ingest import OFFLOAD_BYTES
-from spangate.settings import Settings
+from service.settings import Settings
 from tests.collector.conftest import Tenant, make_app
 from tests.proto_json.spans import span
 

@@ -10,7 +10,7 @@ import pytest
 from quart.typing import TestClientProtocol as Client
 
 import proto_json
-from spangate.settings import Settings
+from service.settings import Settings
 from tests.collector.conftest import Tenant, make_app
 from tests.proto_json.spans import TRACE_ID, otlp_body, otlp_span, span
 

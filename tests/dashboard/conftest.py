@@ -15,7 +15,7 @@ from quart.typing import TestClientProtocol
 
 import proto_json
 from dashboard.app import create_app
-from spangate.settings import Settings
+from service.settings import Settings
 from storage.database import Database
 from storage.identity import IdentityStore, Project
 from storage.passwords import Passwords

@@ -17,11 +17,11 @@ import orjson
 import pytest
 import redis
 
+from spanqueue.layout import STREAMS_KEY, stream_key
 from storage.database import Database
 from storage.identity import IdentityStore
 from storage.passwords import Passwords
 from storage.schema import migrate
-from storage.streams import STREAMS_KEY, stream_key
 from tests.dashboard.conftest import PASSWORD, agent_run, store
 from tests.processes import spawn, stop, wait_healthy
 from tests.proto_json.spans import span

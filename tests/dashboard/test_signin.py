@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dashboard.app import create_app
-from spangate.settings import Settings
+from service.settings import Settings
 from tests.dashboard.conftest import PASSWORD, Site, csrf_of, sign_in
 
 

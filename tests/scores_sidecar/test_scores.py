@@ -11,7 +11,7 @@ import pytest
 from quart.typing import TestClientProtocol as Client
 
 from scores_sidecar.app import create_app
-from spangate.settings import Settings
+from service.settings import Settings
 from storage.database import Database
 from storage.identity import IdentityStore
 from storage.schema import migrate

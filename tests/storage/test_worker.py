@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import sys
 import threading
 import time
@@ -16,20 +17,22 @@ import redis
 
 import proto_json
 import storage.worker as worker_module
+from spangate import cli
+from spanqueue.layout import (
+    GROUP,
+    STREAMS_KEY,
+    QueuedRequest,
+    attempts_key,
+    dead_letter_key,
+    depth_key,
+    stream_key,
+)
 from storage.checkpoints import BackgroundCheckpoints
 from storage.database import Database
 from storage.errors import StoreUnavailable
 from storage.resend import refused_counter
 from storage.spans import SpanStore
-from storage.streams import STREAMS_KEY, QueuedRequest, depth_key, stream_key
-from storage.worker import (
-    GROUP,
-    PARTS_AHEAD,
-    SWITCH_INTERVAL_S,
-    Worker,
-    attempts_key,
-    dead_letter_key,
-)
+from storage.worker import PARTS_AHEAD, SWITCH_INTERVAL_S, Worker, WorkerStats
 from tests.proto_json.spans import span
 
 WINDOW_S = 60
@@ -275,7 +278,7 @@ def test_dead_worker_entries_are_taken_over(
     """Entries read by a worker that died before acknowledging are claimed and stored."""
     queue.send(span())
     dead = Worker(client, store, WINDOW_S, consumer="dead", block_ms=10)
-    assert len(dead._read_new(dead._discover(force=True), block=False)) == 1  # then it "dies"
+    assert len(dead.queue.read_new(dead.queue.discover(force=True), block=False)) == 1  # dies
     assert store.count(queue.project_id) == 0
     drain(client, store, claim_idle_ms=0)
     assert store.count(queue.project_id) == 1 and queue.length() == 0
@@ -570,7 +573,7 @@ def test_a_batch_is_written_in_parts_of_about_part_spans(
     With nothing being written, the first part is of a fifth of that: the writer starts
     sooner."""
     monkeypatch.setattr("storage.worker.PART_SPANS", 10)
-    monkeypatch.setattr("storage.worker.FIRST_READ_ENTRIES", 20)
+    monkeypatch.setattr("spanqueue.consumer.FIRST_READ_ENTRIES", 20)
     queue.send(span(spanId="1" * 16), span(spanId="2" * 16))
     queue.add({b"project": b"garbage"})  # an entry that does not decode, in a part
     for i in range(3, 15):
@@ -593,8 +596,8 @@ def test_reads_ask_for_about_read_spans_of_entries_the_size_of_the_last(
 ) -> None:
     """A first read asks for FIRST_READ_ENTRIES entries; each later one for about
     READ_SPANS spans in entries the size of those read last, at most batch_entries."""
-    monkeypatch.setattr("storage.worker.FIRST_READ_ENTRIES", 2)
-    monkeypatch.setattr("storage.worker.READ_SPANS", 6)
+    monkeypatch.setattr("spanqueue.consumer.FIRST_READ_ENTRIES", 2)
+    monkeypatch.setattr("spanqueue.consumer.READ_SPANS", 6)
     for i in range(9):  # 2-span entries: 3 of them to a read
         queue.send(span(spanId=f"{2 * i + 1:016x}"), span(spanId=f"{2 * i + 2:016x}"))
     worker = Worker(client, store, WINDOW_S, block_ms=10, batch_entries=batch_entries)
@@ -602,20 +605,49 @@ def test_reads_ask_for_about_read_spans_of_entries_the_size_of_the_last(
     assert worker.run_once(block=False) == 0 and store.count(queue.project_id) == 18
 
 
-def test_run_shortens_the_gil_switch_interval_and_restores_it(
-    client: redis.Redis, queue: Queue, database: Database
+def test_the_worker_command_shortens_the_gil_switch_interval_and_stops_the_gc(
+    redis_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """While `run` runs, a thread waiting for the GIL asks for it after SWITCH_INTERVAL_S
-    (the writer thread waits less for the decoding main thread); afterwards, as before."""
-    queue.send(span())
-    seen: list[float] = []
+    """While `spangate worker` runs its worker, a thread waiting for the GIL asks for it
+    after SWITCH_INTERVAL_S (the writer thread waits less for the decoding main thread)
+    and the cyclic garbage collector is off; afterwards, as before."""
+    seen: list[tuple[float, bool]] = []
 
-    class Noting(SpanStore):
+    def run(self: Worker, stop: Any = None, burst: bool = False) -> WorkerStats:
+        seen.append((sys.getswitchinterval(), gc.isenabled()))
+        return self.stats
+
+    monkeypatch.setattr(Worker, "run", run)
+    monkeypatch.setenv("SPANGATE_REDIS_URL", redis_url)
+    monkeypatch.setenv("SPANGATE_DATABASE_URL", f"sqlite:///{tmp_path / 'db.sqlite'}")
+    before = sys.getswitchinterval(), gc.isenabled()
+    assert cli.main(["worker", "--burst"]) == 0
+    assert seen == [(pytest.approx(SWITCH_INTERVAL_S), False)] and SWITCH_INTERVAL_S < before[0]
+    assert (sys.getswitchinterval(), gc.isenabled()) == before
+
+
+def test_with_the_gc_off_a_batch_leaves_no_cycles_behind(
+    client: redis.Redis, queue: Queue, store: SpanStore
+) -> None:
+    """With the collector off (as the worker command runs), the worker collects after
+    each batch: garbage cycles made while storing do not pile up (those of the parts
+    still being written when the last batch was collected may stay)."""
+    for i in range(10):
+        queue.send(span(spanId=f"{i + 1:016x}"))
+
+    class Cycle:
+        def __init__(self) -> None:
+            self.me = self
+
+    class Littering(SpanStore):
         def upsert(self, rows: list[Any], window_ms: int) -> list[Any]:
-            seen.append(sys.getswitchinterval())
+            Cycle()
             return super().upsert(rows, window_ms)
 
-    before = sys.getswitchinterval()
-    drain(client, Noting(database))
-    assert seen == [pytest.approx(SWITCH_INTERVAL_S)] and SWITCH_INTERVAL_S < before
-    assert sys.getswitchinterval() == before
+    gc.collect()
+    gc.disable()
+    try:
+        drain(client, Littering(store.db), batch_entries=1)
+        assert len([o for o in gc.get_objects() if type(o) is Cycle]) <= PARTS_AHEAD + 1
+    finally:
+        gc.enable()

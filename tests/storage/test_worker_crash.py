@@ -10,12 +10,12 @@ import orjson
 import redis
 
 from collector.app import create_app
-from spangate.settings import Settings
+from service.settings import Settings
+from spanqueue.layout import stream_key
 from storage.database import Database
 from storage.identity import IdentityStore
 from storage.schema import migrate
 from storage.spans import SpanStore
-from storage.streams import stream_key
 from tests.processes import spawn
 from tests.proto_json.spans import span
 

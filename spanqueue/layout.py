@@ -1,4 +1,4 @@
-"""The queue's layout in Redis, shared by the collector (producer) and the worker.
+"""The queue's keys and entries in Redis.
 
 One stream per project, `spangate:{<project_id>}:spans`; the braces are a Redis Cluster
 hash tag, so every key of a project lives on one shard. One entry per request: the
@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 STREAMS_KEY = "spangate:streams"
+#: The consumer group every worker reads each stream in.
+GROUP = "spangate-workers"
 
 
 def stream_key(project_id: str) -> str:
@@ -24,6 +26,16 @@ def stream_key(project_id: str) -> str:
 def depth_key(project_id: str) -> str:
     """Queued-but-not-stored spans of a project: raised with each XADD, lowered at XACK."""
     return f"spangate:{{{project_id}}}:depth"
+
+
+def dead_letter_key(project_id: str) -> str:
+    """Where a project's entries go when they keep failing."""
+    return f"spangate:{{{project_id}}}:dead"
+
+
+def attempts_key(project_id: str) -> str:
+    """Failed attempts per entry id of a project's stream."""
+    return f"spangate:{{{project_id}}}:attempts"
 
 
 def project_of_stream(key: str) -> str:

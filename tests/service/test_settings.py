@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from spangate.settings import Settings, SettingsError
+from service.settings import Settings, SettingsError
 
 
 def test_defaults_are_the_documented_ones() -> None:

@@ -1,0 +1,261 @@
+"""Consuming: reading entries, taking over a dead worker's, acknowledging, dead letters.
+
+Each stream has one consumer group (GROUP). An entry is acknowledged (XACK) and deleted
+(XDEL, so Redis memory stays flat) only once the caller has stored it; a worker killed
+mid-batch leaves its entries pending, and any worker takes them over (XAUTOCLAIM) once
+they have been idle for `claim_idle_ms`. An entry that fails on its own is retried up
+to `max_attempts` times, then moved with the reason to the project's dead-letter stream.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import redis
+
+from spanqueue.layout import (
+    GROUP,
+    STREAMS_KEY,
+    attempts_key,
+    dead_letter_key,
+    depth_key,
+    project_of_stream,
+)
+
+log = logging.getLogger("spangate.worker")
+#: Spans a read of new entries asks for, about: entries per read follow the size of the
+#: entries last read (up to `batch_entries`), so large entries are read a few at a time
+#: (fifty 1,000-span entries were 40 MB parsed before the first span was decoded) and
+#: small ones many at a time (a read of 50 1-span entries made a 50-span transaction).
+#: A first read, and a claim of stale entries, of sizes not known, ask for
+#: FIRST_READ_ENTRIES.
+READ_SPANS = 10_000
+FIRST_READ_ENTRIES = 10
+DISCOVER_EVERY_S = 2.0
+
+#: KEYS: stream, project depth, attempts hash. ARGV: group, then (entry id, spans) pairs.
+#: The depth drops only for entries this call acknowledged, so two workers finishing
+#: the same taken-over entry lower it once.
+_ACK = """
+local lowered = 0
+for i = 2, #ARGV, 2 do
+  if redis.call('XACK', KEYS[1], ARGV[1], ARGV[i]) == 1 then
+    lowered = lowered + tonumber(ARGV[i + 1])
+  end
+  redis.call('XDEL', KEYS[1], ARGV[i])
+  redis.call('HDEL', KEYS[3], ARGV[i])
+end
+if lowered > 0 and redis.call('DECRBY', KEYS[2], lowered) < 0 then
+  redis.call('SET', KEYS[2], 0)
+end
+return lowered
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One stream entry as read."""
+
+    stream: str
+    id: bytes
+    fields: dict[bytes, bytes]
+
+    @property
+    def span_count(self) -> int:
+        """The spans the entry says it holds (0 when it says nothing readable)."""
+        try:
+            return max(0, int(self.fields.get(b"spans", b"0")))
+        except ValueError:
+            return 0
+
+
+class ReadAhead:
+    """An XREADGROUP of new entries sent on a connection of its own, answer not read yet."""
+
+    def __init__(self, queue: Consumer, streams: list[str]) -> None:
+        self._pool = queue.client.connection_pool
+        self._connection: Any = self._pool.get_connection()
+        send: Any = self._connection.send_command
+        try:
+            send(
+                "XREADGROUP", "GROUP", GROUP, queue.consumer, "COUNT", queue.read_count,
+                "STREAMS", *streams, *[">"] * len(streams),
+            )  # fmt: skip
+        except BaseException:
+            self.close()
+            raise
+
+    def result(self) -> list[Entry]:
+        """The entries read (none when the streams had nothing new)."""
+        try:
+            reply: Any = self._connection.read_response()
+        except BaseException:
+            self.close()
+            raise
+        self._pool.release(self._connection)
+        self._connection = None
+        # a map of streams (how redis-py's parsers hand over this reply) or a list of pairs
+        by_stream = reply.items() if isinstance(reply, dict) else reply or []
+        return [
+            Entry(stream.decode(), entry_id, dict(zip(fields[::2], fields[1::2], strict=True)))
+            for stream, messages in by_stream
+            for entry_id, fields in messages
+        ]
+
+    def close(self) -> None:
+        """Drop the connection (its answer unread); the entries stay pending."""
+        if self._connection is not None:
+            self._connection.disconnect()
+            self._pool.release(self._connection)
+            self._connection = None
+
+
+class Consumer:
+    """One worker's reading of every project stream, as consumer `consumer` of GROUP."""
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        consumer: str,
+        *,
+        batch_entries: int,
+        block_ms: int,
+        claim_idle_ms: int,
+        max_attempts: int,
+    ) -> None:
+        self.client = client
+        self.consumer = consumer
+        self.batch_entries = batch_entries
+        #: entries asked for when their sizes are not known: a first read, a claim
+        self.unsized_count = min(batch_entries, FIRST_READ_ENTRIES)
+        self.read_count = self.unsized_count  # entries the next read asks
+        self.block_ms = block_ms
+        self.claim_idle_ms = claim_idle_ms
+        self.max_attempts = max_attempts
+        self.streams: list[str] = []
+        self.discovered_at = 0.0
+        self._ack_script: Any = client.register_script(_ACK)
+
+    def discover(self, force: bool = False) -> list[str]:
+        """The streams to read (found again every DISCOVER_EVERY_S), each with its group."""
+        if force or self.discovery_due():
+            members: Any = self.client.smembers(STREAMS_KEY)
+            found = sorted(member.decode() for member in members)
+            for stream in set(found) - set(self.streams):
+                try:
+                    self.client.xgroup_create(stream, GROUP, id="0", mkstream=True)
+                except redis.ResponseError as e:
+                    if "BUSYGROUP" not in str(e):  # another key type in the stream's place
+                        log.error("cannot read stream", extra={"stream": stream, "error": str(e)})
+                        found.remove(stream)
+            self.streams = found
+            self.discovered_at = time.monotonic()
+        return self.streams
+
+    def discovery_due(self) -> bool:
+        return time.monotonic() - self.discovered_at > DISCOVER_EVERY_S
+
+    def forget_streams(self) -> None:
+        """Find every stream again at the next read (one lost its group)."""
+        self.streams, self.discovered_at = [], 0.0
+
+    def read_new(self, streams: list[str], block: bool) -> list[Entry]:
+        """New entries of `streams`, waiting up to block_ms for some when `block`."""
+        if not streams:
+            if block:
+                time.sleep(self.block_ms / 1000)
+            return []
+        reply: Any = self.client.xreadgroup(
+            GROUP,
+            self.consumer,
+            dict.fromkeys(streams, ">"),
+            count=self.read_count,
+            block=self.block_ms if block else None,
+        )
+        return [
+            Entry(stream.decode(), entry_id, fields)
+            for stream, messages in reply or []
+            for entry_id, fields in messages
+        ]
+
+    def read_ahead(self) -> ReadAhead:
+        """The next read of new entries, sent now and answered when asked for."""
+        return ReadAhead(self, self.streams)
+
+    def size_reads(self, entries: Sequence[Entry]) -> None:
+        """Entries per read of new entries, from the size of these (READ_SPANS)."""
+        per_entry = max(1, sum(entry.span_count for entry in entries) // len(entries))
+        self.read_count = max(1, min(self.batch_entries, READ_SPANS // per_entry))
+
+    def claim(self, streams: list[str]) -> list[Entry]:
+        """Entries left pending by any consumer (a dead one) for longer than claim_idle_ms."""
+        claimed: list[Entry] = []
+        for stream in streams:
+            reply: Any = self.client.xautoclaim(
+                stream,
+                GROUP,
+                self.consumer,
+                self.claim_idle_ms,
+                start_id="0-0",
+                count=self.unsized_count,
+            )
+            claimed.extend(
+                Entry(stream, entry_id, fields)
+                for entry_id, fields in reply[1]
+                if fields is not None
+            )
+        return claimed
+
+    def acknowledge(self, entries: Sequence[Entry], pipeline: Any = None) -> None:
+        """XACK, XDEL and lower the project's queue depth, per entry exactly once (in
+        `pipeline`, when given, for the caller to execute)."""
+        by_stream: dict[str, list[Entry]] = {}
+        for entry in entries:
+            by_stream.setdefault(entry.stream, []).append(entry)
+        done = pipeline if pipeline is not None else self.client.pipeline(transaction=False)
+        for stream, stream_entries in by_stream.items():
+            project = project_of_stream(stream)
+            args: list[Any] = [GROUP]
+            for entry in stream_entries:
+                args += (entry.id, entry.span_count)
+            self._ack_script(
+                keys=[stream, depth_key(project), attempts_key(project)], args=args, client=done
+            )
+        if pipeline is None and by_stream:
+            done.execute()
+
+    def failed(self, entry: Entry, reason: str) -> bool:
+        """Count a failed attempt at `entry`; at max_attempts, move it to the dead-letter
+        stream (True)."""
+        attempts: Any = self.client.hincrby(
+            attempts_key(project_of_stream(entry.stream)), entry.id.decode(), 1
+        )
+        if attempts >= self.max_attempts:
+            self._dead_letter(entry, f"{reason} (after {attempts} attempts)")
+            return True
+        log.warning(
+            "queue entry failed; will retry",
+            extra={"entry": entry.id.decode(), "attempt": attempts, "reason": reason},
+        )
+        return False
+
+    def _dead_letter(self, entry: Entry, reason: str) -> None:
+        project = project_of_stream(entry.stream)
+        moved: dict[Any, Any] = {
+            **entry.fields,
+            b"reason": reason.encode(),
+            b"stream_id": entry.id,
+            b"failed_ms": str(int(time.time() * 1000)),
+        }
+        move = self.client.pipeline(transaction=True)
+        move.xadd(dead_letter_key(project), moved)
+        self.acknowledge([entry], move)
+        move.execute()
+        log.error(
+            "queue entry dead-lettered",
+            extra={"project": project, "entry": entry.id.decode(), "reason": reason},
+        )
