@@ -1,4 +1,4 @@
-"""Every body the gateway answers with, in the spec's shapes, and the one error renderer."""
+"""Every body the gateway answers with (docs/api.md gives the shapes), and the one renderer."""
 
 from __future__ import annotations
 
@@ -72,8 +72,8 @@ def render_error(error: GatewayError, otlp_form: bool) -> Response:
     """The one place a GatewayError becomes a response.
 
     Body failures (decode, parse, size) on an OTLP-form request get an OTLP body; a
-    bare error gets no error object; everything else gets the spec's `error` object,
-    with `retry_after` and the Retry-After header where the spec gives them.
+    bare error gets no error object; everything else gets the documented `error` object,
+    with `retry_after` and the Retry-After header where docs/api.md gives them.
     """
     headers: dict[str, str] = {}
     if error.retry_after is not None:

@@ -16,7 +16,7 @@ def bearer_token(header: str | None) -> str:
     """The key of a Bearer Authorization header's value; 401 when missing or malformed.
 
     X-API-Key is not read here: a request carrying the key only there is told the
-    Authorization header is missing, as the spec says.
+    Authorization header is missing, as docs/api.md says.
     """
     if header is None:
         raise unauthorized(MISSING)

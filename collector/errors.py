@@ -13,8 +13,8 @@ MEMORY_RETRY_AFTER_S = 5
 class GatewayError(Exception):
     """A request the gateway answers with an error status.
 
-    `code` and `message` fill the spec's `error` object; `retry_after` (seconds) is set
-    only for the codes the spec gives it to, and adds the Retry-After header. `body_error`
+    `code` and `message` fill the documented `error` object; `retry_after` (seconds) is set
+    only for the codes docs/api.md gives it to, and adds the Retry-After header. `body_error`
     marks failures to read, decode or parse the body: on OTLP-form requests those are
     answered with an OTLP body instead. `bare` answers with no error object at all
     (a body over the limit that came without a Content-Length).
@@ -45,7 +45,7 @@ def unauthorized(message: str) -> GatewayError:
 
 
 def unavailable(code: str, message: str, retry_after: int | None = None) -> GatewayError:
-    """503 with one of the spec's capacity or availability codes."""
+    """503 with one of the capacity or availability codes of docs/api.md."""
     return GatewayError(503, code, message, retry_after=retry_after)
 
 

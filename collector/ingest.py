@@ -1,4 +1,4 @@
-"""The four ingest routes: one pipeline, route by route only where the spec differs.
+"""The four ingest routes: one pipeline, route by route only where their answers differ.
 
 Order: header checks (no I/O), authentication, admission (rate limits, queue depth),
 the body under the size limits, decode and convert, one confirmed XADD, the answer. A

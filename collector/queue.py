@@ -4,7 +4,7 @@ after it returned.
 The XADD runs in a script (spanqueue.producer), with the project's depth raised in the
 same script and, for a small request, the request's admission checks in front
 (collector.admission): one round trip to Redis for the whole request. Failures map to
-the spec's codes: no answer in time (or no connection) is
+the codes of docs/api.md: no answer in time (or no connection) is
 ENQUEUE_UNCONFIRMED, Redis refusing for memory is REDIS_MEMORY_HIGH, any other error
 reply is STORAGE_ERROR.
 """

@@ -18,7 +18,7 @@ class DashboardError(Exception):
 
 
 def authentication_required() -> DashboardError:
-    """The spec's answer to an API key, or to no session, on /api/v1."""
+    """The answer to an API key, or to no session, on /api/v1 (docs/api.md)."""
     return DashboardError(401, "UNAUTHORIZED", "Authentication required")
 
 

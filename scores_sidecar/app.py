@@ -28,7 +28,7 @@ from storage.scores import Score, ScoreStore
 from storage.verifier import KeyVerifier
 
 log = logging.getLogger("spangate.sidecar")
-MAX_BODY_BYTES = 10 * 1024 * 1024  # the spec's scores limit, independent of the gateway's
+MAX_BODY_BYTES = 10 * 1024 * 1024  # the scores API's own limit, independent of the gateway's
 _DIGITS = re.compile(r"[0-9]+")
 
 

@@ -1,7 +1,7 @@
 """The beta gates of the API host: routes that exist but are closed to API keys.
 
 Answer: 401 UNAUTHORIZED, "Authentication required", in the scores error form; the
-same answer the spec gives for API keys on the dashboard host. These routes take a
+same answer API keys get on the dashboard's /api/v1. These routes take a
 browser session (or the fix runtime's own credential), which an API key is not, so
 the request lacks valid credentials for them: 401, not 403. The key is not even
 looked up, so the answer tells nothing about whether it is valid.

@@ -1,4 +1,4 @@
-"""The trace export (at most 100 traces, the spec's limit): one JSON or CSV document,
+"""The trace export (at most 100 traces): one JSON or CSV document,
 the same from the CLI and from the dashboard."""
 
 from __future__ import annotations

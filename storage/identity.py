@@ -1,4 +1,4 @@
-"""Organisations, users and roles, projects and API keys: the rules of the spec.
+"""Organisations, users and roles, projects and API keys, and who may do what.
 
 Only owners and admins create keys; a key acts with the role its creator holds now
 (roles are joined at lookup, never copied into the key); a revoked key stops working.

@@ -58,7 +58,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             created_at TEXT NOT NULL)""",
         "CREATE INDEX scores_trace ON scores (project_id, trace_id)",
     ),
-    (  # 3: spans. One row per (span, UTC day of its start): the spec's re-sending rules
+    (  # 3: spans. One row per (span, UTC day of its start): the re-sending rules
         # make a changed span sent after the window replace the row of its start day, or
         # add a row when it starts on another day.
         """CREATE TABLE spans (

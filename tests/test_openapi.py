@@ -62,7 +62,7 @@ def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]
         Path("/tmp/openapi_serve.err").write_bytes(err)
 
 
-#: Not `negative_data_rejection`: the spec answers a span that breaks a rule with 200 and
+#: Not `negative_data_rejection`: the gateway answers a span that breaks a rule with 200 and
 #: reports it in `errors` (only the envelope is a 400), which that check calls a failure.
 CHECKS = [
     not_a_server_error,

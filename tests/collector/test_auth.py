@@ -1,4 +1,4 @@
-"""Gateway authentication: Bearer only, the spec's 401 messages, AUTH_UNAVAILABLE."""
+"""Gateway authentication: Bearer only, the documented 401 messages, AUTH_UNAVAILABLE."""
 
 from __future__ import annotations
 

@@ -66,7 +66,7 @@ async def test_all_rejected_is_200_and_queues_nothing(client: Client, tenant: Te
 async def test_envelope_errors_are_400(
     client: Client, tenant: Tenant, body: bytes, code: str
 ) -> None:
-    """A body that is not the route's envelope is 400 with the spec's error body."""
+    """A body that is not the route's envelope is 400 with the documented error body."""
     response = await client.post("/v1/spans", data=body, headers=tenant.auth())
     assert response.status_code == 400
     assert (await response.get_json())["error"]["code"] == code

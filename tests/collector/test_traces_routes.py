@@ -139,7 +139,7 @@ async def test_empty_otlp_request_is_accepted(client: Client, tenant: Tenant) ->
 
 
 async def test_auth_errors_keep_the_error_body_on_otlp_route(client: Client) -> None:
-    """A 401 on the OTLP route uses the spec's error object (only body failures are OTLP)."""
+    """A 401 on the OTLP route uses the documented error object (only body failures are OTLP)."""
     response = await client.post("/v1/otlp/v1/traces", data=EXAMPLE)
     assert response.status_code == 401
     assert (await response.get_json())["error"]["code"] == "UNAUTHORIZED"

@@ -232,5 +232,5 @@ def test_rejected_spans_still_count_toward_attribute_cap() -> None:
 
 
 def test_default_limits_are_the_specs() -> None:
-    """The defaults are the spec's 10,000 spans and 24,000 attribute pairs."""
+    """The defaults are the documented 10,000 spans and 24,000 attribute pairs."""
     assert Limits() == Limits(max_spans=10_000, max_attributes=24_000)
