@@ -14,7 +14,8 @@ from spangate.runner import run
 
 
 def create_echo_app() -> Quart:
-    """POST /v1/spans and /v1/otlp/v1/traces: parse the JSON body, answer a count."""
+    """POST /v1/spans and /v1/otlp/v1/traces: parse the JSON body, answer a count;
+    POST /v1/spans/batch: parse each line."""
     app = Quart("echo")
 
     async def echo() -> Response:
@@ -24,7 +25,15 @@ def create_echo_app() -> Quart:
             orjson.dumps({"accepted": count, "rejected": 0}), content_type="application/json"
         )
 
+    async def echo_lines() -> Response:
+        lines = (await request.body).splitlines()
+        count = len([orjson.loads(line) for line in lines if line.strip()])
+        return Response(
+            orjson.dumps({"accepted": count, "rejected": 0}), content_type="application/json"
+        )
+
     app.add_url_rule("/v1/spans", view_func=echo, methods=["POST"], endpoint="spans")
+    app.add_url_rule("/v1/spans/batch", view_func=echo_lines, methods=["POST"], endpoint="batch")
     app.add_url_rule("/v1/otlp/v1/traces", view_func=echo, methods=["POST"], endpoint="otlp")
     app.add_url_rule("/health", view_func=lambda: {"status": "ok"}, methods=["GET"])
     return app

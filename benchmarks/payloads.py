@@ -47,6 +47,12 @@ def native_spans_body(count: int, seed: int = 1) -> bytes:
     return orjson.dumps({"spans": spans})
 
 
+def ndjson_body(count: int, seed: int = 1) -> bytes:
+    """A /v1/spans/batch body: the spans of `native_spans_body`, one a line."""
+    spans = orjson.loads(native_spans_body(count, seed))["spans"]
+    return b"\n".join(orjson.dumps(span) for span in spans) + b"\n"
+
+
 def otlp_body(count: int, seed: int = 1) -> bytes:
     """An OTLP/JSON body carrying the same spans as `native_spans_body`, as an exporter would."""
     import proto_json  # the canonical form is valid OTLP/JSON; exporters add a resource
