@@ -320,3 +320,61 @@ static PyObject *native_body(PyObject *Py_UNUSED(self), PyObject *args) {
     buf_free(&b);
     return result;
 }
+
+/* Whether text[0:n] holds only what bytes.strip() removes (a line NDJSON skips). */
+static int nb_blank(const char *text, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (!memchr(" \t\n\r\x0b\x0c", text[i], 6)) return 0;
+    return 1;
+}
+
+/* One NDJSON line's span, scanned on its own, comma-separated from the one before. */
+static int nb_line(Buf *b, const char *text, Py_ssize_t n, uint32_t count, long long *pairs,
+                   long long max_pairs) {
+    Scan s = {0};
+    int status = scan_document(&s, text, n);
+    if (status == OK && NB(&s, 0)->type != J_OBJECT) status = BAIL;
+    if (status == OK && count > 1) status = PUT(b, ",");
+    if (status == OK) status = nb_span(b, &s, 0, pairs, max_pairs);
+    scan_free(&s);
+    return status;
+}
+
+/* ndjson_body(data, max_spans, max_pairs) -> (canonical request bytes, spans, pairs)
+ * for a /v1/spans/batch body whose non-blank lines are each one valid span; None
+ * otherwise (a line that does not parse included: the general path names it). */
+static PyObject *ndjson_body(PyObject *Py_UNUSED(self), PyObject *args) {
+    const char *data;
+    Py_ssize_t size;
+    long long max_spans, max_pairs, pairs = 0;
+    if (!PyArg_ParseTuple(args, "y#LL", &data, &size, &max_spans, &max_pairs)) return NULL;
+    Buf b = {NULL, 0, 0, NULL};
+    uint32_t count = 0;
+    int status = buf_for_bytes(&b, size * 2);
+    if (status == OK)
+        status = PUT(&b, "{\"resourceSpans\":[{\"resource\":{},\"scopeSpans\":[{\"scope\":{},"
+                         "\"spans\":[");
+    for (const char *line = data, *end = data + size; status == OK && line < end;) {
+        const char *newline = memchr(line, '\n', (size_t)(end - line));
+        const char *stop = newline ? newline : end;
+        if (!nb_blank(line, stop - line))
+            status = (long long)++count > max_spans
+                         ? BAIL
+                         : nb_line(&b, line, stop - line, count, &pairs, max_pairs);
+        line = stop + 1;
+    }
+    if (status == OK) {
+        b.len = count ? b.len : 0;
+        status = count ? PUT(&b, "]}]}]}") : PUT(&b, "{\"resourceSpans\":[]}");
+    }
+    PyObject *result = NULL;
+    if (PyErr_Occurred())
+        result = NULL;
+    else if (status == OK) {
+        PyObject *bytes = buf_take_bytes(&b);
+        result = bytes == NULL ? NULL : Py_BuildValue("(NIL)", bytes, count, pairs);
+    } else
+        result = Py_NewRef(Py_None);
+    buf_free(&b);
+    return result;
+}

@@ -84,6 +84,17 @@ def native_body(data: bytes, limits: Limits) -> Conversion | None:
     return None if result is None else all_accepted(*result)
 
 
+def ndjson_body(data: bytes, limits: Limits) -> Conversion | None:
+    """A whole /v1/spans/batch body converted from its bytes, a line at a time; None
+    when any line needs another path (one that does not parse included)."""
+    if _module is None:
+        return None
+    result: tuple[bytes, int, int] | None = _module.ndjson_body(
+        data, limits.max_spans, limits.max_attributes
+    )
+    return None if result is None else all_accepted(*result)
+
+
 def otlp_body(data: bytes, limits: Limits) -> Conversion | None:
     """An OTLP/JSON body (one with `resourceSpans`) converted from its bytes, without
     parsing it into Python objects; None when any of it needs another path.

@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 import proto_json
 from proto_json import Conversion, EnvelopeError, Limits, fastpath
 from tests.fuzz import FUZZ
+from tests.proto_json.spans import span as valid_span
 from tests.proto_json.test_properties import JSON_VALUES, hex_id, native_span
 
 BUILT = fastpath._module
@@ -185,6 +186,37 @@ def test_ndjson_bodies(spans: list[Any], broken_line: bool) -> None:
     if broken_line:
         lines.append(b"{not json")
     _same(proto_json.convert_ndjson, b"\n".join(lines))
+
+
+#: What may stand between and around NDJSON lines: blank lines of what bytes.strip()
+#: removes (\x0b and \x0c are no JSON whitespace), CRLF, and lines split or joined
+#: (a line holding two spans, a span over two lines: neither parses as one span).
+LINE_JOINS = st.sampled_from([b"\n", b"\r\n", b"\n\n", b"\n \t\n", b"\n\x0b\x0c\n", b",", b""])
+
+
+@needs_fast_path
+@FUZZ
+@given(native_spans(), st.data())
+def test_ndjson_bodies_of_any_line_breaks(spans: list[Any], data: st.DataObject) -> None:
+    """The C converter of NDJSON bytes (a line at a time) agrees with the general path
+    whatever separates the lines."""
+    texts = [orjson.dumps(span) for span in spans]
+    joins = [data.draw(LINE_JOINS) for _ in texts]
+    body = data.draw(st.sampled_from([b"", b"\n", b" "])) + b"".join(
+        text + join for text, join in zip(texts, joins, strict=True)
+    )
+    _same(proto_json.convert_ndjson, body)
+
+
+def test_ndjson_lines_that_are_not_one_span_each_take_the_general_path() -> None:
+    """Two lines that join into two objects, a line of two spans, a line with a form
+    feed: each line is judged on its own, as the general path judges it."""
+    a, b = (orjson.dumps(valid_span(spanId=f"{n:016x}")) for n in (1, 2))
+    converted = fastpath.ndjson_body(b"\n" + a + b"\r\n \x0b\n" + b, Limits())
+    assert converted is not None and converted.accepted == 2, "one span a line: from the bytes"
+    for body in (a[:-1] + b"\n," + a[-1:] + b"\n" + b, a + b"," + b, a + b"\x0c\n" + b):
+        assert fastpath.ndjson_body(body, Limits()) is None
+        _same(proto_json.convert_ndjson, body)
 
 
 @needs_fast_path
