@@ -8,6 +8,7 @@ wrapped here: StoreUnavailable when the database cannot be reached, StoreError e
 
 from __future__ import annotations
 
+import functools
 import re
 import sqlite3
 import threading
@@ -38,11 +39,11 @@ Row = tuple[Any, ...]
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 #: Page size of a new SQLite file (an existing one keeps its own). A stored span is
 #: about 1 KB: on 16 KiB pages the worker's writes take a quarter of the write calls
-#: into the log and the file that 4 KiB pages take (benchmarks/RESULTS.md).
+#: into the log and the file that 4 KiB pages take (commit 4610e38).
 SQLITE_PAGE_BYTES = 16_384
 #: Pages a SQLite connection may keep (SQLite's default is 2 MB). Trace ids are random,
 #: so each part the worker writes touches index pages all over the primary key; the
-#: cache is filled only as pages are read (benchmarks/RESULTS.md).
+#: cache is filled only as pages are read (commit f84392d).
 SQLITE_CACHE_KIB = 65_536
 CONNECT_TIMEOUT_S = 3
 
@@ -53,13 +54,32 @@ class Cursor(Protocol):
     rowcount: int
 
     def execute(self, sql: Any, params: Sequence[Any] = ...) -> Any: ...
-    def executemany(self, sql: Any, params: Sequence[Sequence[Any]]) -> Any: ...
+    def executemany(self, sql: Any, params: Sequence[Any]) -> Any: ...
     def fetchall(self) -> list[Any]: ...
     def fetchone(self) -> Any: ...
 
 
+@functools.lru_cache(maxsize=256)
+def _positional(sql: str) -> tuple[str, tuple[int, ...] | None]:
+    """SQLite SQL whose placeholders are numbered (`?N`, the Nth value) rewritten with
+    bare ones, and the value each bare one takes (None for SQL without numbered ones):
+    the sqlite3 module deprecates binding numbered placeholders from a sequence (Python
+    3.12) and refuses it from 3.14, and a mapping needs every number up to the last."""
+    order = tuple(int(number) - 1 for number in re.findall(r"\?(\d+)", sql))
+    if not order or re.search(r"\?(?!\d)", sql):
+        return sql, None
+    return re.sub(r"\?\d+", "?", sql), order
+
+
+def _sqlite_statement(sql: str, values: Sequence[Any]) -> tuple[str, Sequence[Any]]:
+    """`sql` and `values` as the sqlite3 module takes them (see _positional)."""
+    plain, order = _positional(sql)
+    return (sql, values) if order is None else (plain, [values[i] for i in order])
+
+
 class Transaction:
-    """Statements run inside one transaction; `?` placeholders on both dialects."""
+    """Statements run inside one transaction; `?` placeholders on both dialects (and
+    `?N`, the Nth value, on SQLite)."""
 
     def __init__(self, cursor: Cursor, postgres: bool, bulk: ModuleType | None = None) -> None:
         self._cursor = cursor
@@ -69,9 +89,15 @@ class Transaction:
     def _sql(self, sql: str) -> str:
         return sql.replace("?", "%s") if self._postgres else sql
 
+    def _run(self, sql: str, params: Sequence[Any]) -> None:
+        if self._postgres:
+            self._cursor.execute(self._sql(sql), params)
+        else:
+            self._cursor.execute(*_sqlite_statement(sql, params))
+
     def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
         """Run one statement; the number of rows it changed."""
-        self._cursor.execute(self._sql(sql), params)
+        self._run(sql, params)
         return self._cursor.rowcount
 
     def executemany(
@@ -96,6 +122,10 @@ class Transaction:
             skipped: list[int] = self._bulk.executemany(connection, sql, rows, unless, checked)
             return skipped
         if unless is None:
+            if rows and not self._postgres and _positional(sql)[1] is not None:
+                plain = _positional(sql)[0]
+                rows = [_sqlite_statement(sql, row)[1] for row in rows]
+                sql = plain
             if rows:
                 self._cursor.executemany(self._sql(sql), rows)
             return []
@@ -104,11 +134,11 @@ class Transaction:
         used = used or unless.count("?")
         for position, row in enumerate(rows):
             if checked is None or checked[position]:
-                self._cursor.execute(unless, row[:used])
+                self._run(unless, row[:used])
                 if self._cursor.fetchone() is not None:
                     skipped.append(position)
                     continue
-            self._cursor.execute(sql, row)
+            self._run(sql, row)
         return skipped
 
     def first_rows(self, sql: str, rows: Sequence[Sequence[Any]]) -> list[Row | None]:
@@ -128,12 +158,12 @@ class Transaction:
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         """All rows of a query."""
-        self._cursor.execute(self._sql(sql), params)
+        self._run(sql, params)
         return [tuple(row) for row in self._cursor.fetchall()]
 
     def query_one(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
         """The first row of a query, or None."""
-        self._cursor.execute(self._sql(sql), params)
+        self._run(sql, params)
         row = self._cursor.fetchone()
         return None if row is None else tuple(row)
 

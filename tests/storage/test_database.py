@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import warnings
 from pathlib import Path
 
 import pytest
@@ -121,3 +122,23 @@ def test_release_thread_closes_only_the_calling_threads_connection(tmp_path: Pat
     with db.transaction() as tx:  # and a new one is opened after a release
         assert tx.query_one("SELECT x FROM t") == ("other",)
     db.close()
+
+
+def test_numbered_placeholders_take_the_values_they_name(database: Database) -> None:
+    """On SQLite `?N` is the Nth value, repeated or with numbers left out (sent to the
+    sqlite3 module as bare placeholders: Python 3.14 refuses numbered ones bound from a
+    sequence, and 3.12 warns)."""
+    if database.postgres:
+        pytest.skip("numbered placeholders are SQLite's")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with database.transaction() as tx:
+            assert tx.query("SELECT ?2, ?1, ?2", ("a", "b")) == [("b", "a", "b")]
+            assert tx.query_one("SELECT ?3 || ?1", ("x", "unused", "y")) == ("yx",)
+            tx.execute("CREATE TABLE n (a TEXT, b TEXT)")
+            tx.executemany("INSERT INTO n VALUES (?2, ?1)", [("1", "2"), ("3", "4")])
+            assert tx.query("SELECT a, b FROM n ORDER BY a") == [("2", "1"), ("4", "3")]
+            skipped = tx.executemany(
+                "INSERT INTO n VALUES (?, ?)", [("5", "6")], "SELECT 1 WHERE ?2 = '6'"
+            )
+            assert skipped == [0]
