@@ -28,7 +28,7 @@ EMBEDDED_MAXMEMORY = "1gb"
 #: the rest in its one thread. At the queue's memory cap the largest file is unchanged
 #: (a 1 GB queue lets the log reach 2 GB either way). Measured with 1,000-span requests
 #: and the queue trimmed as a worker does, the collector's rate rose from 248-305 to
-#: 372-399 requests/s on a 2-core host (benchmarks/RESULTS.md).
+#: 372-399 requests/s on a 2-core host (commit c9ae614).
 AOF_REWRITE_MIN_SIZE = EMBEDDED_MAXMEMORY
 
 

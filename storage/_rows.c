@@ -5,6 +5,10 @@
  * proto_json/content_hash.py (blake2b-16 of the span with its attribute lists sorted
  * by key, written with sorted members). Anything unexpected returns None and the
  * caller builds the rows in Python; tests/storage/test_rows_fastpath.py compares both.
+ *
+ * What it buys, end to end: the worker drained 89,400 spans/s into SQLite with it and
+ * 27,000 without (`python -m benchmarks.bench_worker --rounds 3`, then the same with
+ * SPANGATE_PURE_PYTHON=storage._rows; 2026-11-24, one 2-core machine).
  */
 #include "../proto_json/_jsonbuf.h"
 
