@@ -53,6 +53,14 @@ def ndjson_body(count: int, seed: int = 1) -> bytes:
     return b"\n".join(orjson.dumps(span) for span in spans) + b"\n"
 
 
+def native_traces_body(count: int, seed: int = 1) -> bytes:
+    """A native /v1/traces body: the spans of `native_spans_body` in their traces."""
+    traces: dict[str, list[Any]] = {}
+    for span in orjson.loads(native_spans_body(count, seed))["spans"]:
+        traces.setdefault(span["traceId"], []).append(span)
+    return orjson.dumps({"traces": [{"traceId": t, "spans": s} for t, s in traces.items()]})
+
+
 def otlp_body(count: int, seed: int = 1) -> bytes:
     """An OTLP/JSON body carrying the same spans as `native_spans_body`, as an exporter would."""
     import proto_json  # the canonical form is valid OTLP/JSON; exporters add a resource
