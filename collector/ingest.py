@@ -108,6 +108,9 @@ def _convert_traces(data: bytes, limits: Limits) -> tuple[Conversion, bool]:
     converted = fastpath.otlp_body(data, limits)  # an all-valid body with resourceSpans
     if converted is not None:
         return converted, True
+    converted = fastpath.traces_body(data, limits)  # an all-valid body of native traces
+    if converted is not None:
+        return converted, False
     document = proto_json.load_object(data)
     if proto_json.traces_format(document) == "otlp":
         try:

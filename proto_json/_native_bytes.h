@@ -171,13 +171,38 @@ static int nb_time(const Scan *s, uint32_t i, unsigned long long *nanos) {
     return iso8601_text(text, n, nanos);
 }
 
+/* What a native trace gives each of its spans (/v1/traces): its id, as 32 lowercase hex
+ * characters, and its session id's JSON text (NULL for none). */
+typedef struct {
+    char trace_id[32];
+    const char *session;
+    Py_ssize_t session_len;
+} NbTrace;
+
+/* The span's traceId: its own, or its trace's (which its own, if any, must equal). */
+static int nb_trace_id(Buf *b, const Scan *s, uint32_t own, const NbTrace *trace) {
+    if (trace == NULL) return nb_id(b, s, own, "{\"traceId\":", 32);
+    if (!nb_absent(s, own)) {
+        const char *text;
+        Py_ssize_t n;
+        char id[32];
+        TRY(nb_plain(s, own, &text, &n));
+        TRY(hex_id(text, n, 32, id));
+        if (memcmp(id, trace->trace_id, 32) != 0) return BAIL;
+    }
+    TRY(PUT(b, "{\"traceId\":\""));
+    TRY(put(b, trace->trace_id, 32));
+    return PUT(b, "\"");
+}
+
 static int nb_attributes(Buf *b, const Scan *s, uint32_t raw, const char *agent,
-                         Py_ssize_t agent_len) {
+                         Py_ssize_t agent_len, const NbTrace *trace) {
     if (nb_absent(s, raw)) raw = 0;
     if (raw && NB(s, raw)->type != J_OBJECT) return BAIL;
-    uint32_t reserved = 0;
+    uint32_t reserved = 0, own_session = 0;
     if (raw) TRY(member_of(s, raw, "spangate.span.kind", &reserved));
     if (reserved) return BAIL; /* reported as ignored: general path */
+    if (raw) TRY(member_of(s, raw, "session.id", &own_session));
     Py_ssize_t mark = b->len;
     TRY(PUT(b, ",\"attributes\":["));
     Py_ssize_t start = b->len;
@@ -186,6 +211,12 @@ static int nb_attributes(Buf *b, const Scan *s, uint32_t raw, const char *agent,
         if (b->len > start) TRY(PUT(b, ","));
         TRY(PUT(b, "{\"key\":\"spangate.span.kind\",\"value\":{\"stringValue\":\""));
         TRY(put(b, agent, agent_len));
+        TRY(PUT(b, "\"}}"));
+    }
+    if (trace && trace->session && !own_session) { /* a span's own session.id wins */
+        if (b->len > start) TRY(PUT(b, ","));
+        TRY(PUT(b, "{\"key\":\"session.id\",\"value\":{\"stringValue\":\""));
+        TRY(put(b, trace->session, trace->session_len));
         TRY(PUT(b, "\"}}"));
     }
     if (b->len == start) {
@@ -226,7 +257,9 @@ static int nb_events(Buf *b, const Scan *s, uint32_t events) {
     return PUT(b, "]");
 }
 
-static int nb_span(Buf *b, const Scan *s, uint32_t span, long long *pairs, long long max_pairs) {
+/* One native span (of `trace`, or of none: NULL) to canonical bytes. */
+static int nb_span(Buf *b, const Scan *s, uint32_t span, long long *pairs, long long max_pairs,
+                   const NbTrace *trace) {
     NativeNodes m;
     const char *text = NULL;
     Py_ssize_t n = 0;
@@ -236,7 +269,7 @@ static int nb_span(Buf *b, const Scan *s, uint32_t span, long long *pairs, long 
     TRY(nb_members(s, span, &m));
     *pairs += nb_pairs(s, &m);
     if (*pairs > max_pairs) return BAIL;
-    TRY(nb_id(b, s, m.trace_id, "{\"traceId\":", 32));
+    TRY(nb_trace_id(b, s, m.trace_id, trace));
     TRY(nb_id(b, s, m.span_id, ",\"spanId\":", 16));
     if (!nb_absent(s, m.parent)) {
         TRY(nb_plain(s, m.parent, &text, &n));
@@ -267,7 +300,8 @@ static int nb_span(Buf *b, const Scan *s, uint32_t span, long long *pairs, long 
         TRY(put_u64(b, nanos));
     }
     TRY(PUT(b, "\""));
-    if (m.attributes || agent_text) TRY(nb_attributes(b, s, m.attributes, agent_text, agent_len));
+    if (m.attributes || agent_text || (trace && trace->session))
+        TRY(nb_attributes(b, s, m.attributes, agent_text, agent_len, trace));
     TRY(nb_events(b, s, m.events));
     if (!nb_absent(s, m.status)) {
         TRY(nb_plain(s, m.status, &text, &n));
@@ -303,7 +337,7 @@ static PyObject *native_body(PyObject *Py_UNUSED(self), PyObject *args) {
     uint32_t span = spans + 1;
     for (uint32_t k = 0; status == OK && k < count; k++, span = NB(&s, span)->next) {
         if (k) status = PUT(&b, ",");
-        if (status == OK) status = nb_span(&b, &s, span, &pairs, max_pairs);
+        if (status == OK) status = nb_span(&b, &s, span, &pairs, max_pairs, NULL);
     }
     if (status == OK) status = count ? PUT(&b, "]}]}]}") : PUT(&b, "{\"resourceSpans\":[]}");
     PyObject *result = NULL;
@@ -335,7 +369,7 @@ static int nb_line(Buf *b, const char *text, Py_ssize_t n, uint32_t count, long 
     int status = scan_document(&s, text, n);
     if (status == OK && NB(&s, 0)->type != J_OBJECT) status = BAIL;
     if (status == OK && count > 1) status = PUT(b, ",");
-    if (status == OK) status = nb_span(b, &s, 0, pairs, max_pairs);
+    if (status == OK) status = nb_span(b, &s, 0, pairs, max_pairs, NULL);
     scan_free(&s);
     return status;
 }
@@ -375,6 +409,82 @@ static PyObject *ndjson_body(PyObject *Py_UNUSED(self), PyObject *args) {
         result = bytes == NULL ? NULL : Py_BuildValue("(NIL)", bytes, count, pairs);
     } else
         result = Py_NewRef(Py_None);
+    buf_free(&b);
+    return result;
+}
+
+/* A native trace's header (_trace_header's rules): its members only traceId, spans and
+ * sessionId, none repeated; the id valid; the session id a string or absent. */
+static int nb_trace(const Scan *s, uint32_t trace, NbTrace *out, uint32_t *spans) {
+    uint32_t id, session;
+    const char *text;
+    Py_ssize_t n;
+    if (NB(s, trace)->type != J_OBJECT || nb_repeats(s, trace)) return BAIL;
+    TRY(member_of(s, trace, "traceId", &id));
+    TRY(member_of(s, trace, "spans", spans));
+    TRY(member_of(s, trace, "sessionId", &session));
+    if ((uint32_t)((id != 0) + (*spans != 0) + (session != 0)) != NB(s, trace)->count) return BAIL;
+    if (!*spans || NB(s, *spans)->type != J_ARRAY || !id) return BAIL;
+    TRY(nb_plain(s, id, &text, &n));
+    TRY(hex_id(text, n, 32, out->trace_id));
+    out->session = NULL;
+    if (!nb_absent(s, session)) {
+        if (NB(s, session)->type != J_STRING) return BAIL;
+        out->session = NB_TEXT(s, session);
+        out->session_len = NB(s, session)->len;
+    }
+    return OK;
+}
+
+/* traces_body(data, max_spans, max_pairs) -> (canonical request bytes, spans, pairs,
+ * traces with a span) for a native /v1/traces body whose spans are all valid; None
+ * otherwise. */
+static PyObject *traces_body(PyObject *Py_UNUSED(self), PyObject *args) {
+    const char *data;
+    Py_ssize_t size;
+    long long max_spans, max_pairs, pairs = 0, count = 0, accepted_traces = 0;
+    if (!PyArg_ParseTuple(args, "y#LL", &data, &size, &max_spans, &max_pairs)) return NULL;
+    Scan s = {0};
+    Buf b = {NULL, 0, 0, NULL};
+    uint32_t traces = 0;
+    int status = scan_document(&s, data, size);
+    if (status == OK && (NB(&s, 0)->type != J_OBJECT || NB(&s, 0)->count != 1))
+        status = BAIL; /* other members are reported as ignored: general path */
+    if (status == OK) status = member_of(&s, 0, "traces", &traces);
+    if (status == OK && (!traces || NB(&s, traces)->type != J_ARRAY)) status = BAIL;
+    if (status == OK) status = buf_for_bytes(&b, size * 2);
+    if (status == OK)
+        status = PUT(&b, "{\"resourceSpans\":[{\"resource\":{},\"scopeSpans\":[{\"scope\":{},"
+                         "\"spans\":[");
+    uint32_t trace = traces + 1;
+    for (uint32_t t = 0; status == OK && t < NB(&s, traces)->count;
+         t++, trace = NB(&s, trace)->next) {
+        NbTrace header;
+        uint32_t spans = 0;
+        status = nb_trace(&s, trace, &header, &spans);
+        if (status != OK) break;
+        uint32_t in_trace = NB(&s, spans)->count, span = spans + 1;
+        if ((count += in_trace) > max_spans) status = BAIL;
+        accepted_traces += in_trace > 0;
+        for (uint32_t k = 0; status == OK && k < in_trace; k++, span = NB(&s, span)->next) {
+            if (count - in_trace + k > 0) status = PUT(&b, ",");
+            if (status == OK) status = nb_span(&b, &s, span, &pairs, max_pairs, &header);
+        }
+    }
+    if (status == OK) {
+        b.len = count ? b.len : 0;
+        status = count ? PUT(&b, "]}]}]}") : PUT(&b, "{\"resourceSpans\":[]}");
+    }
+    PyObject *result = NULL;
+    if (PyErr_Occurred())
+        result = NULL;
+    else if (status == OK) {
+        PyObject *bytes = buf_take_bytes(&b);
+        result = bytes == NULL ? NULL
+                               : Py_BuildValue("(NLLL)", bytes, count, pairs, accepted_traces);
+    } else
+        result = Py_NewRef(Py_None);
+    scan_free(&s);
     buf_free(&b);
     return result;
 }

@@ -95,6 +95,20 @@ def ndjson_body(data: bytes, limits: Limits) -> Conversion | None:
     return None if result is None else all_accepted(*result)
 
 
+def traces_body(data: bytes, limits: Limits) -> Conversion | None:
+    """A whole native /v1/traces body converted from its bytes; None when any of it
+    needs another path (an OTLP body included)."""
+    if _module is None:
+        return None
+    result: tuple[bytes, int, int, int] | None = _module.traces_body(
+        data, limits.max_spans, limits.max_attributes
+    )
+    if result is None:
+        return None
+    canonical, spans, pairs, traces = result
+    return all_accepted(canonical, spans, pairs, traces_accepted=traces)
+
+
 def otlp_body(data: bytes, limits: Limits) -> Conversion | None:
     """An OTLP/JSON body (one with `resourceSpans`) converted from its bytes, without
     parsing it into Python objects; None when any of it needs another path.

@@ -245,4 +245,7 @@ def convert_traces_document(
 
 def convert_traces(data: bytes, limits: Limits = DEFAULT_LIMITS) -> Conversion:
     """Convert a native /v1/traces body from its bytes."""
+    converted = fastpath.traces_body(data, limits)  # from the bytes, when it can
+    if converted is not None:
+        return converted
     return convert_traces_document(load_object(data), limits)

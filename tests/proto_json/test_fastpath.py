@@ -253,6 +253,54 @@ def test_native_traces_bodies(traces: list[tuple[Any, Any, list[Any], bool]]) ->
     _same(proto_json.convert_traces, orjson.dumps({"traces": document}))
 
 
+TRACE = "AB" * 16
+
+
+@needs_fast_path
+@pytest.mark.parametrize(
+    ("traces", "from_bytes"),
+    [
+        ([{"traceId": TRACE, "spans": [valid_span(traceId=None)]}], True),
+        (
+            [{"traceId": TRACE, "sessionId": "s-1", "spans": [valid_span(traceId=TRACE.lower())]}],
+            True,
+        ),
+        ([{"traceId": TRACE, "sessionId": "", "spans": [valid_span(traceId=None)]}], True),
+        ([{"traceId": TRACE, "sessionId": None, "spans": [valid_span(traceId=None)]}], True),
+        (
+            [
+                {
+                    "traceId": TRACE,
+                    "sessionId": "trace's",
+                    "spans": [valid_span(traceId=None, attributes={"session.id": "own", "n": 1})],
+                }
+            ],
+            True,
+        ),
+        (
+            [
+                {"traceId": TRACE, "spans": []},
+                {"traceId": "cd" * 16, "spans": [valid_span(traceId=None)]},
+            ],
+            True,
+        ),
+        ([{"traceId": TRACE, "spans": [valid_span()]}], False),  # another trace's span
+        ([{"traceId": TRACE, "spans": [valid_span(traceId=None)], "x": 1}], False),
+        ([{"traceId": TRACE, "sessionId": 7, "spans": [valid_span(traceId=None)]}], False),
+        ([{"traceId": "0" * 32, "spans": [valid_span(traceId=None)]}], False),
+        ([{"spans": [valid_span()]}], False),
+    ],
+)
+def test_native_traces_from_their_bytes(traces: list[dict[str, Any]], from_bytes: bool) -> None:
+    """A traces body whose spans are all valid is converted from its bytes, each span
+    given its trace's id and session (its own session.id wins); anything else (a span
+    of another trace, an unknown member, a bad id or session) takes the general path.
+    Both paths answer alike."""
+    body = orjson.dumps({"traces": traces})
+    assert (fastpath.traces_body(body, Limits()) is not None) == from_bytes
+    _same(proto_json.convert_traces, body)
+
+
 UNSIGNED = st.one_of(
     st.integers(min_value=-1, max_value=2**64 - 1),
     st.integers(min_value=0, max_value=2**63).map(str),
