@@ -312,6 +312,34 @@ static int nb_span(Buf *b, const Scan *s, uint32_t span, long long *pairs, long 
     return PUT(b, "}}");
 }
 
+/* The canonical request's head, before its spans. */
+#define NB_HEAD "{\"resourceSpans\":[{\"resource\":{},\"scopeSpans\":[{\"scope\":{},\"spans\":["
+
+/* The request's end after NB_HEAD and `count` spans; the empty request for none. */
+static int nb_close(Buf *b, long long count) {
+    b->len = count ? b->len : 0;
+    return count ? PUT(b, "]}]}]}") : PUT(b, "{\"resourceSpans\":[]}");
+}
+
+/* (bytes, spans, pairs), and the traces with a span when `traces` >= 0; None when
+ * `status` is not OK; NULL with the error raised. The buffer is given up either way. */
+static PyObject *nb_result(Buf *b, int status, long long count, long long pairs,
+                           long long traces) {
+    PyObject *result = NULL;
+    if (PyErr_Occurred())
+        result = NULL;
+    else if (status != OK)
+        result = Py_NewRef(Py_None);
+    else {
+        PyObject *bytes = buf_take_bytes(b);
+        if (bytes != NULL)
+            result = traces < 0 ? Py_BuildValue("(NLL)", bytes, count, pairs)
+                                : Py_BuildValue("(NLLL)", bytes, count, pairs, traces);
+    }
+    buf_free(b);
+    return result;
+}
+
 /* native_body(data, max_spans, max_pairs) -> (canonical request bytes, spans, pairs)
  * for a /v1/spans body whose spans are all valid; None otherwise. */
 static PyObject *native_body(PyObject *Py_UNUSED(self), PyObject *args) {
@@ -331,28 +359,15 @@ static PyObject *native_body(PyObject *Py_UNUSED(self), PyObject *args) {
         status = BAIL;
     uint32_t count = status == OK ? NB(&s, spans)->count : 0;
     if (status == OK) status = buf_for_bytes(&b, size * 2); /* the canonical form: ~1.7x */
-    if (status == OK && count)
-        status = PUT(&b, "{\"resourceSpans\":[{\"resource\":{},\"scopeSpans\":[{\"scope\":{},"
-                         "\"spans\":[");
+    if (status == OK) status = PUT(&b, NB_HEAD);
     uint32_t span = spans + 1;
     for (uint32_t k = 0; status == OK && k < count; k++, span = NB(&s, span)->next) {
         if (k) status = PUT(&b, ",");
         if (status == OK) status = nb_span(&b, &s, span, &pairs, max_pairs, NULL);
     }
-    if (status == OK) status = count ? PUT(&b, "]}]}]}") : PUT(&b, "{\"resourceSpans\":[]}");
-    PyObject *result = NULL;
-    if (PyErr_Occurred())
-        result = NULL;
-    else if (status == OK)
-        {
-        PyObject *bytes = buf_take_bytes(&b);
-        result = bytes == NULL ? NULL : Py_BuildValue("(NIL)", bytes, count, pairs);
-    }
-    else
-        result = Py_NewRef(Py_None);
+    if (status == OK) status = nb_close(&b, count);
     scan_free(&s);
-    buf_free(&b);
-    return result;
+    return nb_result(&b, status, count, pairs, -1);
 }
 
 /* Whether text[0:n] holds only what bytes.strip() removes (a line NDJSON skips). */
@@ -385,9 +400,7 @@ static PyObject *ndjson_body(PyObject *Py_UNUSED(self), PyObject *args) {
     Buf b = {NULL, 0, 0, NULL};
     uint32_t count = 0;
     int status = buf_for_bytes(&b, size * 2);
-    if (status == OK)
-        status = PUT(&b, "{\"resourceSpans\":[{\"resource\":{},\"scopeSpans\":[{\"scope\":{},"
-                         "\"spans\":[");
+    if (status == OK) status = PUT(&b, NB_HEAD);
     for (const char *line = data, *end = data + size; status == OK && line < end;) {
         const char *newline = memchr(line, '\n', (size_t)(end - line));
         const char *stop = newline ? newline : end;
@@ -397,20 +410,8 @@ static PyObject *ndjson_body(PyObject *Py_UNUSED(self), PyObject *args) {
                          : nb_line(&b, line, stop - line, count, &pairs, max_pairs);
         line = stop + 1;
     }
-    if (status == OK) {
-        b.len = count ? b.len : 0;
-        status = count ? PUT(&b, "]}]}]}") : PUT(&b, "{\"resourceSpans\":[]}");
-    }
-    PyObject *result = NULL;
-    if (PyErr_Occurred())
-        result = NULL;
-    else if (status == OK) {
-        PyObject *bytes = buf_take_bytes(&b);
-        result = bytes == NULL ? NULL : Py_BuildValue("(NIL)", bytes, count, pairs);
-    } else
-        result = Py_NewRef(Py_None);
-    buf_free(&b);
-    return result;
+    if (status == OK) status = nb_close(&b, count);
+    return nb_result(&b, status, count, pairs, -1);
 }
 
 /* A native trace's header (_trace_header's rules): its members only traceId, spans and
@@ -453,9 +454,7 @@ static PyObject *traces_body(PyObject *Py_UNUSED(self), PyObject *args) {
     if (status == OK) status = member_of(&s, 0, "traces", &traces);
     if (status == OK && (!traces || NB(&s, traces)->type != J_ARRAY)) status = BAIL;
     if (status == OK) status = buf_for_bytes(&b, size * 2);
-    if (status == OK)
-        status = PUT(&b, "{\"resourceSpans\":[{\"resource\":{},\"scopeSpans\":[{\"scope\":{},"
-                         "\"spans\":[");
+    if (status == OK) status = PUT(&b, NB_HEAD);
     uint32_t trace = traces + 1;
     for (uint32_t t = 0; status == OK && t < NB(&s, traces)->count;
          t++, trace = NB(&s, trace)->next) {
@@ -471,20 +470,7 @@ static PyObject *traces_body(PyObject *Py_UNUSED(self), PyObject *args) {
             if (status == OK) status = nb_span(&b, &s, span, &pairs, max_pairs, &header);
         }
     }
-    if (status == OK) {
-        b.len = count ? b.len : 0;
-        status = count ? PUT(&b, "]}]}]}") : PUT(&b, "{\"resourceSpans\":[]}");
-    }
-    PyObject *result = NULL;
-    if (PyErr_Occurred())
-        result = NULL;
-    else if (status == OK) {
-        PyObject *bytes = buf_take_bytes(&b);
-        result = bytes == NULL ? NULL
-                               : Py_BuildValue("(NLLL)", bytes, count, pairs, accepted_traces);
-    } else
-        result = Py_NewRef(Py_None);
+    if (status == OK) status = nb_close(&b, count);
     scan_free(&s);
-    buf_free(&b);
-    return result;
+    return nb_result(&b, status, count, pairs, accepted_traces);
 }
