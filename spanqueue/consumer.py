@@ -27,7 +27,8 @@ from spanqueue.layout import (
 )
 
 log = logging.getLogger("spangate.worker")
-#: Spans a read of new entries asks for, about: entries per read follow the size of the
+#: Spans a read of new entries asks for, about (two of the worker's parts of 5,000, so one
+#: part is written while the next is decoded): entries per read follow the size of the
 #: entries last read (up to `batch_entries`), so large entries are read a few at a time
 #: (fifty 1,000-span entries were 40 MB parsed before the first span was decoded) and
 #: small ones many at a time (a read of 50 1-span entries made a 50-span transaction).
