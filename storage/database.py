@@ -77,6 +77,12 @@ def _sqlite_statement(sql: str, values: Sequence[Any]) -> tuple[str, Sequence[An
     return (sql, values) if order is None else (plain, [values[i] for i in order])
 
 
+def _sqlite_rows(sql: str, rows: Sequence[Sequence[Any]]) -> tuple[str, Sequence[Sequence[Any]]]:
+    """`sql` and each of `rows` as the sqlite3 module takes them (see _positional)."""
+    plain, order = _positional(sql)
+    return (sql, rows) if order is None else (plain, [[row[i] for i in order] for row in rows])
+
+
 class Transaction:
     """Statements run inside one transaction; `?` placeholders on both dialects (and
     `?N`, the Nth value, on SQLite)."""
@@ -122,10 +128,8 @@ class Transaction:
             skipped: list[int] = self._bulk.executemany(connection, sql, rows, unless, checked)
             return skipped
         if unless is None:
-            if rows and not self._postgres and _positional(sql)[1] is not None:
-                plain = _positional(sql)[0]
-                rows = [_sqlite_statement(sql, row)[1] for row in rows]
-                sql = plain
+            if not self._postgres:
+                sql, rows = _sqlite_rows(sql, rows)
             if rows:
                 self._cursor.executemany(self._sql(sql), rows)
             return []
