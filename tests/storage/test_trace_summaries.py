@@ -31,6 +31,7 @@ from storage.trace_summaries import (
 )
 from tests.fuzz import FUZZ
 from tests.proto_json.spans import span
+from tests.storage.rows import span_row
 
 WINDOW_MS = 1_200_000
 TRACE = "ab" * 16
@@ -128,28 +129,8 @@ def test_upgrade_fills_summaries_of_stored_spans(database_url: str) -> None:
         db.close()
 
 
-def _summary_row(
-    project: str = "p",
-    trace: str = "a",
-    span: str = "1",
-    day: str = "2026-11-23",
-    content: str = "x",
-    received_ms: int = 0,
-    root: bool = True,
-    start: int = 10,
-    end: int | None = 20,
-    error: bool = False,
-    session: str | None = None,
-) -> SpanRow:
-    return SpanRow(
-        project, trace, span, day, None if root else "0", f"name {content}", "internal",
-        2 if error else 0, None, start, end, session, "[]", "[]", "[]", "{}", "{}", "{}",
-        content, received_ms,
-    )  # fmt: skip
-
-
 _ROWS = st.builds(
-    _summary_row,
+    span_row,
     project=st.sampled_from("pq"),
     trace=st.sampled_from("ab"),
     span=st.sampled_from("123"),
@@ -193,8 +174,8 @@ def test_a_writer_waits_for_the_other_writer_of_its_trace(database: Database) ->
     """Two workers write spans of one trace at once: the one that commits second counts
     the first one's spans too (it waits for the trace's lock, then reads the spans)."""
     project = IdentityStore(database).create_project("demo").id
-    first = [_summary_row(project=project, trace=TRACE, span=f"{n:016x}") for n in range(3)]
-    second = [_summary_row(project=project, trace=TRACE, span=f"{n:016x}") for n in range(3, 5)]
+    first = [span_row(project=project, trace=TRACE, span=f"{n:016x}") for n in range(3)]
+    second = [span_row(project=project, trace=TRACE, span=f"{n:016x}") for n in range(3, 5)]
     summarised, release = threading.Event(), threading.Event()
 
     def hold_a_batch_open() -> None:

@@ -21,39 +21,31 @@ from storage.schema import migrate
 from storage.span_rows import SpanRow
 from storage.spans import UPSERT, SpanStore
 from tests.fuzz import FUZZ
+from tests.storage.rows import span_row
 
 WINDOW_MS = 1000
-
-
-def row(
-    project: str = "p",
-    trace: str = "a",
-    span: str = "1",
-    day: str = "2026-11-23",
-    content: str = "x",
-    received_ms: int = 0,
-) -> SpanRow:
-    return SpanRow(
-        project, trace, span, day, None, f"name {content}", "SPAN_KIND_INTERNAL", 0, None,
-        1, None, None, "[]", "[]", "[]", "{}", "{}", "{}", content, received_ms,
-    )  # fmt: skip
 
 
 def test_rows_of_traces_not_stored_are_checked_only_after_their_span() -> None:
     """Nothing stored: only a span's later rows can be refused (by its first)."""
     rows = [
-        row(span="1"),
-        row(span="2"),
-        row(span="1", content="y"),
-        row(trace="b", span="1"),  # the same span id in another trace
-        row(project="q", span="1"),  # the same trace and span in another project
-        row(span="2", day="2026-11-24"),  # another start day is the same span
+        span_row(span="1"),
+        span_row(span="2"),
+        span_row(span="1", content="y"),
+        span_row(trace="b", span="1"),  # the same span id in another trace
+        span_row(project="q", span="1"),  # the same trace and span in another project
+        span_row(span="2", day="2026-11-24"),  # another start day is the same span
     ]
     assert window_checks(rows, set()) == bytes([0, 0, 1, 0, 0, 1])
 
 
 def test_rows_of_stored_traces_are_all_checked() -> None:
-    rows = [row(trace="a"), row(trace="b"), row(trace="a", span="2"), row(trace="b")]
+    rows = [
+        span_row(trace="a"),
+        span_row(trace="b"),
+        span_row(trace="a", span="2"),
+        span_row(trace="b"),
+    ]
     assert window_checks(rows, {"a"}) == bytes([1, 0, 1, 1])
 
 
@@ -64,9 +56,9 @@ def test_stored_traces_are_found_over_many_queries_and_projects(tmp_path: Path) 
     try:
         migrate(db)
         stored = [f"{n:032x}" for n in range(0, 2 * STORED_TRACES_ASKED, 2)]
-        SpanStore(db).upsert([row(trace=trace) for trace in stored], WINDOW_MS)
-        asked = [row(trace=f"{n:032x}") for n in range(2 * STORED_TRACES_ASKED + 5)]
-        asked += [row(project="q", trace=stored[0]), row(project="q", trace="f" * 32)]
+        SpanStore(db).upsert([span_row(trace=trace) for trace in stored], WINDOW_MS)
+        asked = [span_row(trace=f"{n:032x}") for n in range(2 * STORED_TRACES_ASKED + 5)]
+        asked += [span_row(project="q", trace=stored[0]), span_row(project="q", trace="f" * 32)]
         with db.transaction() as tx:
             queries = list(traces_asked(asked))
             found = [trace for one in queries for (trace,) in tx.query(SQLITE_STORED_TRACES, one)]
@@ -83,7 +75,7 @@ def _every_row_checked(db: Database, rows: list[SpanRow]) -> list[SpanRow]:
 
 
 _ROWS = st.builds(
-    row,
+    span_row,
     project=st.sampled_from("pq"),
     trace=st.sampled_from("ab"),
     span=st.sampled_from("12"),
