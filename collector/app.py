@@ -44,7 +44,7 @@ def create_app(settings: Settings) -> Quart:
     app = Quart("spangate.collector", static_folder=None)
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
     app.config["PROVIDE_AUTOMATIC_OPTIONS"] = True
-    db = Database(settings.database_url)
+    db = Database(settings.database_url, settings.database_statement_timeout_ms)
     verifier = KeyVerifier(IdentityStore(db).identity_for_hash)
     timeout_s = settings.enqueue_timeout_ms / 1000
     queue = span_queue.SpanQueue(span_queue.connect(settings.redis_url, timeout_s), timeout_s)

@@ -85,7 +85,7 @@ def create_app(settings: Settings) -> Quart:
     """The dashboard on the database named by `settings.database_url`."""
     app = Quart(__name__)
     app.config["MAX_CONTENT_LENGTH"] = MAX_FORM_BYTES
-    db = Database(settings.database_url)
+    db = Database(settings.database_url, settings.database_statement_timeout_ms)
     signin = SignIn(
         db,
         Signer(session_secret(settings.session_secret, settings.data_dir)),

@@ -116,7 +116,7 @@ def create_app(settings: Settings) -> Quart:
     """The scores API on the relational store named by `settings.database_url`."""
     app = Quart("spangate.sidecar")
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
-    db = Database(settings.database_url)
+    db = Database(settings.database_url, settings.database_statement_timeout_ms)
     scores = Scores(KeyVerifier(IdentityStore(db).identity_for_hash), ScoreStore(db))
     install_lifespan(app, db, log)
 

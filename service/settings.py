@@ -117,6 +117,7 @@ class Settings:
     data_dir: Path = Path(".spangate")
     redis_url: str | None = None
     database_url: str = ""
+    database_statement_timeout_ms: int = 30_000
     max_body_bytes: int = 10 * 1024 * 1024
     max_spans_per_request: int = 10_000
     max_attributes_per_request: int = 24_000
@@ -163,6 +164,9 @@ class Settings:
             data_dir=data_dir,
             redis_url=read("REDIS_URL", _redis_url, None),
             database_url=read("DATABASE_URL", _database_url, ""),
+            database_statement_timeout_ms=read(
+                "DATABASE_STATEMENT_TIMEOUT_MS", _positive_int, d.database_statement_timeout_ms
+            ),
             max_body_bytes=read("MAX_BODY_BYTES", _positive_int, d.max_body_bytes),
             max_spans_per_request=read(
                 "MAX_SPANS_PER_REQUEST", _positive_int, d.max_spans_per_request

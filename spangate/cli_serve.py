@@ -115,7 +115,7 @@ def _worker(args: argparse.Namespace) -> int:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
-    db = Database(settings.database_url)
+    db = Database(settings.database_url, settings.database_statement_timeout_ms)
     if db.sqlite_path is not None and (refused := sqlite_writer_refused()):
         logging.getLogger("spangate.worker").warning(
             "SQLite rows are written through the sqlite3 module", extra={"reason": refused}
@@ -259,7 +259,7 @@ def _serve(args: argparse.Namespace) -> int:
     except SettingsError as e:
         return fail(str(e), 2)
     configure_logging(settings.log_level)
-    db = Database(settings.database_url)
+    db = Database(settings.database_url, settings.database_statement_timeout_ms)
     try:
         migrate(db)
     except StoreError as e:

@@ -33,13 +33,18 @@ def load_settings() -> Settings:
     return Settings.from_env(os.environ)
 
 
-def with_database(action: Callable[[Database], int]) -> int:
-    """Run `action` against the migrated database; every failure becomes one line."""
+def with_database(
+    action: Callable[[Database], int], statement_timeout_ms: int | None = None
+) -> int:
+    """Run `action` against the migrated database (`statement_timeout_ms`: the setting's
+    when None; 0 for none); every failure becomes one line."""
     try:
         settings = load_settings()
     except SettingsError as e:
         return fail(str(e), EXIT_USAGE)
-    db = Database(settings.database_url)
+    if statement_timeout_ms is None:
+        statement_timeout_ms = settings.database_statement_timeout_ms
+    db = Database(settings.database_url, statement_timeout_ms)
     try:
         migrate(db)
         return action(db)

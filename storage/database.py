@@ -1,14 +1,18 @@
 """One small database layer over SQLite (sqlite3) and PostgreSQL (psycopg), sync.
 
 SQL is written once with `?` placeholders and portable types; PostgreSQL gets `%s`.
-Each thread keeps its own connection (the async apps call in through a thread pool,
-so connections are reused without sharing one across threads). Driver exceptions are
-wrapped here: StoreUnavailable when the database cannot be reached, StoreError else.
+With SQLite each thread keeps its own connection (the async apps call in through a
+thread pool, so connections are reused without sharing one across threads). With
+PostgreSQL the threads share a pool (psycopg_pool) that checks a connection before
+lending it, so a server restart costs no request once the server is back, and every
+statement has a time limit. Driver exceptions are wrapped here: StoreUnavailable when
+the database cannot be reached, StoreError else.
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 import re
 import sqlite3
 import threading
@@ -20,9 +24,14 @@ from types import ModuleType
 from typing import Any, Protocol
 
 import psycopg
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from proto_json import fastpath
 from storage.errors import StoreError, StoreUnavailable
+
+# The pool logs each failed connection attempt; StoreUnavailable says why, once, where
+# the failure is met.
+logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
 
 #: executemany without the sqlite3 module's per-row cost (storage/_sqlite_bulk.c),
 #: where it was built and found the SQLite library the sqlite3 module uses.
@@ -46,6 +55,12 @@ SQLITE_PAGE_BYTES = 16_384
 #: cache is filled only as pages are read (commit f84392d).
 SQLITE_CACHE_KIB = 65_536
 CONNECT_TIMEOUT_S = 3
+#: PostgreSQL connections a process keeps open at most (the async apps' thread pools
+#: and the worker's writer thread share them).
+POOL_MAX_CONNECTIONS = 16
+#: A statement running longer is cancelled (StoreUnavailable: a worker tries again): a
+#: stuck query must not hold a pooled connection and its locks for ever. 0: no limit.
+STATEMENT_TIMEOUT_MS = 30_000
 
 
 class Cursor(Protocol):
@@ -235,12 +250,14 @@ class _Slot:
 class Database:
     """A database named by URL: `sqlite:///path/file.db` or `postgresql://...`."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, statement_timeout_ms: int = STATEMENT_TIMEOUT_MS) -> None:
         self.url = url
         self.postgres = url.startswith(("postgresql://", "postgres://"))
+        self.statement_timeout_ms = statement_timeout_ms
         self._local = threading.local()
         self._lock = threading.Lock()
         self._slots: list[_Slot] = []
+        self._pool: ConnectionPool[Any] | None = None
 
     @property
     def sqlite_path(self) -> Path | None:
@@ -252,9 +269,28 @@ class Database:
         """The URL without a password, for logs and messages."""
         return re.sub(r"://([^:/@]+):[^@]*@", r"://\1:***@", self.url)
 
+    def _configure(self, connection: psycopg.Connection[Any]) -> None:
+        """Each new pooled PostgreSQL connection: its statement time limit."""
+        connection.execute(f"SET statement_timeout = {int(self.statement_timeout_ms)}")
+        connection.commit()
+
+    def _postgres_pool(self) -> ConnectionPool[Any]:
+        with self._lock:
+            if self._pool is None:
+                self._pool = ConnectionPool(
+                    self.url,
+                    min_size=1,
+                    max_size=POOL_MAX_CONNECTIONS,
+                    kwargs={"connect_timeout": CONNECT_TIMEOUT_S, "autocommit": False},
+                    configure=self._configure,
+                    check=ConnectionPool.check_connection,
+                    open=False,
+                    name="spangate",
+                )
+                self._pool.open(wait=False)
+            return self._pool
+
     def _connect(self) -> Any:
-        if self.postgres:
-            return psycopg.connect(self.url, connect_timeout=CONNECT_TIMEOUT_S, autocommit=False)
         path = _sqlite_path(self.url)
         path.parent.mkdir(parents=True, exist_ok=True)
         connection = sqlite3.connect(
@@ -280,7 +316,7 @@ class Database:
                 return slot
             slot.lock.release()
         connection = self._connect()
-        slot = _Slot(connection, None if self.postgres else _bulk_for(connection))
+        slot = _Slot(connection, _bulk_for(connection))
         slot.lock.acquire()
         self._local.slot = slot
         with self._lock:
@@ -306,9 +342,12 @@ class Database:
         `immediate` takes SQLite's write lock at the start (read-then-write sequences
         that must not interleave with another process); PostgreSQL ignores it.
         """
+        if self.postgres:
+            yield from self._postgres_transaction()
+            return
         try:
             slot = self._acquire()
-        except (sqlite3.Error, psycopg.Error, OSError) as e:
+        except (sqlite3.Error, OSError) as e:
             raise StoreUnavailable(
                 f"database {self.display_url} is unreachable: {_one_line(e)}"
             ) from e
@@ -317,46 +356,68 @@ class Database:
         finally:
             slot.lock.release()
 
+    def _why_unreachable(self, error: Exception) -> str:
+        """The reason a connection fails (the pool's timeout names none): one attempt
+        of this thread's own."""
+        try:
+            psycopg.connect(self.url, connect_timeout=CONNECT_TIMEOUT_S).close()
+        except psycopg.Error as e:
+            return _one_line(e)
+        return _one_line(error)
+
+    def _postgres_transaction(self) -> Iterator[Transaction]:
+        pool = self._postgres_pool()
+        try:
+            connection = pool.getconn(timeout=CONNECT_TIMEOUT_S)
+        except (PoolTimeout, psycopg.Error) as e:
+            raise StoreUnavailable(
+                f"database {self.display_url} is unreachable: {self._why_unreachable(e)}"
+            ) from e
+        try:
+            with connection.cursor() as cursor:
+                yield Transaction(cursor, postgres=True)
+            connection.commit()
+        except BaseException as e:
+            if not connection.closed:
+                try:
+                    connection.rollback()
+                except psycopg.Error:  # the pool discards a connection it finds broken
+                    pass
+            if isinstance(e, psycopg.errors.QueryCanceled):
+                raise StoreUnavailable(
+                    f"database {self.display_url} did not answer within the statement "
+                    f"timeout ({self.statement_timeout_ms} ms): {_one_line(e)}"
+                ) from e
+            if isinstance(e, psycopg.OperationalError):
+                raise StoreUnavailable(f"database {self.display_url} failed: {_one_line(e)}") from e
+            if isinstance(e, psycopg.Error | OverflowError):
+                # OverflowError: a value the driver cannot bind (an integer past 64 bits)
+                raise StoreError(f"database error: {_one_line(e)}") from e
+            raise
+        finally:
+            pool.putconn(connection)
+
     def _run(self, slot: _Slot, immediate: bool) -> Iterator[Transaction]:
         connection = slot.connection
+        cursor = connection.cursor()
         try:
-            if self.postgres:
-                with connection.cursor() as cursor:
-                    yield Transaction(cursor, postgres=True)
-                connection.commit()
-            else:
-                cursor = connection.cursor()
-                cursor.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
-                try:
-                    yield Transaction(cursor, postgres=False, bulk=slot.bulk)
-                    cursor.execute("COMMIT")
-                except BaseException:
-                    try:
-                        cursor.execute("ROLLBACK")
-                    except sqlite3.Error:  # SQLite may have rolled back already
-                        pass
-                    raise
-                finally:
-                    cursor.close()
-        except (psycopg.OperationalError, sqlite3.OperationalError) as e:
-            self._rollback_quietly(slot)
-            if self.postgres and connection.closed:
-                self._discard(slot)
-            raise StoreUnavailable(f"database {self.display_url} failed: {_one_line(e)}") from e
-        except (psycopg.Error, sqlite3.Error, OverflowError) as e:
-            # OverflowError: a value the driver cannot bind (an integer past 64 bits)
-            self._rollback_quietly(slot)
-            raise StoreError(f"database error: {_one_line(e)}") from e
-        except BaseException:
-            self._rollback_quietly(slot)
-            raise
-
-    def _rollback_quietly(self, slot: _Slot) -> None:
-        if self.postgres and not slot.connection.closed:
+            cursor.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
             try:
-                slot.connection.rollback()
-            except psycopg.Error:
-                self._discard(slot)
+                yield Transaction(cursor, postgres=False, bulk=slot.bulk)
+                cursor.execute("COMMIT")
+            except BaseException:
+                try:
+                    cursor.execute("ROLLBACK")
+                except sqlite3.Error:  # SQLite may have rolled back already
+                    pass
+                raise
+        except sqlite3.OperationalError as e:
+            raise StoreUnavailable(f"database {self.display_url} failed: {_one_line(e)}") from e
+        except (sqlite3.Error, OverflowError) as e:
+            # OverflowError: a value the driver cannot bind (an integer past 64 bits)
+            raise StoreError(f"database error: {_one_line(e)}") from e
+        finally:
+            cursor.close()
 
     def release_thread(self) -> None:
         """Close the calling thread's connection, if it has one (a thread about to end)."""
@@ -369,8 +430,11 @@ class Database:
         """Close every connection, in every thread, each once its current use ends."""
         with self._lock:
             slots, self._slots = self._slots, []
+            pool, self._pool = self._pool, None
         for slot in slots:
             slot.close()
+        if pool is not None:
+            pool.close()
 
     def ping(self) -> None:
         """A trivial round trip; StoreUnavailable when the database does not answer."""

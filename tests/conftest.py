@@ -18,7 +18,7 @@ POSTGRES_URL = os.environ.get("SPANGATE_TEST_POSTGRES_URL", "")
 BACKENDS = ["sqlite", "postgres"] if POSTGRES_URL else ["sqlite"]
 
 
-def _with_search_path(url: str, schema: str) -> str:
+def with_search_path(url: str, schema: str) -> str:
     separator = "&" if "?" in url else "?"
     return f"{url}{separator}options=-csearch_path%3D{schema}"
 
@@ -34,7 +34,7 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
     with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
         admin.execute(f'CREATE SCHEMA "{schema}"')
     try:
-        yield _with_search_path(POSTGRES_URL, schema)
+        yield with_search_path(POSTGRES_URL, schema)
     finally:
         with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
             admin.execute(f'DROP SCHEMA "{schema}" CASCADE')
@@ -55,6 +55,25 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Run every test that uses a database once per configured backend."""
     if "database_url" in metafunc.fixturenames:
         metafunc.parametrize("database_url", BACKENDS, indirect=True)
+
+
+@pytest.fixture(scope="module")
+def postgres_database() -> Iterator[Database]:
+    """A migrated PostgreSQL database (a schema) shared by a module's tests; skipped
+    where SPANGATE_TEST_POSTGRES_URL is unset (CI sets it when PostgreSQL answers)."""
+    if not POSTGRES_URL:
+        pytest.skip("SPANGATE_TEST_POSTGRES_URL is not set: no PostgreSQL here")
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
+        admin.execute(f'CREATE SCHEMA "{schema}"')
+    db = Database(with_search_path(POSTGRES_URL, schema))
+    migrate(db)
+    try:
+        yield db
+    finally:
+        db.close()
+        with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
+            admin.execute(f'DROP SCHEMA "{schema}" CASCADE')
 
 
 @pytest.fixture(scope="session")

@@ -32,8 +32,10 @@ def test_values_are_read_and_typed() -> None:
             "SPANGATE_CORS_ALLOWED_ORIGINS": "https://app.example.com/,*",
             "SPANGATE_RATE_LIMIT_IP_RPS": "0",
             "SPANGATE_LOG_LEVEL": "DEBUG",
+            "SPANGATE_DATABASE_STATEMENT_TIMEOUT_MS": "1500",
         }
     )
+    assert settings.database_statement_timeout_ms == 1500
     assert settings.data_dir == Path("/var/lib/sg")
     assert settings.database_url == "sqlite:////var/lib/sg/spangate.db"
     assert settings.trusted_proxies == (

@@ -142,3 +142,19 @@ def test_numbered_placeholders_take_the_values_they_name(tmp_path: Path) -> None
             )
             assert skipped == [0]
     database.close()
+
+
+def test_postgres_statements_have_a_time_limit(postgres_database: Database) -> None:
+    """A statement past the limit is cancelled, as the database being unavailable (a
+    worker keeps its entries and tries again); the pooled connection stays usable."""
+    limited = Database(postgres_database.url, statement_timeout_ms=200)
+    try:
+        with limited.transaction() as tx:
+            assert tx.query_one("SHOW statement_timeout") == ("200ms",)
+        with pytest.raises(StoreUnavailable, match="statement timeout"):
+            with limited.transaction() as tx:
+                tx.query_one("SELECT pg_sleep(5)")
+        with limited.transaction() as tx:
+            assert tx.query_one("SELECT 1") == (1,)
+    finally:
+        limited.close()
