@@ -17,7 +17,7 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
@@ -160,20 +160,14 @@ class Transaction:
             self._run(sql, row)
         return skipped
 
-    def first_rows(self, sql: str, rows: Sequence[Sequence[Any]]) -> list[Row | None]:
-        """PostgreSQL: run one statement for each row of parameters, all sent before any
-        answer is read (one round trip); the first row each answered."""
+    def copy(self, table: str, rows: Iterable[Sequence[Any]]) -> None:
+        """PostgreSQL: COPY rows into `table` ("name (columns)"), in one stream."""
         if not self._postgres:
-            raise ValueError("first_rows is for PostgreSQL; SQLite has executemany's unless")
-        if not rows:
-            return []
+            raise ValueError("copy is for PostgreSQL")
         cursor: Any = self._cursor
-        cursor.executemany(self._sql(sql), rows, returning=True)
-        answers: list[Row | None] = []
-        for result in cursor.results():
-            row = result.fetchone()
-            answers.append(None if row is None else tuple(row))
-        return answers
+        with cursor.copy(f"COPY {table} FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         """All rows of a query."""

@@ -9,15 +9,14 @@ row of its start day is written: inserted, replaced when its content differs, le
 it is when the content is the same (a redelivery, or a send of the same span again).
 
 The rows are the window, so it needs no state of its own: no Redis memory per span, and
-it holds across restarts and upgrades. Rows are checked and written one by one, in queue
-order, inside the batch's transaction, so a span sent twice in one batch is judged
-against its first send. On SQLite a row is only checked when something stored could
-refuse it: its trace had a row before the batch (one query finds those traces, a seek
-each), or its span came earlier in the batch. SQLite has one writer at a time, so
-workers agree exactly; with PostgreSQL, two workers writing two different versions of
-one span at the same instant on different start days could both store theirs (on the
-same start day the second waits for the first's row, then leaves it, though it does not
-count itself refused).
+it holds across restarts and upgrades. A batch is judged in queue order inside its
+transaction, so a span sent twice in one batch is judged against its first send. On
+SQLite rows are checked and written one by one, and a row is only checked when
+something stored could refuse it: its trace had a row before the batch (one query
+finds those traces, a seek each), or its span came earlier in the batch; SQLite has
+one writer at a time. On PostgreSQL a batch is written in a few set-based statements
+under a lock per trace (storage/span_copy.py). Either way, any number of workers decide
+exactly as one would.
 """
 
 from __future__ import annotations
@@ -27,9 +26,10 @@ from operator import itemgetter
 
 from storage.span_rows import SpanRow
 
-_FIELDS = SpanRow._fields
-_KEY = ("project_id", "trace_id", "span_id", "start_day")
-_INTEGER_COLUMNS = frozenset(("status_code", "start_ns", "end_ns", "received_ms"))
+FIELDS = SpanRow._fields
+#: A stored row's key: a span has a row per UTC day of its start.
+KEY = ("project_id", "trace_id", "span_id", "start_day")
+INTEGER_COLUMNS = frozenset(("status_code", "start_ns", "end_ns", "received_ms"))
 
 
 def refused_counter(project_id: str) -> str:
@@ -37,7 +37,7 @@ def refused_counter(project_id: str) -> str:
     return f"spangate:{{{project_id}}}:refused"
 
 
-def _refusal(new: Callable[[str], str], window_ms: int) -> str:
+def refusal(new: Callable[[str], str], window_ms: int) -> str:
     """SQL true of a stored row (`stored`) of the new row's span that holds other content
     and was received within the window before it; `new(field)` spells the new value."""
     return (
@@ -48,13 +48,16 @@ def _refusal(new: Callable[[str], str], window_ms: int) -> str:
     )
 
 
-_SET = ", ".join(f"{f} = excluded.{f}" for f in _FIELDS if f not in _KEY)
-#: Insert, or replace the row of the same span and start day when the content differs:
-#: identical content is a no-op, so redelivered queue entries change nothing.
+#: An upsert's update: the row of the same span and start day is replaced when the
+#: content differs; identical content is a no-op, so redelivered entries change nothing.
+SET_CHANGED = (
+    ", ".join(f"{f} = excluded.{f}" for f in FIELDS if f not in KEY)
+    + " WHERE spans.content_hash <> excluded.content_hash"
+)
+#: Insert, or replace (SET_CHANGED).
 UPSERT = (
-    f"INSERT INTO spans ({', '.join(_FIELDS)}) VALUES ({', '.join('?' * len(_FIELDS))}) "
-    f"ON CONFLICT ({', '.join(_KEY)}) DO UPDATE SET {_SET} "
-    "WHERE spans.content_hash <> excluded.content_hash"
+    f"INSERT INTO spans ({', '.join(FIELDS)}) VALUES ({', '.join('?' * len(FIELDS))}) "
+    f"ON CONFLICT ({', '.join(KEY)}) DO UPDATE SET {SET_CHANGED}"
 )
 
 
@@ -62,8 +65,8 @@ def sqlite_refusal(window_ms: int) -> str:
     """SQLite: a query of a row's values (`?N` is its Nth field) that finds a row when
     the window refuses it; the store runs it before the UPSERT of each row that
     `window_checks` names."""
-    refusal = _refusal(lambda field: f"?{_FIELDS.index(field) + 1}", window_ms)
-    return f"SELECT 1 FROM spans AS stored WHERE {refusal} LIMIT 1"
+    check = refusal(lambda field: f"?{FIELDS.index(field) + 1}", window_ms)
+    return f"SELECT 1 FROM spans AS stored WHERE {check} LIMIT 1"
 
 
 #: Traces one stored-traces query asks about (900 parameters: old SQLite allows 999).
@@ -116,19 +119,3 @@ def window_checks(
                 checks[at] = 1
             seen.add(span)
     return bytes(checks)
-
-
-def postgres_upsert(window_ms: int) -> str:
-    """PostgreSQL: UPSERT unless the window refuses the row, in one statement that
-    answers whether it was refused. Parameters: a row's values, in order."""
-    casts = ", ".join(f"?::{'bigint' if f in _INTEGER_COLUMNS else 'text'}" for f in _FIELDS)
-    refusal = _refusal(lambda field: f"new.{field}", window_ms)
-    return (
-        f"WITH new ({', '.join(_FIELDS)}) AS (VALUES ({casts})), "
-        f"refused AS (SELECT 1 FROM spans AS stored, new WHERE {refusal} LIMIT 1), "
-        f"written AS (INSERT INTO spans ({', '.join(_FIELDS)}) SELECT * FROM new "
-        f"WHERE NOT EXISTS (SELECT 1 FROM refused) ON CONFLICT ({', '.join(_KEY)}) "
-        f"DO UPDATE SET {_SET} WHERE spans.content_hash <> excluded.content_hash "
-        f"AND spans.received_ms <= excluded.received_ms - {int(window_ms)}) "
-        "SELECT EXISTS (SELECT 1 FROM refused)"
-    )

@@ -7,12 +7,11 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from storage import trace_summaries
-from storage.database import Database
+from storage import span_copy, trace_summaries
+from storage.database import Database, Transaction
 from storage.resend import (
     SQLITE_STORED_TRACES,
     UPSERT,
-    postgres_upsert,
     spans_repeat,
     sqlite_refusal,
     traces_asked,
@@ -95,26 +94,25 @@ class SpanStore:
 
     def upsert(self, rows: list[SpanRow], window_ms: int) -> list[SpanRow]:
         """Write a batch in one transaction by the re-sending rules (storage/resend.py),
-        row by row in order, and the summaries of its traces; the rows the window refused."""
+        in queue order, and the summaries of its traces; the rows the window refused."""
         with self.db.transaction(immediate=True) as tx:
-            if self.db.postgres:
-                answers = tx.first_rows(postgres_upsert(window_ms), rows)
-                refused = [
-                    row for row, answer in zip(rows, answers, strict=True) if answer and answer[0]
-                ]
-                trace_summaries.refresh_postgres(tx, rows)
-            else:
-                stored = {
-                    trace
-                    for asked in traces_asked(rows)
-                    for (trace,) in tx.query(SQLITE_STORED_TRACES, asked)
-                }
-                repeats = spans_repeat(rows)
-                checked = window_checks(rows, stored, repeats)
-                skipped = tx.executemany(UPSERT, rows, sqlite_refusal(window_ms), checked)
-                refused = [rows[position] for position in skipped]
-                trace_summaries.refresh_sqlite(tx, rows, stored, skipped, repeats)
-        return refused
+            return self.write(tx, rows, window_ms)
+
+    def write(self, tx: Transaction, rows: list[SpanRow], window_ms: int) -> list[SpanRow]:
+        """`upsert` within `tx`, a transaction of this store's database (on SQLite, one
+        that took the write lock at its start: `transaction(immediate=True)`)."""
+        if self.db.postgres:
+            return span_copy.write(tx, rows, window_ms)
+        stored = {
+            trace
+            for asked in traces_asked(rows)
+            for (trace,) in tx.query(SQLITE_STORED_TRACES, asked)
+        }
+        repeats = spans_repeat(rows)
+        checked = window_checks(rows, stored, repeats)
+        skipped = tx.executemany(UPSERT, rows, sqlite_refusal(window_ms), checked)
+        trace_summaries.refresh_sqlite(tx, rows, stored, skipped, repeats)
+        return [rows[position] for position in skipped]
 
     def trace(self, project_id: str, trace_id: str) -> list[dict[str, Any]]:
         """Every stored span of a trace, by start time."""

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 from dataclasses import dataclass
 from itertools import groupby
 from operator import itemgetter
@@ -27,7 +26,7 @@ from storage.database import Database, Transaction
 from storage.resend import STORED_TRACES_ASKED, traces_asked
 from storage.span_rows import SpanRow
 
-_COLUMNS = (
+COLUMNS = (
     "project_id, trace_id, sort_ns, start_ns, end_ns, span_count, error_count, root_name, "
     "session_id, received_ms"
 )
@@ -44,11 +43,11 @@ _AGGREGATE = (
 )
 _KEEP_SORT = ", ".join(
     f"{column} = excluded.{column}"
-    for column in _COLUMNS.split(", ")
+    for column in COLUMNS.split(", ")
     if column not in ("project_id", "trace_id", "sort_ns")
 )
 _REFRESH = (
-    f"INSERT INTO trace_summaries ({_COLUMNS}) {_AGGREGATE} "
+    f"INSERT INTO trace_summaries ({COLUMNS}) {_AGGREGATE} "
     f"ON CONFLICT (project_id, trace_id) DO UPDATE SET {_KEEP_SORT}"
 )
 _SQLITE_REFRESH = _REFRESH.format(
@@ -56,12 +55,11 @@ _SQLITE_REFRESH = _REFRESH.format(
     + ", ".join(f"?{n}" for n in range(2, STORED_TRACES_ASKED + 2))
     + ")"
 )
-_POSTGRES_REFRESH = _REFRESH.format(where="s.project_id = ? AND s.trace_id = ANY(?)")
 #: The summaries of the spans stored before the table existed (an upgrade).
-BACKFILL_SUMMARIES = f"INSERT INTO trace_summaries ({_COLUMNS}) " + _AGGREGATE.format(where="1 = 1")
+BACKFILL_SUMMARIES = f"INSERT INTO trace_summaries ({COLUMNS}) " + _AGGREGATE.format(where="1 = 1")
 
 
-_RECOUNT = f"INSERT INTO trace_summaries ({_COLUMNS}) " + _AGGREGATE.format(
+_RECOUNT = f"INSERT INTO trace_summaries ({COLUMNS}) " + _AGGREGATE.format(
     where="s.project_id = ? AND s.trace_id = ?"
 )
 
@@ -77,25 +75,14 @@ def recount(tx: Transaction, project_id: str, trace_ids: set[str]) -> None:
         tx.execute(_RECOUNT, (project_id, trace_id))
 
 
-def _lock_key(project_id: str, trace_id: str) -> int:
-    digest = hashlib.blake2b(f"{project_id}/{trace_id}".encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "big", signed=True)
-
-
-def refresh_postgres(tx: Transaction, rows: list[SpanRow]) -> None:
-    """Recompute the summaries of the traces of `rows` from what is stored, in `tx`.
-
-    Two workers may write spans of one trace at once, so each first takes a transaction
-    lock a trace (in one order, so they cannot deadlock) and only then reads the spans,
-    in a statement of its own that sees what the other committed.
-    """
-    traces: dict[str, set[str]] = {}
-    for row in rows:
-        traces.setdefault(row.project_id, set()).add(row.trace_id)
-    keys = sorted({_lock_key(p, t) for p, ts in traces.items() for t in ts})
-    tx.first_rows("SELECT pg_advisory_xact_lock(?)", [(key,) for key in keys])
-    for project_id, trace_ids in traces.items():
-        tx.execute(_POSTGRES_REFRESH, (project_id, sorted(trace_ids)))
+def refresh_staged(tx: Transaction, stage: str) -> None:
+    """PostgreSQL: recompute, from what is stored, the summaries of the traces of the
+    rows staged in table `stage` (storage/span_copy.py, which holds the traces' locks)."""
+    tx.execute(
+        _REFRESH.format(
+            where=f"(s.project_id, s.trace_id) IN (SELECT project_id, trace_id FROM {stage})"
+        )
+    )
 
 
 def refresh_sqlite(
@@ -122,7 +109,7 @@ def refresh_sqlite(
 
 
 _UPSERT_VALUES = (
-    f"INSERT INTO trace_summaries ({_COLUMNS}) VALUES ({', '.join('?' * 10)}) "
+    f"INSERT INTO trace_summaries ({COLUMNS}) VALUES ({', '.join('?' * 10)}) "
     f"ON CONFLICT (project_id, trace_id) DO UPDATE SET {_KEEP_SORT}"
 )
 _ERROR = 2
@@ -131,7 +118,7 @@ _ERROR = 2
 def summaries_of_written(
     rows: list[SpanRow], stored_traces: set[str], skipped: list[int], repeats: bool = True
 ) -> list[tuple[object, ...]]:
-    """Summary rows (in `_COLUMNS` order) of the traces of `rows` not in `stored_traces`,
+    """Summary rows (in `COLUMNS` order) of the traces of `rows` not in `stored_traces`,
     as the upsert leaves them: a span's row is the first one written for its key, or a
     later one of other content (which replaced it); refused rows are not written."""
     if skipped or repeats:

@@ -15,7 +15,6 @@ from hypothesis import strategies as st
 import proto_json
 from storage.database import Database
 from storage.identity import IdentityStore
-from storage.resend import UPSERT, postgres_upsert
 from storage.schema import migrate
 from storage.span_rows import SpanRow, rows_of
 from storage.spans import SpanStore
@@ -26,8 +25,6 @@ from storage.trace_summaries import (
     TraceSummaries,
     TraceSummary,
     page_query,
-    refresh_postgres,
-    refresh_sqlite,
 )
 from tests.fuzz import FUZZ
 from tests.proto_json.spans import span
@@ -180,12 +177,7 @@ def test_a_writer_waits_for_the_other_writer_of_its_trace(database: Database) ->
 
     def hold_a_batch_open() -> None:
         with database.transaction(immediate=True) as tx:
-            if database.postgres:
-                tx.first_rows(postgres_upsert(WINDOW_MS), first)
-                refresh_postgres(tx, first)
-            else:
-                tx.executemany(UPSERT, first)
-                refresh_sqlite(tx, first, set(), [], False)
+            SpanStore(database).write(tx, first, WINDOW_MS)
             summarised.set()
             release.wait(10)
         database.release_thread()

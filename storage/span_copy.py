@@ -1,0 +1,150 @@
+"""PostgreSQL: a batch of span rows written by the re-sending rules (storage/resend.py)
+in a few set-based statements and COPYs, instead of one statement a row.
+
+In the batch's transaction:
+
+1. A transaction lock is taken for each trace of the batch, in one order (so two
+   writers cannot deadlock). Two workers writing spans of one trace therefore take
+   turns, and each applies the rules to everything the other committed: they decide
+   exactly as one writer would, on the same start day or on different ones.
+2. The traces with something stored are found by their summaries (the store keeps one
+   for every trace with a stored span).
+3. The rows of the other traces whose spans come once each in the batch, most rows,
+   cannot be refused nor meet a stored row: they are COPYed into the span table, and
+   their traces' summaries, computed from them, into the summary table.
+4. The rest go by COPY into a temporary staging table (one per connection, emptied at
+   each commit). One statement a round finds the rows the window refuses and writes the
+   others (insert; replace when the content differs; nothing when it is the same).
+   Round k holds the k-th send of each span in the batch, so a span sent twice in one
+   batch is judged against its first send, as the rules want. Their traces' summaries
+   are then recomputed from what is stored (storage/trace_summaries.py).
+"""
+
+from __future__ import annotations
+
+from operator import itemgetter
+
+from storage import trace_summaries
+from storage.database import Transaction
+from storage.resend import FIELDS, INTEGER_COLUMNS, KEY, refusal, spans_repeat
+from storage.span_rows import SpanRow
+
+STAGE = "staged_spans"
+_COLUMNS = ", ".join(FIELDS)
+CREATE_STAGE = (
+    f"CREATE TEMP TABLE IF NOT EXISTS {STAGE} ("
+    + ", ".join(f"{f} {'BIGINT' if f in INTEGER_COLUMNS else 'TEXT'}" for f in FIELDS)
+    + ", occurrence BIGINT NOT NULL DEFAULT 1, known BOOLEAN NOT NULL DEFAULT FALSE) "
+    "ON COMMIT DELETE ROWS"
+)
+_TRACES = "unnest(?::text[], ?::text[]) AS traces (project_id, trace_id)"
+#: One transaction lock a trace (parameters: the projects, and their traces), taken in
+#: the order of their keys.
+LOCK_TRACES = (
+    "SELECT COUNT(pg_advisory_xact_lock(key)) FROM (SELECT DISTINCT "
+    f"hashtextextended(project_id || '/' || trace_id, 0) AS key FROM {_TRACES} "
+    "ORDER BY key) AS keys"
+)
+#: Of the traces (same parameters), those with a summary: those with a stored span.
+KNOWN_TRACES = (
+    f"SELECT summary.project_id, summary.trace_id FROM {_TRACES} JOIN trace_summaries AS "
+    "summary ON summary.project_id = traces.project_id AND summary.trace_id = traces.trace_id"
+)
+_SPAN_KEY = itemgetter(0, 1, 2)  # project, trace, span
+_TRACE_KEY = itemgetter(0, 1)  # project, trace
+
+
+_SAME_SPAN = (
+    "{a}.project_id = {b}.project_id AND {a}.trace_id = {b}.trace_id AND {a}.span_id = {b}.span_id"
+)
+_SAME_KEY = _SAME_SPAN + " AND {a}.start_day = {b}.start_day"
+
+
+def write_round(window_ms: int) -> str:
+    """The statement of a round (parameter: its number, three times): writes the round's
+    rows that the window does not refuse, and answers the spans (project, trace, span)
+    it refused. Its parts see the table as it was before the statement, which is exact:
+    a round holds each span once. A row that may meet something stored (`known`: its
+    trace has a stored span; or its span was sent earlier in the batch) is checked; the
+    others are inserted as they are."""
+    check = refusal(lambda field: f"new.{field}", window_ms)
+    may_meet = "(new.known OR new.occurrence > 1)"
+    not_refused = (
+        f"NOT EXISTS (SELECT 1 FROM refused WHERE {_SAME_SPAN.format(a='refused', b='new')})"
+    )
+    changed = ", ".join(f"{f} = new.{f}" for f in FIELDS if f not in KEY)
+    return (
+        "WITH refused AS (SELECT new.project_id, new.trace_id, new.span_id "
+        f"FROM {STAGE} AS new WHERE new.occurrence = ? AND {may_meet} AND EXISTS "
+        f"(SELECT 1 FROM spans AS stored WHERE {check})), "
+        f"replaced AS (UPDATE spans SET {changed} FROM {STAGE} AS new "
+        f"WHERE new.occurrence = ? AND {may_meet} AND {_SAME_KEY.format(a='spans', b='new')} "
+        f"AND spans.content_hash <> new.content_hash AND {not_refused}), "
+        f"inserted AS (INSERT INTO spans ({_COLUMNS}) SELECT {_COLUMNS} FROM {STAGE} AS new "
+        f"WHERE new.occurrence = ? AND NOT ({may_meet} AND (NOT {not_refused} OR EXISTS "
+        f"(SELECT 1 FROM spans AS stored WHERE {_SAME_KEY.format(a='stored', b='new')})))) "
+        "SELECT project_id, trace_id, span_id FROM refused"
+    )
+
+
+def _occurrences(rows: list[SpanRow]) -> list[int]:
+    """Which send of its span each row is in the batch (1 for the first)."""
+    seen: dict[tuple[str, str, str], int] = {}
+    occurrences = []
+    for span in map(_SPAN_KEY, rows):
+        seen[span] = seen.get(span, 0) + 1
+        occurrences.append(seen[span])
+    return occurrences
+
+
+def write(tx: Transaction, rows: list[SpanRow], window_ms: int) -> list[SpanRow]:
+    """Write `rows` in `tx` by the rules, and their traces' summaries; the rows the
+    window refused."""
+    if not rows:
+        return []
+    traces = list(dict.fromkeys(map(_TRACE_KEY, rows)))
+    arrays = ([project for project, _ in traces], [trace for _, trace in traces])
+    tx.query_one(LOCK_TRACES, arrays)
+    known = set(map(tuple, tx.query(KNOWN_TRACES, arrays)))
+    occurrences = _occurrences(rows) if spans_repeat(rows) else []
+    checked = set(known)
+    if occurrences:  # a trace with a span sent twice in the batch
+        checked.update(_TRACE_KEY(row) for row, n in zip(rows, occurrences, strict=True) if n > 1)
+    fresh = [row for row in rows if _TRACE_KEY(row) not in checked] if checked else rows
+    if fresh:
+        tx.copy(f"spans ({_COLUMNS})", fresh)
+        tx.copy(
+            f"trace_summaries ({trace_summaries.COLUMNS})",
+            trace_summaries.summaries_of_written(fresh, set(), [], False),
+        )
+    if len(fresh) == len(rows):
+        return []
+    return _write_checked(tx, rows, occurrences, known, checked, window_ms)
+
+
+def _write_checked(
+    tx: Transaction,
+    rows: list[SpanRow],
+    occurrences: list[int],
+    known: set[tuple[str, str]],
+    checked: set[tuple[str, str]],
+    window_ms: int,
+) -> list[SpanRow]:
+    """Step 4 for the rows of the `checked` traces; the rows refused, in queue order."""
+    sends = occurrences or [1] * len(rows)
+    staged = [
+        (*row, send, trace in known)
+        for row, send in zip(rows, sends, strict=True)
+        if (trace := _TRACE_KEY(row)) in checked
+    ]
+    tx.execute(CREATE_STAGE)
+    tx.copy(f"{STAGE} ({_COLUMNS}, occurrence, known)", staged)
+    statement = write_round(window_ms)
+    refused: set[tuple[int, tuple[str, str, str]]] = set()
+    for round_no in range(1, max(sends) + 1):
+        spans = tx.query(statement, (round_no,) * 3)
+        refused.update((round_no, tuple(span)) for span in spans)
+    trace_summaries.refresh_staged(tx, STAGE)
+    if not refused:
+        return []
+    return [row for row, send in zip(rows, sends, strict=True) if (send, _SPAN_KEY(row)) in refused]

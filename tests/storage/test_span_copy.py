@@ -1,0 +1,98 @@
+"""PostgreSQL's set-based writes decide as SQLite's row-by-row ones, and two writers
+decide as one, whichever commits first."""
+
+from __future__ import annotations
+
+import tempfile
+import threading
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from storage.database import Database
+from storage.schema import migrate
+from storage.span_rows import SpanRow
+from storage.spans import SpanStore
+from tests.fuzz import FUZZ
+from tests.storage.rows import span_row
+
+WINDOW_MS = 1000
+_ROWS = st.builds(
+    span_row,
+    project=st.sampled_from("pq"),
+    trace=st.sampled_from("ab"),
+    span=st.sampled_from("12"),
+    day=st.sampled_from(["2026-11-23", "2026-11-24"]),
+    content=st.sampled_from("xyz"),
+    received_ms=st.sampled_from([0, 1, WINDOW_MS - 1, WINDOW_MS, WINDOW_MS + 1, 5 * WINDOW_MS]),
+    root=st.booleans(),
+    start=st.integers(0, 50),
+    error=st.booleans(),
+    session=st.sampled_from([None, "s1", "s2"]),
+)
+_SPANS = "SELECT * FROM spans ORDER BY project_id, trace_id, span_id, start_day"
+_SUMMARIES = "SELECT * FROM trace_summaries ORDER BY project_id, trace_id"
+
+
+@FUZZ
+@given(batches=st.lists(st.lists(_ROWS, max_size=10), max_size=4))
+def test_postgres_decides_as_sqlite(
+    postgres_database: Database, batches: list[list[SpanRow]]
+) -> None:
+    """Batch after batch (repeats within a batch, refusals, replacements, other days,
+    several projects): the same rows refused, the same rows stored, the same
+    summaries."""
+    postgres = postgres_database
+    with postgres.transaction() as tx:
+        tx.execute("TRUNCATE spans, trace_summaries")
+    with tempfile.TemporaryDirectory() as work:
+        sqlite = Database(f"sqlite:///{work}/reference.db")
+        try:
+            migrate(sqlite)
+            for batch in batches:
+                expected = SpanStore(sqlite).upsert(batch, WINDOW_MS)
+                assert SpanStore(postgres).upsert(batch, WINDOW_MS) == expected
+            for query in (_SPANS, _SUMMARIES):
+                with postgres.transaction() as one, sqlite.transaction() as other:
+                    assert one.query(query) == other.query(query)
+        finally:
+            sqlite.close()
+
+
+@pytest.mark.parametrize("day", ["2026-11-23", "2026-11-24"])
+def test_two_writers_of_two_versions_of_a_span_decide_as_one(database: Database, day: str) -> None:
+    """Two workers store two versions of one span received within the window, at the
+    same time, on the same start day or on another: the second to get its turn waits for
+    the first's commit, then refuses its own version (and counts it)."""
+    first = [span_row(content="x", day="2026-11-23", received_ms=10_000)]
+    second = [span_row(content="y", day=day, received_ms=10_500)]
+    store = SpanStore(database)
+    written, release = threading.Event(), threading.Event()
+    refused: list[list[SpanRow]] = []
+
+    def hold_a_batch_open() -> None:
+        with database.transaction(immediate=True) as tx:
+            refused.append(store.write(tx, first, WINDOW_MS))
+            written.set()
+            release.wait(10)
+        database.release_thread()
+
+    def write_another() -> None:
+        refused.append(store.upsert(second, WINDOW_MS))
+        database.release_thread()
+
+    holder = threading.Thread(target=hold_a_batch_open)
+    holder.start()
+    assert written.wait(10)
+    writer = threading.Thread(target=write_another)
+    writer.start()
+    writer.join(0.5)  # time to reach the lock it must wait on
+    assert writer.is_alive(), "the second writer did not wait for the first"
+    release.set()
+    holder.join()
+    writer.join()
+    assert refused == [[], second]
+    with database.transaction() as tx:
+        assert tx.query("SELECT start_day, content_hash FROM spans") == [("2026-11-23", "x")]
+        assert tx.query("SELECT span_count FROM trace_summaries") == [(1,)]
