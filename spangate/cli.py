@@ -7,7 +7,15 @@ import os
 import sys
 from collections.abc import Sequence
 
-from spangate import __version__, cli_alerts, cli_identity, cli_replay, cli_serve, cli_traces
+from spangate import (
+    __version__,
+    cli_alerts,
+    cli_identity,
+    cli_replay,
+    cli_retention,
+    cli_serve,
+    cli_traces,
+)
 
 EXIT_BROKEN_PIPE = 128 + 13  # as a shell reports a command that SIGPIPE stopped
 
@@ -24,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_traces.register(commands)
     cli_alerts.register(commands)
     cli_replay.register(commands)
+    cli_retention.register(commands)
     return parser
 
 

@@ -29,6 +29,7 @@ import logging
 import os
 import socket
 import threading
+import time
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -41,6 +42,7 @@ from spanqueue.layout import QueuedRequest
 from storage.checkpoints import BackgroundCheckpoints
 from storage.errors import StoreError, StoreUnavailable
 from storage.resend import refused_counter
+from storage.retention import make_partitions
 from storage.span_rows import SpanRow, rows_of_json
 from storage.spans import SpanStore
 
@@ -58,6 +60,10 @@ PARTS_AHEAD = 2
 #: whole entries (a 1,000-span entry is milliseconds of C). A thread waiting for the GIL
 #: asks for it only after the switch interval, 5 ms by default: the writer sat idle.
 SWITCH_INTERVAL_S = 0.0005
+#: How often a running worker makes the span partitions of the days ahead; and how soon
+#: it tries again when that failed.
+PARTITIONS_EVERY_S = 3600.0
+PARTITIONS_RETRY_S = 60.0
 #: Batches between full collections when the command turned the collector off.
 FULL_GC_EVERY = 100
 
@@ -153,6 +159,7 @@ class Worker:
         self._writer: ThreadPoolExecutor | None = None
         self._writing: deque[Future[_Written]] = deque()  # parts handed over, in order
         self._batches = 0
+        self._partitions_due = 0.0  # time.monotonic() of the next make_partitions
 
     def _failed(self, entry: Entry, reason: str) -> None:
         if self.queue.failed(entry, reason):
@@ -310,6 +317,23 @@ class Worker:
             writer.submit(self.store.db.release_thread)
             writer.shutdown(wait=True)
 
+    def _make_partitions(self) -> None:
+        """Every PARTITIONS_EVERY_S: the span table's partitions of the days ahead
+        (storage/retention.py). Until they exist, rows go to the default partition: a
+        failure here is logged and tried again a minute later."""
+        now = time.monotonic()
+        if now < self._partitions_due:
+            return
+        try:
+            made = make_partitions(self.store.db)
+        except StoreError as e:
+            log.warning("could not make the span partitions", extra={"error": str(e)})
+            self._partitions_due = now + PARTITIONS_RETRY_S
+            return
+        if made:
+            log.info("span partitions made", extra={"partitions": made})
+        self._partitions_due = now + PARTITIONS_EVERY_S
+
     def run(self, stop: threading.Event | None = None, burst: bool = False) -> WorkerStats:
         """Until `stop` is set (or, in burst mode, until nothing is left to do)."""
         stop = stop or threading.Event()
@@ -329,6 +353,7 @@ class Worker:
         self._writer.submit(self.store.db.ping)
         try:
             while not stop.is_set():
+                self._make_partitions()
                 try:
                     seen = self.run_once(block=not burst)
                 except (StoreUnavailable, redis.ConnectionError) as e:

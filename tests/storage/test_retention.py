@@ -1,0 +1,144 @@
+"""Day partitions made ahead (PostgreSQL) and old days removed (both databases)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from datetime import date, timedelta
+from pathlib import Path
+
+import orjson
+
+from storage.database import Database
+from storage.retention import AHEAD_DAYS, make_partitions, partition_name, remove_days_before
+from storage.retention import today as utc_today
+from storage.span_rows import SpanRow
+from storage.spans import SpanStore
+from tests.storage.rows import span_row
+
+WINDOW_MS = 1000
+_NS_A_DAY = 86_400 * 10**9
+
+
+def _on(day: date, trace: str, span: str, root: bool = True) -> SpanRow:
+    start = (day - date(1970, 1, 1)).days * _NS_A_DAY + 3600 * 10**9
+    return span_row(
+        trace=trace, span=span, day=day.isoformat(), start=start, end=start + 10, root=root
+    )
+
+
+def _partition_of(db: Database, trace: str) -> list[str]:
+    with db.transaction() as tx:
+        rows = tx.query(
+            "SELECT tableoid::regclass::text FROM spans WHERE trace_id = ? ORDER BY 1", (trace,)
+        )
+    return [name.split(".")[-1] for (name,) in rows]
+
+
+def _summaries(db: Database) -> dict[str, tuple[int, int]]:
+    with db.transaction() as tx:
+        rows = tx.query("SELECT trace_id, span_count, start_ns FROM trace_summaries")
+    return {trace: (count, start) for trace, count, start in rows}
+
+
+def test_partitions_are_made_ahead_once_and_take_their_rows_from_the_default(
+    database: Database,
+) -> None:
+    """Yesterday to AHEAD_DAYS after today get a partition each, once; a row stored
+    before its day had one moves into it."""
+    today = utc_today()
+    tomorrow = today + timedelta(days=1)
+    SpanStore(database).upsert([_on(tomorrow, "t", "1")], WINDOW_MS)
+    made = make_partitions(database)
+    if not database.postgres:
+        assert made == []
+        return
+    expected = [partition_name(today + timedelta(days=n)) for n in range(-1, AHEAD_DAYS + 1)]
+    assert made == expected
+    assert make_partitions(database) == []
+    assert _partition_of(database, "t") == [partition_name(tomorrow)]
+    SpanStore(database).upsert([_on(today - timedelta(days=400), "old", "1")], WINDOW_MS)
+    assert _partition_of(database, "old") == ["spans_default"]
+
+
+def test_old_days_are_removed_and_their_traces_summaries_recomputed(database: Database) -> None:
+    """Spans that started before the cutoff go (whole partitions on PostgreSQL, rows of
+    the default partition too); a trace with nothing left loses its summary, one with
+    spans on both sides keeps the count of what is left."""
+    today = utc_today()
+    old, cutoff = today - timedelta(days=40), today - timedelta(days=30)
+    make_partitions(database, old)  # the old days have partitions, as a worker made them
+    rows = [
+        _on(old, "gone", "1"),
+        _on(old - timedelta(days=300), "gone", "2", root=False),  # in the default partition
+        _on(old, "both", "1"),
+        _on(today, "both", "2", root=False),
+        _on(today, "kept", "1"),
+    ]
+    SpanStore(database).upsert(rows, WINDOW_MS)
+    before = _summaries(database)
+    removed = remove_days_before(database, cutoff)
+    store = SpanStore(database)
+    assert [s["spanId"] for s in store.trace("p", "both")] == ["2"]
+    assert store.trace("p", "gone") == []
+    after = _summaries(database)
+    assert set(after) == {"both", "kept"}
+    assert after["kept"] == before["kept"]
+    assert after["both"] == (1, rows[3].start_ns)
+    assert removed.traces == 2
+    if database.postgres:
+        assert removed.partitions == [
+            partition_name(old + timedelta(days=n)) for n in range(-1, AHEAD_DAYS + 1)
+        ]
+        assert removed.rows == 1  # the row in the default partition
+    else:
+        assert (removed.partitions, removed.rows) == ([], 3)
+
+
+def test_the_command_says_what_it_keeps_and_removes_only_when_told(
+    database_url: str, database: Database, tmp_path: Path
+) -> None:
+    """`spangate retention --days N` names the first day kept; with --yes it removes."""
+    today = utc_today()
+    SpanStore(database).upsert(
+        [_on(today - timedelta(days=10), "old", "1"), _on(today, "new", "1")], WINDOW_MS
+    )
+    env = {**os.environ, "SPANGATE_DATABASE_URL": database_url}
+
+    def run(*args: str) -> dict[str, object]:
+        done = subprocess.run(
+            [sys.executable, "-m", "spangate.cli", "retention", *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        answer: dict[str, object] = orjson.loads(done.stdout)
+        return answer
+
+    keep_from = (today - timedelta(days=5)).isoformat()
+    assert run("--days", "5") == {"keepFrom": keep_from, "removed": None}
+    assert set(_summaries(database)) == {"old", "new"}
+    answer = run("--days", "5", "--yes")
+    assert answer["keepFrom"] == keep_from
+    assert answer["removed"] == {
+        "partitions": [],
+        "rows": 1,
+        "tracesRecounted": 1,
+    }
+    assert set(_summaries(database)) == {"new"}
+
+
+def test_the_command_refuses_a_retention_of_no_days(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "spangate.cli", "retention", "--days", "0"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "must be 1 or more" in done.stderr and "Traceback" not in done.stderr
