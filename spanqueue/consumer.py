@@ -3,7 +3,8 @@
 Each stream has one consumer group (GROUP). An entry is acknowledged (XACK) and deleted
 (XDEL, so Redis memory stays flat) only once the caller has stored it; a worker killed
 mid-batch leaves its entries pending, and any worker takes them over (XAUTOCLAIM) once
-they have been idle for `claim_idle_ms`. An entry that fails on its own is retried up
+they have been idle for `claim_idle_ms`; a worker whose write failed takes its own up
+again as soon as it can (`read_own`). An entry that fails on its own is retried up
 to `max_attempts` times, then moved with the reason to the project's dead-letter stream.
 """
 
@@ -181,6 +182,22 @@ class Consumer:
             Entry(stream.decode(), entry_id, fields)
             for stream, messages in reply or []
             for entry_id, fields in messages
+        ]
+
+    def read_own(self, streams: list[str]) -> list[Entry]:
+        """Entries delivered to this consumer and not yet acknowledged (left pending when
+        a write failed): taken up again at once when the database is back, rather than
+        after claim_idle_ms."""
+        if not streams:
+            return []
+        reply: Any = self.client.xreadgroup(
+            GROUP, self.consumer, dict.fromkeys(streams, "0"), count=self.unsized_count
+        )
+        return [
+            Entry(stream.decode(), entry_id, fields)
+            for stream, messages in reply or []
+            for entry_id, fields in messages
+            if fields  # an entry deleted since (acknowledged by a worker that took it over)
         ]
 
     def read_ahead(self) -> ReadAhead:

@@ -160,6 +160,7 @@ class Worker:
         self._writing: deque[Future[_Written]] = deque()  # parts handed over, in order
         self._batches = 0
         self._partitions_due = 0.0  # time.monotonic() of the next make_partitions
+        self._own_pending = False  # entries left pending here by a failed write
 
     def _failed(self, entry: Entry, reason: str) -> None:
         if self.queue.failed(entry, reason):
@@ -281,10 +282,14 @@ class Worker:
             self._ahead = None
 
     def run_once(self, block: bool = True) -> int:
-        """One step: claim stale entries or read new ones, and process them; entries seen."""
+        """One step: take up entries a failed write left here, or claim stale entries, or
+        read new ones; and process them. The entries seen."""
         if self._ahead is not None:
             ahead, self._ahead = self._ahead, None
             entries = ahead.result()
+        elif self._own_pending and not self._writing:  # nothing of them still in hand
+            entries = self.queue.read_own(self.queue.discover())
+            self._own_pending = bool(entries)
         else:
             streams = self.queue.discover()
             entries = self.queue.claim(streams) or self.queue.read_new(streams, block=False)
@@ -357,7 +362,8 @@ class Worker:
                 try:
                     seen = self.run_once(block=not burst)
                 except (StoreUnavailable, redis.ConnectionError) as e:
-                    self._drop_ahead()  # its entries stay pending: taken over later
+                    self._drop_ahead()  # its entries stay pending: taken up again later
+                    self._own_pending = True
                     what = "database" if isinstance(e, StoreUnavailable) else "queue"
                     log.warning(f"{what} unavailable; retrying", extra={"error": str(e)})
                     stop.wait(UNAVAILABLE_BACKOFF_S)

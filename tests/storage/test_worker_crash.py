@@ -22,7 +22,7 @@ from tests.proto_json.spans import span
 REQUESTS, SPANS_PER_REQUEST = 60, 200
 
 
-def _body(request_no: int) -> bytes:
+def request_body(request_no: int) -> bytes:
     trace = f"{request_no + 1:032x}"
     return orjson.dumps(
         {
@@ -51,7 +51,9 @@ async def test_sigkill_mid_batch_then_restart_stores_everything_once(
         client = app.test_client()
         for n in range(REQUESTS):
             response = await client.post(
-                "/v1/spans", data=_body(n), headers={"Authorization": f"Bearer {created.key}"}
+                "/v1/spans",
+                data=request_body(n),
+                headers={"Authorization": f"Bearer {created.key}"},
             )
             assert response.status_code == 200
             acknowledged += (await response.get_json())["accepted"]

@@ -1,0 +1,93 @@
+"""PostgreSQL crashes and comes back in the middle of a drain: the worker waits, with
+its entries pending, and then stores every acknowledged span, once, without a restart."""
+
+from __future__ import annotations
+
+import signal
+import time
+from pathlib import Path
+
+import pytest
+import redis
+
+from collector.app import create_app
+from service.settings import Settings
+from spanqueue.layout import GROUP, stream_key
+from storage.database import Database
+from storage.errors import StoreError
+from storage.identity import IdentityStore
+from storage.schema import migrate
+from storage.spans import SpanStore
+from tests.postgres_server import PostgresServer, server_binaries
+from tests.processes import spawn
+from tests.storage.test_worker_crash import REQUESTS, SPANS_PER_REQUEST, request_body
+
+
+def _count(store: SpanStore, project_id: str) -> int:
+    try:
+        return store.count(project_id)
+    except StoreError:  # the server is down
+        return -1
+
+
+async def test_postgres_crash_mid_drain_loses_nothing(tmp_path: Path, redis_url: str) -> None:
+    if server_binaries() is None:
+        pytest.skip("no PostgreSQL server binaries here to start a private server")
+    server = PostgresServer().start()
+    db = Database(server.url)
+    try:
+        migrate(db)
+        identity = IdentityStore(db)
+        identity.add_user("o@x.io", "owner")
+        created = identity.create_key("restart", "o@x.io")
+        project_id = identity.project("restart").id
+        settings = Settings(data_dir=tmp_path, redis_url=redis_url, database_url=server.url)
+        async with create_app(settings).test_app() as app:
+            client = app.test_client()
+            for n in range(REQUESTS):
+                response = await client.post(
+                    "/v1/spans",
+                    data=request_body(n),
+                    headers={"Authorization": f"Bearer {created.key}"},
+                )
+                assert response.status_code == 200
+        acknowledged = REQUESTS * SPANS_PER_REQUEST
+        store = SpanStore(db)
+        env = {"SPANGATE_REDIS_URL": redis_url, "SPANGATE_DATABASE_URL": server.url}
+        # its own entries left pending must be taken up again by itself, not after a
+        # takeover's idle time (ten minutes here)
+        worker = spawn(["worker", "--claim-idle-ms", "600000"], env, tmp_path)
+        try:
+            deadline = time.monotonic() + 60
+            while _count(store, project_id) <= 0 and time.monotonic() < deadline:
+                time.sleep(0.005)
+            server.crash()
+            time.sleep(2)  # the worker meets the database down, and keeps trying
+            assert worker.poll() is None, "the worker must not exit while PostgreSQL is down"
+            server.start()
+            deadline = time.monotonic() + 60
+            while _count(store, project_id) < acknowledged and time.monotonic() < deadline:
+                time.sleep(0.1)
+            stored = _count(store, project_id)
+        finally:
+            worker.send_signal(signal.SIGTERM)
+            _, err = worker.communicate(timeout=60)
+        assert stored == acknowledged, err.decode()[-3000:]
+        assert b"database unavailable; retrying" in err
+        with db.transaction() as tx:
+            [(distinct,)] = tx.query(
+                "SELECT COUNT(*) FROM (SELECT DISTINCT trace_id, span_id FROM spans "
+                "WHERE project_id = ?) AS d",
+                (project_id,),
+            )
+            [(traces,)] = tx.query(
+                "SELECT COUNT(*) FROM trace_summaries WHERE project_id = ?", (project_id,)
+            )
+        assert (distinct, traces) == (acknowledged, REQUESTS)
+        queue = redis.Redis.from_url(redis_url)
+        assert queue.xlen(stream_key(project_id)) == 0
+        assert queue.xpending(stream_key(project_id), GROUP)["pending"] == 0
+        queue.close()
+    finally:
+        db.close()
+        server.stop()
