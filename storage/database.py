@@ -160,12 +160,15 @@ class Transaction:
             self._run(sql, row)
         return skipped
 
-    def copy(self, table: str, rows: Iterable[Sequence[Any]]) -> None:
-        """PostgreSQL: COPY rows into `table` ("name (columns)"), in one stream."""
+    def copy(self, table: str, types: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+        """PostgreSQL: COPY rows into `table` ("name (columns)", the columns of PostgreSQL
+        `types`), in one stream. Binary: a third of the text format's cost to the client
+        (whose GIL the worker's decoding needs) and less work for the server."""
         if not self._postgres:
             raise ValueError("copy is for PostgreSQL")
         cursor: Any = self._cursor
-        with cursor.copy(f"COPY {table} FROM STDIN") as copy:
+        with cursor.copy(f"COPY {table} FROM STDIN (FORMAT BINARY)") as copy:
+            copy.set_types(types)
             for row in rows:
                 copy.write_row(row)
 

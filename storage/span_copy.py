@@ -31,6 +31,7 @@ from storage.span_rows import SpanRow
 
 STAGE = "staged_spans"
 _COLUMNS = ", ".join(FIELDS)
+_TYPES = tuple("bigint" if f in INTEGER_COLUMNS else "text" for f in FIELDS)
 CREATE_STAGE = (
     f"CREATE TEMP TABLE IF NOT EXISTS {STAGE} ("
     + ", ".join(f"{f} {'BIGINT' if f in INTEGER_COLUMNS else 'TEXT'}" for f in FIELDS)
@@ -112,9 +113,10 @@ def write(tx: Transaction, rows: list[SpanRow], window_ms: int) -> list[SpanRow]
         checked.update(_TRACE_KEY(row) for row, n in zip(rows, occurrences, strict=True) if n > 1)
     fresh = [row for row in rows if _TRACE_KEY(row) not in checked] if checked else rows
     if fresh:
-        tx.copy(f"spans ({_COLUMNS})", fresh)
+        tx.copy(f"spans ({_COLUMNS})", _TYPES, fresh)
         tx.copy(
             f"trace_summaries ({trace_summaries.COLUMNS})",
+            trace_summaries.COLUMN_TYPES,
             trace_summaries.summaries_of_written(fresh, set(), [], False),
         )
     if len(fresh) == len(rows):
@@ -138,7 +140,7 @@ def _write_checked(
         if (trace := _TRACE_KEY(row)) in checked
     ]
     tx.execute(CREATE_STAGE)
-    tx.copy(f"{STAGE} ({_COLUMNS}, occurrence, known)", staged)
+    tx.copy(f"{STAGE} ({_COLUMNS}, occurrence, known)", (*_TYPES, "bigint", "boolean"), staged)
     statement = write_round(window_ms)
     refused: set[tuple[int, tuple[str, str, str]]] = set()
     for round_no in range(1, max(sends) + 1):

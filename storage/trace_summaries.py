@@ -30,6 +30,19 @@ COLUMNS = (
     "project_id, trace_id, sort_ns, start_ns, end_ns, span_count, error_count, root_name, "
     "session_id, received_ms"
 )
+#: Their PostgreSQL types, in order.
+COLUMN_TYPES = (
+    "text",
+    "text",
+    "bigint",
+    "bigint",
+    "bigint",
+    "bigint",
+    "bigint",
+    "text",
+    "text",
+    "bigint",
+)
 #: Spans of the traces `{where}` names, one summary row each (the earliest root span
 #: names the trace; with none stored yet it has no name).
 _AGGREGATE = (
