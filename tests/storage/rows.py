@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from hypothesis import strategies as st
+
 from storage.span_rows import SpanRow
 
 
@@ -24,3 +26,24 @@ def span_row(
         2 if error else 0, None, start, end, session, "[]", "[]", "[]", "{}", "{}", "{}",
         content, received_ms,
     )  # fmt: skip
+
+
+def sends(window_ms: int) -> st.SearchStrategy[SpanRow]:
+    """Rows of a few spans sent again and again: projects, traces, start days, contents,
+    receive times about the window's edges, roots, ends, errors and sessions mixed."""
+    return st.builds(
+        span_row,
+        project=st.sampled_from("pq"),
+        trace=st.sampled_from("ab"),
+        span=st.sampled_from("123"),
+        day=st.sampled_from(["2026-11-23", "2026-11-24"]),
+        content=st.sampled_from("xyz"),
+        received_ms=st.sampled_from(
+            [0, 1, window_ms - 1, window_ms, window_ms + 1, window_ms + 2, 5 * window_ms]
+        ),
+        root=st.booleans(),
+        start=st.integers(0, 50),
+        end=st.one_of(st.none(), st.integers(50, 90)),
+        error=st.booleans(),
+        session=st.sampled_from([None, "s1", "s2"]),
+    )

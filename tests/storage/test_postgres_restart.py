@@ -10,17 +10,14 @@ from pathlib import Path
 import pytest
 import redis
 
-from collector.app import create_app
-from service.settings import Settings
 from spanqueue.layout import GROUP, stream_key
 from storage.database import Database
 from storage.errors import StoreError
-from storage.identity import IdentityStore
 from storage.schema import migrate
 from storage.spans import SpanStore
 from tests.postgres_server import PostgresServer, server_binaries
 from tests.processes import spawn
-from tests.storage.test_worker_crash import REQUESTS, SPANS_PER_REQUEST, request_body
+from tests.storage.acknowledged import REQUESTS, SPANS_PER_REQUEST, send_acknowledged
 
 
 def _count(store: SpanStore, project_id: str) -> int:
@@ -37,21 +34,8 @@ async def test_postgres_crash_mid_drain_loses_nothing(tmp_path: Path, redis_url:
     db = Database(server.url)
     try:
         migrate(db)
-        identity = IdentityStore(db)
-        identity.add_user("o@x.io", "owner")
-        created = identity.create_key("restart", "o@x.io")
-        project_id = identity.project("restart").id
-        settings = Settings(data_dir=tmp_path, redis_url=redis_url, database_url=server.url)
-        async with create_app(settings).test_app() as app:
-            client = app.test_client()
-            for n in range(REQUESTS):
-                response = await client.post(
-                    "/v1/spans",
-                    data=request_body(n),
-                    headers={"Authorization": f"Bearer {created.key}"},
-                )
-                assert response.status_code == 200
-        acknowledged = REQUESTS * SPANS_PER_REQUEST
+        project_id, acknowledged = await send_acknowledged(db, redis_url, tmp_path)
+        assert acknowledged == REQUESTS * SPANS_PER_REQUEST
         store = SpanStore(db)
         env = {"SPANGATE_REDIS_URL": redis_url, "SPANGATE_DATABASE_URL": server.url}
         # its own entries left pending must be taken up again by itself, not after a

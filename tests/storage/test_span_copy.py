@@ -15,22 +15,10 @@ from storage.schema import migrate
 from storage.span_rows import SpanRow
 from storage.spans import SpanStore
 from tests.fuzz import FUZZ
-from tests.storage.rows import span_row
+from tests.storage.rows import sends, span_row
 
 WINDOW_MS = 1000
-_ROWS = st.builds(
-    span_row,
-    project=st.sampled_from("pq"),
-    trace=st.sampled_from("ab"),
-    span=st.sampled_from("12"),
-    day=st.sampled_from(["2026-11-23", "2026-11-24"]),
-    content=st.sampled_from("xyz"),
-    received_ms=st.sampled_from([0, 1, WINDOW_MS - 1, WINDOW_MS, WINDOW_MS + 1, 5 * WINDOW_MS]),
-    root=st.booleans(),
-    start=st.integers(0, 50),
-    error=st.booleans(),
-    session=st.sampled_from([None, "s1", "s2"]),
-)
+_ROWS = sends(WINDOW_MS)
 _SPANS = "SELECT * FROM spans ORDER BY project_id, trace_id, span_id, start_day"
 _SUMMARIES = "SELECT * FROM trace_summaries ORDER BY project_id, trace_id"
 

@@ -28,7 +28,7 @@ from storage.trace_summaries import (
 )
 from tests.fuzz import FUZZ
 from tests.proto_json.spans import span
-from tests.storage.rows import span_row
+from tests.storage.rows import sends, span_row
 
 WINDOW_MS = 1_200_000
 TRACE = "ab" * 16
@@ -126,20 +126,7 @@ def test_upgrade_fills_summaries_of_stored_spans(database_url: str) -> None:
         db.close()
 
 
-_ROWS = st.builds(
-    span_row,
-    project=st.sampled_from("pq"),
-    trace=st.sampled_from("ab"),
-    span=st.sampled_from("123"),
-    day=st.sampled_from(["2026-11-23", "2026-11-24"]),
-    content=st.sampled_from("xyz"),
-    received_ms=st.sampled_from([0, 1, WINDOW_MS, WINDOW_MS + 2, 5 * WINDOW_MS]),
-    root=st.booleans(),
-    start=st.integers(0, 50),
-    end=st.one_of(st.none(), st.integers(50, 90)),
-    error=st.booleans(),
-    session=st.sampled_from([None, "s1", "s2"]),
-)
+_ROWS = sends(WINDOW_MS)
 _RECOMPUTED = BACKFILL_SUMMARIES.split(") ", 1)[1]  # the aggregate over every stored span
 
 

@@ -21,7 +21,7 @@ from storage.schema import migrate
 from storage.span_rows import SpanRow
 from storage.spans import UPSERT, SpanStore
 from tests.fuzz import FUZZ
-from tests.storage.rows import span_row
+from tests.storage.rows import sends, span_row
 
 WINDOW_MS = 1000
 
@@ -74,15 +74,7 @@ def _every_row_checked(db: Database, rows: list[SpanRow]) -> list[SpanRow]:
     return [rows[at] for at in skipped]
 
 
-_ROWS = st.builds(
-    span_row,
-    project=st.sampled_from("pq"),
-    trace=st.sampled_from("ab"),
-    span=st.sampled_from("12"),
-    day=st.sampled_from(["2026-11-23", "2026-11-24"]),
-    content=st.sampled_from("xyz"),
-    received_ms=st.sampled_from([0, 1, WINDOW_MS - 1, WINDOW_MS, WINDOW_MS + 1, 5 * WINDOW_MS]),
-)
+_ROWS = sends(WINDOW_MS)
 
 
 @FUZZ

@@ -6,32 +6,14 @@ import signal
 import time
 from pathlib import Path
 
-import orjson
 import redis
 
-from collector.app import create_app
-from service.settings import Settings
 from spanqueue.layout import stream_key
 from storage.database import Database
-from storage.identity import IdentityStore
 from storage.schema import migrate
 from storage.spans import SpanStore
 from tests.processes import spawn
-from tests.proto_json.spans import span
-
-REQUESTS, SPANS_PER_REQUEST = 60, 200
-
-
-def request_body(request_no: int) -> bytes:
-    trace = f"{request_no + 1:032x}"
-    return orjson.dumps(
-        {
-            "spans": [
-                span(traceId=trace, spanId=f"{i + 1:016x}", attributes={"i": i, "pad": "x" * 100})
-                for i in range(SPANS_PER_REQUEST)
-            ]
-        }
-    )
+from tests.storage.acknowledged import REQUESTS, SPANS_PER_REQUEST, send_acknowledged
 
 
 async def test_sigkill_mid_batch_then_restart_stores_everything_once(
@@ -41,22 +23,7 @@ async def test_sigkill_mid_batch_then_restart_stores_everything_once(
     database_url = f"sqlite:///{tmp_path / 'spangate.db'}"
     db = Database(database_url)
     migrate(db)
-    identity = IdentityStore(db)
-    identity.add_user("o@x.io", "owner")
-    created = identity.create_key("crash", "o@x.io")
-    project_id = identity.project("crash").id
-    settings = Settings(data_dir=tmp_path, redis_url=redis_url, database_url=database_url)
-    acknowledged = 0
-    async with create_app(settings).test_app() as app:
-        client = app.test_client()
-        for n in range(REQUESTS):
-            response = await client.post(
-                "/v1/spans",
-                data=request_body(n),
-                headers={"Authorization": f"Bearer {created.key}"},
-            )
-            assert response.status_code == 200
-            acknowledged += (await response.get_json())["accepted"]
+    project_id, acknowledged = await send_acknowledged(db, redis_url, tmp_path)
     store = SpanStore(db)
     env = {"SPANGATE_REDIS_URL": redis_url, "SPANGATE_DATABASE_URL": database_url}
     first = spawn(["worker"], env, tmp_path)
