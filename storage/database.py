@@ -255,6 +255,9 @@ class Database:
         self._lock = threading.Lock()
         self._slots: list[_Slot] = []
         self._pool: ConnectionPool[Any] | None = None
+        # the last transaction found the server unreachable: the next asks it first, and
+        # fails at once while it is down, rather than after the pool's timeout
+        self._unreachable = False
 
     @property
     def sqlite_path(self) -> Path | None:
@@ -353,23 +356,53 @@ class Database:
         finally:
             slot.lock.release()
 
-    def _why_unreachable(self, error: Exception) -> str:
-        """The reason a connection fails (the pool's timeout names none): one attempt
-        of this thread's own."""
+    def _connect_error(self) -> str | None:
+        """Why a connection of this thread's own fails; None when it succeeds (the pool's
+        timeout names no reason, and fails slowly)."""
         try:
             psycopg.connect(self.url, connect_timeout=CONNECT_TIMEOUT_S).close()
         except psycopg.Error as e:
             return _one_line(e)
-        return _one_line(error)
+        return None
 
-    def _postgres_transaction(self) -> Iterator[Transaction]:
+    def _lend(self) -> tuple[ConnectionPool[Any], Any]:
+        """The pool and a connection of it; StoreUnavailable when there is none."""
+        unreachable = f"database {self.display_url} is unreachable"
+        if self._unreachable:  # as it was last time: ask the server itself, at once
+            reason = self._connect_error()
+            if reason is not None:
+                raise StoreUnavailable(f"{unreachable}: {reason}")
         pool = self._postgres_pool()
         try:
             connection = pool.getconn(timeout=CONNECT_TIMEOUT_S)
         except (PoolTimeout, psycopg.Error) as e:
-            raise StoreUnavailable(
-                f"database {self.display_url} is unreachable: {self._why_unreachable(e)}"
-            ) from e
+            reason = self._connect_error()
+            self._unreachable = reason is not None
+            if reason is None:  # the server answers: every pooled connection is in use
+                raise StoreUnavailable(
+                    f"database {self.display_url}: no pooled connection free within "
+                    f"{CONNECT_TIMEOUT_S} s (all {POOL_MAX_CONNECTIONS} in use)"
+                ) from e
+            raise StoreUnavailable(f"{unreachable}: {reason}") from e
+        self._unreachable = False
+        return pool, connection
+
+    def _failure(self, error: BaseException) -> BaseException:
+        """What a PostgreSQL transaction's error is raised as."""
+        if isinstance(error, psycopg.errors.QueryCanceled):
+            return StoreUnavailable(
+                f"database {self.display_url} did not answer within the statement "
+                f"timeout ({self.statement_timeout_ms} ms): {_one_line(error)}"
+            )
+        if isinstance(error, psycopg.OperationalError):
+            return StoreUnavailable(f"database {self.display_url} failed: {_one_line(error)}")
+        if isinstance(error, psycopg.Error | OverflowError):
+            # OverflowError: a value the driver cannot bind (an integer past 64 bits)
+            return StoreError(f"database error: {_one_line(error)}")
+        return error
+
+    def _postgres_transaction(self) -> Iterator[Transaction]:
+        pool, connection = self._lend()
         try:
             with connection.cursor() as cursor:
                 yield Transaction(cursor, postgres=True)
@@ -380,17 +413,10 @@ class Database:
                     connection.rollback()
                 except psycopg.Error:  # the pool discards a connection it finds broken
                     pass
-            if isinstance(e, psycopg.errors.QueryCanceled):
-                raise StoreUnavailable(
-                    f"database {self.display_url} did not answer within the statement "
-                    f"timeout ({self.statement_timeout_ms} ms): {_one_line(e)}"
-                ) from e
-            if isinstance(e, psycopg.OperationalError):
-                raise StoreUnavailable(f"database {self.display_url} failed: {_one_line(e)}") from e
-            if isinstance(e, psycopg.Error | OverflowError):
-                # OverflowError: a value the driver cannot bind (an integer past 64 bits)
-                raise StoreError(f"database error: {_one_line(e)}") from e
-            raise
+            failure = self._failure(e)
+            if failure is e:
+                raise
+            raise failure from e
         finally:
             pool.putconn(connection)
 

@@ -158,3 +158,23 @@ def test_postgres_statements_have_a_time_limit(postgres_database: Database) -> N
             assert tx.query_one("SELECT 1") == (1,)
     finally:
         limited.close()
+
+
+def test_postgres_down_fails_at_once_after_the_first_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """While the server is unreachable, the first transaction waits out the pool's
+    timeout; the ones after it ask the server itself first, and fail without waiting."""
+    db = Database("postgresql://postgres@127.0.0.1:1/none")
+    try:
+        with pytest.raises(StoreUnavailable, match="unreachable: .*refused"):
+            db.ping()
+
+        def no_wait(**_: object) -> None:
+            pytest.fail("waited on the pool")
+
+        monkeypatch.setattr(db._postgres_pool(), "getconn", no_wait)
+        with pytest.raises(StoreUnavailable, match="unreachable: .*refused"):
+            db.ping()
+    finally:
+        db.close()
