@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import dataclasses
+import functools
 import gc
 import logging
 import os
@@ -21,11 +22,11 @@ from service.logs import configure_logging
 from service.settings import Settings, SettingsError
 from spangate.cli_support import fail, load_settings
 from spangate.embedded_redis import EmbeddedRedis, EmbeddedRedisError
+from spangate.supervisor import Supervisor
 from storage.database import Database, sqlite_writer_refused
 from storage.errors import StoreError
 from storage.schema import migrate
 
-STOP_TIMEOUT_S = 30.0
 PR_SET_PDEATHSIG = 1
 
 
@@ -128,6 +129,7 @@ def _worker(args: argparse.Namespace) -> int:
                 client,
                 SpanStore(db),
                 settings.dedup_window_seconds,
+                consumer=args.consumer,
                 claim_idle_ms=args.claim_idle_ms,
             )
             with worker_process():
@@ -156,7 +158,9 @@ def _parts(args: argparse.Namespace) -> dict[str, list[str]]:
     parts["sidecar"] = ["sidecar"]
     parts["dashboard"] = ["dashboard"]
     if not args.no_worker:
-        parts["worker"] = ["worker"]
+        # one name across restarts: a worker started again takes up at once the entries
+        # the one before it left pending
+        parts["worker"] = ["worker", "--consumer", f"{socket.gethostname()}-serve"]
     return parts
 
 
@@ -169,44 +173,10 @@ def _die_with_parent() -> None:
         pass
 
 
-def _start(argv: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+def _start(env: dict[str, str], argv: list[str]) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-m", "spangate.cli", *argv], env=env, preexec_fn=_die_with_parent
     )
-
-
-def _supervise(children: dict[str, subprocess.Popen[bytes]]) -> int:
-    """Wait for a signal or for a child to exit; then stop them all. The exit code."""
-    stopping = False
-
-    def on_signal(signum: int, frame: object) -> None:
-        nonlocal stopping
-        stopping = True
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    code = 0
-    while not stopping:
-        exited = {name: c.returncode for name, c in children.items() if c.poll() is not None}
-        if exited:
-            for name, returncode in exited.items():
-                print(
-                    f"spangate: {name} exited with status {returncode}; stopping", file=sys.stderr
-                )
-            code = 1
-            break
-        time.sleep(0.2)
-    for child in children.values():
-        if child.poll() is None:
-            child.send_signal(signal.SIGTERM)
-    deadline = time.monotonic() + STOP_TIMEOUT_S
-    for child in children.values():
-        try:
-            child.wait(timeout=max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait()
-    return code
 
 
 def _banner(settings: Settings, parts: dict[str, list[str]]) -> None:
@@ -271,9 +241,10 @@ def _serve(args: argparse.Namespace) -> int:
         with redis_url_for(settings) as resolved:
             env = dict(os.environ, SPANGATE_REDIS_URL=str(resolved.redis_url))
             _banner(resolved, parts)
-            children = {name: _start(argv, env) for name, argv in parts.items()}
-            _say_when_listening(resolved, children)
-            return _supervise(children)
+            supervisor = Supervisor(parts, functools.partial(_start, env))
+            supervisor.start()
+            _say_when_listening(resolved, supervisor.processes())
+            return supervisor.run()
     except EmbeddedRedisError as e:
         return fail(str(e))
 
@@ -309,6 +280,12 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     worker = commands.add_parser("worker", help="drain the queue into the span store")
     worker.add_argument(
         "--burst", action="store_true", help="drain what is queued, then exit (prints a summary)"
+    )
+    worker.add_argument(
+        "--consumer",
+        default=None,
+        help="its name in the consumer groups (default: host-pid); a worker started "
+        "with the name of one that stopped takes up that one's pending entries at once",
     )
     worker.add_argument(
         "--claim-idle-ms",

@@ -160,7 +160,9 @@ class Worker:
         self._writing: deque[Future[_Written]] = deque()  # parts handed over, in order
         self._batches = 0
         self._partitions_due = 0.0  # time.monotonic() of the next make_partitions
-        self._own_pending = False  # entries left pending here by a failed write
+        # entries pending under this consumer's name: left by a failed write, or by a
+        # worker of the same name that stopped (looked for when run starts)
+        self._own_pending = False
 
     def _failed(self, entry: Entry, reason: str) -> None:
         if self.queue.failed(entry, reason):
@@ -343,6 +345,7 @@ class Worker:
         """Until `stop` is set (or, in burst mode, until nothing is left to do)."""
         stop = stop or threading.Event()
         self.queue.discover(force=True)
+        self._own_pending = True
         self._reading_ahead = True
         if self.store.db.sqlite_path is not None:
             self._checkpoints = BackgroundCheckpoints(self.store.db)

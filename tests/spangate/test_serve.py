@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import signal
+import socket
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -138,3 +141,108 @@ def _accepted_count(metrics: str) -> float:
         ):
             return float(line.rsplit(" ", 1)[1])
     return 0.0
+
+
+def _children(pid: int) -> dict[str, int]:
+    """serve's children by their command (`collector`, `worker`...), from /proc."""
+    found = {}
+    for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
+        argv = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
+        if b"spangate.cli" in argv:  # not the embedded redis-server
+            found[argv[argv.index(b"spangate.cli") + 1].decode()] = int(child)
+    return found
+
+
+def _stored_traces(env: dict[str, str], cwd: Path, expected: set[str]) -> set[str]:
+    """The demo project's stored traces, once they include `expected` (or after 60 s).
+    There may be more: a request whose answer a killed collector never sent."""
+    deadline = time.monotonic() + 60
+    limit = str(len(expected) + 1000)
+    while True:
+        listed = spawn(
+            ["traces", "list", "--project", "demo", "--limit", limit, "--json"], env, cwd
+        )
+        out, _ = listed.communicate(timeout=60)
+        stored = {t["traceId"] for t in orjson.loads(out)}
+        if expected <= stored or time.monotonic() > deadline:
+            return stored
+        time.sleep(1)
+
+
+def test_serve_starts_again_a_worker_and_a_collector_killed_under_load(tmp_path: Path) -> None:
+    """SIGKILL the worker and the collector while spans keep coming: serve starts them
+    again by itself, the ingest port answers again, and every span that got a 200 is
+    stored."""
+    env = _ports()
+    port = env["SPANGATE_INGEST_PORT"]
+    process = spawn(["serve"], env, tmp_path)
+    try:
+        wait_healthy(f"http://127.0.0.1:{port}/health/ready", process)
+        assert spawn(["users", "add", "a@x.io", "--role", "owner"], env, tmp_path).wait(30) == 0
+        created = spawn(["keys", "create", "--project", "demo", "--user", "a@x.io"], env, tmp_path)
+        key = created.communicate(timeout=30)[0].decode().strip().splitlines()[-1]
+        stop, acknowledged, refused = threading.Event(), [], []
+
+        def send() -> None:  # one span a request, each its own trace
+            with httpx.Client(timeout=5) as client:
+                n = 0
+                while not stop.is_set():
+                    n += 1
+                    trace = f"{n:032x}"
+                    try:
+                        response = client.post(
+                            f"http://127.0.0.1:{port}/v1/spans",
+                            content=orjson.dumps({"spans": [span(traceId=trace)]}),
+                            headers={"Authorization": f"Bearer {key}"},
+                        )
+                    except httpx.TransportError:  # the collector is down: not acknowledged
+                        time.sleep(0.05)
+                        continue
+                    (acknowledged if response.status_code == 200 else refused).append(trace)
+
+        sender = threading.Thread(target=send)
+        sender.start()
+        try:
+            time.sleep(1)
+            before = _children(process.pid)
+            os.kill(before["worker"], signal.SIGKILL)
+            os.kill(before["collector"], signal.SIGKILL)
+            wait_healthy(f"http://127.0.0.1:{port}/health/ready", process)
+            served = len(acknowledged)
+            deadline = time.monotonic() + 30
+            while len(acknowledged) < served + 20 and time.monotonic() < deadline:
+                time.sleep(0.1)
+        finally:
+            stop.set()
+            sender.join()
+        after = _children(process.pid)
+        assert after["worker"] != before["worker"] and after["collector"] != before["collector"]
+        assert len(acknowledged) >= served + 20, "the restarted collector takes spans again"
+        assert not refused
+        assert set(acknowledged) <= _stored_traces(env, tmp_path, set(acknowledged))
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=60) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+        _, err = process.communicate()
+    assert "worker exited with status -9; starting it again" in err.decode()
+    assert "collector exited with status -9; starting it again" in err.decode()
+
+
+def test_serve_stops_when_a_child_keeps_failing_at_start_up(tmp_path: Path) -> None:
+    """A child that cannot start (its port taken) is started again a few times, then
+    serve stops everything and says why, with status 1."""
+    env = _ports()
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", int(env["SPANGATE_APP_PORT"])))
+    taken.listen()
+    try:
+        process = spawn(["serve", "--no-worker"], env, tmp_path)
+        _, err = process.communicate(timeout=120)
+    finally:
+        taken.close()
+    assert process.returncode == 1
+    said = err.decode()
+    assert said.count("dashboard exited with status 1; starting it again") == 4
+    assert "dashboard exited with status 1, 5 times in a row" in said
