@@ -47,7 +47,9 @@ def create_app(settings: Settings) -> Quart:
     db = Database(settings.database_url, settings.database_statement_timeout_ms)
     verifier = KeyVerifier(IdentityStore(db).identity_for_hash)
     timeout_s = settings.enqueue_timeout_ms / 1000
-    queue = span_queue.SpanQueue(span_queue.connect(settings.redis_url, timeout_s), timeout_s)
+    queue = span_queue.SpanQueue(
+        span_queue.connect(settings.redis_url, timeout_s), timeout_s, settings.redis_replica_acks
+    )
     limits = Limits(settings.max_spans_per_request, settings.max_attributes_per_request)
     admission = Admission(
         queue.client,

@@ -6,7 +6,10 @@ same script and, for a small request, the request's admission checks in front
 (collector.admission): one round trip to Redis for the whole request. Failures map to
 the codes of docs/api.md: no answer in time (or no connection) is
 ENQUEUE_UNCONFIRMED, Redis refusing for memory is REDIS_MEMORY_HIGH, any other error
-reply is STORAGE_ERROR.
+reply is STORAGE_ERROR. With SPANGATE_REDIS_REPLICA_ACKS=N, a WAIT for N replicas
+follows the script in the same round trip; fewer in time is ENQUEUE_UNCONFIRMED (the
+entry may still be stored: a retry makes a duplicate, which the re-sending rules make
+harmless).
 """
 
 from __future__ import annotations
@@ -24,6 +27,16 @@ from spanqueue.layout import STREAMS_KEY, QueuedRequest
 from spanqueue.producer import ADD, REGISTER_EVERY_S, entry_args, entry_keys
 
 CONNECT_TIMEOUT_S = 1.0
+#: The share of SPANGATE_ENQUEUE_TIMEOUT_MS that WAIT may take, when replicas must hold
+#: an entry before the 200 (SPANGATE_REDIS_REPLICA_ACKS), less WAIT_LATE_MS: Redis ends
+#: a WAIT at its next timer tick after the timeout (10 a second by default).
+WAIT_SHARE = 0.8
+WAIT_LATE_MS = 100
+
+
+def _refused(reply: Any) -> bool:
+    """Whether the script refused the request at admission (it added nothing)."""
+    return isinstance(reply, list) and bool(reply) and reply[0] != 0
 
 
 def connect(url: str, timeout_s: float) -> RedisLink:
@@ -43,9 +56,10 @@ _ADMIT_AND_ENQUEUE = Script.of(CHECKS + ADD + "add(KEYS[3], KEYS[4], 7)\nreturn 
 class SpanQueue:
     """Producer side of the per-project streams."""
 
-    def __init__(self, client: RedisLink, timeout_s: float) -> None:
+    def __init__(self, client: RedisLink, timeout_s: float, replica_acks: int = 0) -> None:
         self.client = client
         self.timeout_s = timeout_s
+        self.replica_acks = replica_acks
         self._registered: dict[str, float] = {}  # stream -> when it was last registered
 
     async def enqueue(self, item: QueuedRequest) -> None:
@@ -67,13 +81,28 @@ class SpanQueue:
     ) -> Any:
         try:
             await self._register(stream)
-            return await self.client.evalsha(script, keys, args)
+            if not self.replica_acks:
+                return await self.client.evalsha(script, keys, args)
+            reply, acked = await self.client.evalsha_replicated(
+                script, keys, args, self.replica_acks, self._wait_ms()
+            )
         except TimeoutError as e:
             raise unavailable(
                 "ENQUEUE_UNCONFIRMED", f"the queue did not confirm within {self.timeout_s:g} s"
             ) from e
         except RedisError as e:
             raise redis_refusal(e, "STORAGE_ERROR", "the queue store failed") from e
+        if acked < self.replica_acks and not _refused(reply):
+            raise unavailable(
+                "ENQUEUE_UNCONFIRMED",
+                f"the entry reached {acked} of {self.replica_acks} replicas within "
+                f"{self._wait_ms()} ms",
+            )
+        return reply
+
+    def _wait_ms(self) -> int:
+        """How long WAIT may take: most of the timeout, leaving time for its answer."""
+        return max(1, int(self.timeout_s * 1000 * WAIT_SHARE) - WAIT_LATE_MS)
 
     async def _register(self, stream: str) -> None:
         """Add the stream to the workers' set (spanqueue.producer says when)."""

@@ -303,6 +303,7 @@ class RedisLink:
         self.connect_timeout_s = connect_timeout_s
         self._small = _Lane(self._connect)
         self._bulk = _Lane(self._connect)
+        self._ran: set[str] = set()  # scripts run through evalsha_replicated
 
     async def execute(self, *args: Arg) -> Any:
         """One command's reply; its error reply raised."""
@@ -317,6 +318,28 @@ class RedisLink:
             return await self.execute("EVALSHA", script.sha, len(keys), *keys, *args)
         except NoScriptError:
             return await self.execute("EVAL", script.source, len(keys), *keys, *args)
+
+    async def evalsha_replicated(
+        self, script: Script, keys: Sequence[Arg], args: Sequence[Arg], replicas: int, wait_ms: int
+    ) -> tuple[Any, int]:
+        """`evalsha`, then WAIT for `replicas` replicas up to `wait_ms`, in one round trip
+        on one connection (WAIT covers the connection's writes before it); the script's
+        reply and how many replicas hold its writes. A script this link has not run yet
+        goes as EVAL: a NOSCRIPT would cost a second WAIT."""
+        commands = ("EVALSHA", "EVAL") if script.sha in self._ran else ("EVAL",)
+        for command in commands:
+            code = script.sha if command == "EVALSHA" else script.source
+            reply, acked = await self._send(
+                [(command, code, len(keys), *keys, *args), ("WAIT", replicas, wait_ms)]
+            )
+            if isinstance(reply, hiredis.ReplyError):
+                error = error_of(reply)
+                if isinstance(error, NoScriptError) and command == "EVALSHA":
+                    continue
+                raise error
+            self._ran.add(script.sha)
+            return reply, int(acked)
+        raise AssertionError("unreachable: EVAL answers or raises")
 
     async def close(self) -> None:
         """Drop the connections (calls waiting on them fail)."""

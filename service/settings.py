@@ -44,6 +44,13 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _non_negative_int(text: str) -> int:
+    value = _int(text)
+    if value < 0:
+        raise ValueError("must be 0 or more")
+    return value
+
+
 def _port(text: str) -> int:
     value = _int(text)
     if not 0 <= value <= 65535:
@@ -127,6 +134,7 @@ class Settings:
     redis_memory_high_ratio: float = 0.9
     max_inflight_bytes: int = 256 * 1024 * 1024
     enqueue_timeout_ms: int = 2000
+    redis_replica_acks: int = 0
     dedup_window_seconds: int = 1200
     trusted_proxies: tuple[IPNetwork, ...] = field(default=())
     cors_allowed_origins: tuple[str, ...] = field(default=())
@@ -186,6 +194,7 @@ class Settings:
             ),
             max_inflight_bytes=read("MAX_INFLIGHT_BYTES", _positive_int, d.max_inflight_bytes),
             enqueue_timeout_ms=read("ENQUEUE_TIMEOUT_MS", _positive_int, d.enqueue_timeout_ms),
+            redis_replica_acks=read("REDIS_REPLICA_ACKS", _non_negative_int, d.redis_replica_acks),
             dedup_window_seconds=read(
                 "DEDUP_WINDOW_SECONDS", _positive_int, d.dedup_window_seconds
             ),

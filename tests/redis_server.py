@@ -77,6 +77,13 @@ class RedisServer:
             self.process.wait(timeout=30)
             self.process = None
 
+    def crash(self) -> None:
+        """SIGKILL: gone at once, as a machine that fails."""
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait(timeout=30)
+            self.process = None
+
     def client(self) -> redis.Redis:
         return redis.Redis.from_url(self.url)
 

@@ -33,8 +33,10 @@ def test_values_are_read_and_typed() -> None:
             "SPANGATE_RATE_LIMIT_IP_RPS": "0",
             "SPANGATE_LOG_LEVEL": "DEBUG",
             "SPANGATE_DATABASE_STATEMENT_TIMEOUT_MS": "1500",
+            "SPANGATE_REDIS_REPLICA_ACKS": "1",
         }
     )
+    assert settings.redis_replica_acks == 1
     assert settings.database_statement_timeout_ms == 1500
     assert settings.data_dir == Path("/var/lib/sg")
     assert settings.database_url == "sqlite:////var/lib/sg/spangate.db"
@@ -61,6 +63,8 @@ def test_values_are_read_and_typed() -> None:
         ("REDIS_URL", "localhost:6379"),
         ("DATABASE_URL", "mysql://x"),
         ("ENQUEUE_TIMEOUT_MS", "soon"),
+        ("REDIS_REPLICA_ACKS", "-1"),
+        ("DATABASE_STATEMENT_TIMEOUT_MS", "0"),
         ("APP_SECURE_COOKIES", "yes"),
         ("SESSION_SECRET", "too short"),
     ],
