@@ -8,6 +8,8 @@ import socket
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -29,6 +31,24 @@ def _wait_stored(env: dict[str, str], cwd: Path, trace_id: str) -> None:
             return
         time.sleep(0.2)
     raise AssertionError("the span was not stored by serve's worker")
+
+
+@contextmanager
+def _serving(
+    command: list[str], env: dict[str, str], cwd: Path
+) -> Iterator[tuple[subprocess.Popen[bytes], list[str]]]:
+    """`spangate COMMAND` running for the block, which must leave it serving: SIGTERM
+    then stops it with status 0. What it said on stderr is in the list after."""
+    process = spawn(command, env, cwd)
+    said: list[str] = []
+    try:
+        yield process, said
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=60) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+        said.append(process.communicate()[1].decode())
 
 
 def _ports() -> dict[str, str]:
@@ -61,8 +81,7 @@ def test_serve_embedded_defaults_then_clean_stop(tmp_path: Path) -> None:
     env = _ports()
     port, api_port = env["SPANGATE_INGEST_PORT"], env["SPANGATE_API_PORT"]
     app = f"http://127.0.0.1:{env['SPANGATE_APP_PORT']}"
-    process = spawn(["serve"], env, tmp_path)
-    try:
+    with _serving(["serve"], env, tmp_path) as (process, said):
         wait_healthy(f"http://127.0.0.1:{port}/health/ready", process)
         wait_healthy(f"http://127.0.0.1:{api_port}/health/ready", process)
         wait_healthy(f"{app}/health/ready", process)
@@ -87,13 +106,7 @@ def test_serve_embedded_defaults_then_clean_stop(tmp_path: Path) -> None:
         assert score.status_code == 201 and score.json()["source"] == "api"
         _wait_stored(env, tmp_path, span()["traceId"])
         _dashboard_lists(app, span()["traceId"])
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=60) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
-        _, err = process.communicate()
-    assert f"spangate is ready: open {app}/" in err.decode()
+    assert f"spangate is ready: open {app}/" in said[0]
     redis_dir = tmp_path / ".spangate" / "redis"
     assert (redis_dir / "appendonly.aof").exists()
     assert not (redis_dir / "redis.url").exists()  # the embedded Redis was stopped
@@ -104,8 +117,7 @@ def test_serve_workers_share_the_ingest_port(tmp_path: Path) -> None:
     are all accepted, and both processes answer some of them."""
     env = _ports()
     port = env["SPANGATE_INGEST_PORT"]
-    process = spawn(["serve", "--workers", "2", "--no-worker"], env, tmp_path)
-    try:
+    with _serving(["serve", "--workers", "2", "--no-worker"], env, tmp_path) as (process, said):
         wait_healthy(f"http://127.0.0.1:{port}/health/ready", process)
         assert spawn(["users", "add", "a@x.io", "--role", "owner"], env, tmp_path).wait(30) == 0
         created = spawn(["keys", "create", "--project", "demo", "--user", "a@x.io"], env, tmp_path)
@@ -124,12 +136,6 @@ def test_serve_workers_share_the_ingest_port(tmp_path: Path) -> None:
         # Each process counts only the requests it served: one process alone would have
         # shown all 40 by the last round; two sharing the port each show fewer.
         assert max(counts) < 40 and sum(counts) > 0
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=60) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
-        process.communicate()
 
 
 def _accepted_count(metrics: str) -> float:
@@ -175,8 +181,7 @@ def test_serve_starts_again_a_worker_and_a_collector_killed_under_load(tmp_path:
     stored."""
     env = _ports()
     port = env["SPANGATE_INGEST_PORT"]
-    process = spawn(["serve"], env, tmp_path)
-    try:
+    with _serving(["serve"], env, tmp_path) as (process, said):
         wait_healthy(f"http://127.0.0.1:{port}/health/ready", process)
         assert spawn(["users", "add", "a@x.io", "--role", "owner"], env, tmp_path).wait(30) == 0
         created = spawn(["keys", "create", "--project", "demo", "--user", "a@x.io"], env, tmp_path)
@@ -220,14 +225,8 @@ def test_serve_starts_again_a_worker_and_a_collector_killed_under_load(tmp_path:
         assert len(acknowledged) >= served + 20, "the restarted collector takes spans again"
         assert not refused
         assert set(acknowledged) <= _stored_traces(env, tmp_path, set(acknowledged))
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=60) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
-        _, err = process.communicate()
-    assert "worker exited with status -9; starting it again" in err.decode()
-    assert "collector exited with status -9; starting it again" in err.decode()
+    assert "worker exited with status -9; starting it again" in said[0]
+    assert "collector exited with status -9; starting it again" in said[0]
 
 
 def test_serve_stops_when_a_child_keeps_failing_at_start_up(tmp_path: Path) -> None:

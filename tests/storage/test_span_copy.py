@@ -4,7 +4,6 @@ decide as one, whichever commits first."""
 from __future__ import annotations
 
 import tempfile
-import threading
 
 import pytest
 from hypothesis import given
@@ -16,6 +15,7 @@ from storage.span_rows import SpanRow
 from storage.spans import SpanStore
 from tests.fuzz import FUZZ
 from tests.storage.rows import sends, span_row
+from tests.storage.writers import second_waits_for_first
 
 WINDOW_MS = 1000
 _ROWS = sends(WINDOW_MS)
@@ -55,31 +55,7 @@ def test_two_writers_of_two_versions_of_a_span_decide_as_one(database: Database,
     the first's commit, then refuses its own version (and counts it)."""
     first = [span_row(content="x", day="2026-11-23", received_ms=10_000)]
     second = [span_row(content="y", day=day, received_ms=10_500)]
-    store = SpanStore(database)
-    written, release = threading.Event(), threading.Event()
-    refused: list[list[SpanRow]] = []
-
-    def hold_a_batch_open() -> None:
-        with database.transaction(immediate=True) as tx:
-            refused.append(store.write(tx, first, WINDOW_MS))
-            written.set()
-            release.wait(10)
-        database.release_thread()
-
-    def write_another() -> None:
-        refused.append(store.upsert(second, WINDOW_MS))
-        database.release_thread()
-
-    holder = threading.Thread(target=hold_a_batch_open)
-    holder.start()
-    assert written.wait(10)
-    writer = threading.Thread(target=write_another)
-    writer.start()
-    writer.join(0.5)  # time to reach the lock it must wait on
-    assert writer.is_alive(), "the second writer did not wait for the first"
-    release.set()
-    holder.join()
-    writer.join()
+    refused = list(second_waits_for_first(database, first, second, WINDOW_MS))
     assert refused == [[], second]
     with database.transaction() as tx:
         assert tx.query("SELECT start_day, content_hash FROM spans") == [("2026-11-23", "x")]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import tempfile
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,7 @@ from storage.trace_summaries import (
 from tests.fuzz import FUZZ
 from tests.proto_json.spans import span
 from tests.storage.rows import sends, span_row
+from tests.storage.writers import second_waits_for_first
 
 WINDOW_MS = 1_200_000
 TRACE = "ab" * 16
@@ -160,28 +160,7 @@ def test_a_writer_waits_for_the_other_writer_of_its_trace(database: Database) ->
     project = IdentityStore(database).create_project("demo").id
     first = [span_row(project=project, trace=TRACE, span=f"{n:016x}") for n in range(3)]
     second = [span_row(project=project, trace=TRACE, span=f"{n:016x}") for n in range(3, 5)]
-    summarised, release = threading.Event(), threading.Event()
-
-    def hold_a_batch_open() -> None:
-        with database.transaction(immediate=True) as tx:
-            SpanStore(database).write(tx, first, WINDOW_MS)
-            summarised.set()
-            release.wait(10)
-        database.release_thread()
-
-    def write_another() -> None:
-        SpanStore(database).upsert(second, WINDOW_MS)
-        database.release_thread()
-
-    holder = threading.Thread(target=hold_a_batch_open)
-    holder.start()
-    assert summarised.wait(10)
-    writer = threading.Thread(target=write_another)
-    writer.start()
-    writer.join(0.5)  # time to reach the lock it must wait on (it is still waiting)
-    release.set()
-    holder.join()
-    writer.join()
+    second_waits_for_first(database, first, second, WINDOW_MS)
     assert _summary(database, project).span_count == 5
 
 
