@@ -34,8 +34,8 @@ _COLUMNS = ", ".join(FIELDS)
 _TYPES = tuple("bigint" if f in INTEGER_COLUMNS else "text" for f in FIELDS)
 CREATE_STAGE = (
     f"CREATE TEMP TABLE IF NOT EXISTS {STAGE} ("
-    + ", ".join(f"{f} {'BIGINT' if f in INTEGER_COLUMNS else 'TEXT'}" for f in FIELDS)
-    + ", occurrence BIGINT NOT NULL DEFAULT 1, known BOOLEAN NOT NULL DEFAULT FALSE) "
+    + ", ".join(f"{field} {kind}" for field, kind in zip(FIELDS, _TYPES, strict=True))
+    + ", occurrence bigint NOT NULL DEFAULT 1, known boolean NOT NULL DEFAULT FALSE) "
     "ON COMMIT DELETE ROWS"
 )
 _TRACES = "unnest(?::text[], ?::text[]) AS traces (project_id, trace_id)"
