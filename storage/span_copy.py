@@ -132,7 +132,8 @@ def _write_checked(
     checked: set[tuple[str, str]],
     window_ms: int,
 ) -> list[SpanRow]:
-    """Step 4 for the rows of the `checked` traces; the rows refused, in queue order."""
+    """The rows of the `checked` traces, staged and then written round by round; the
+    rows refused, in queue order."""
     sends = occurrences or [1] * len(rows)
     staged = [
         (*row, send, trace in known)
