@@ -11,7 +11,7 @@ import pytest
 import redis
 
 from spanqueue.layout import GROUP, stream_key
-from storage.database import Database
+from storage.database import CONNECT_TIMEOUT_S, Database
 from storage.errors import StoreError
 from storage.schema import migrate
 from storage.spans import SpanStore
@@ -45,8 +45,15 @@ async def test_postgres_crash_mid_drain_loses_nothing(tmp_path: Path, redis_url:
             deadline = time.monotonic() + 60
             while _count(store, project_id) <= 0 and time.monotonic() < deadline:
                 time.sleep(0.005)
+            # paused while the server goes down, so that the crash lands mid-drain
+            worker.send_signal(signal.SIGSTOP)
+            time.sleep(0.2)  # what the server had in hand is committed or not by now
+            assert 0 < _count(store, project_id) < acknowledged, "the crash must land mid-drain"
             server.crash()
-            time.sleep(2)  # the worker meets the database down, and keeps trying
+            worker.send_signal(signal.SIGCONT)
+            # longer than a transaction waits for a pooled connection: the worker meets
+            # the database down, and keeps trying
+            time.sleep(CONNECT_TIMEOUT_S + 1)
             assert worker.poll() is None, "the worker must not exit while PostgreSQL is down"
             server.start()
             deadline = time.monotonic() + 60
