@@ -354,6 +354,7 @@ def test_a_part_that_fails_is_sorted_out_before_the_next_part_is_written(
     """A part is acknowledged while the next one is written, but a part whose write failed
     is written entry by entry first: queue order holds for the window."""
     monkeypatch.setattr("storage.worker.PART_SPANS", 2)
+    monkeypatch.setattr("storage.worker.POSTGRES_PART_SPANS", 2)
     queue.send(span(name="first"))
     queue.add(_unstorable(queue.project_id))  # breaks the first part
     queue.send(span(name="second"), span(spanId="3" * 16))  # the second part
@@ -374,6 +375,7 @@ def test_parts_are_decoded_while_the_writer_is_behind_up_to_parts_ahead(
     PARTS_AHEAD parts more, then waits: a slow write does not stop decoding at once,
     and no more than that is decoded ahead."""
     monkeypatch.setattr("storage.worker.PART_SPANS", 1)  # a part per entry
+    monkeypatch.setattr("storage.worker.POSTGRES_PART_SPANS", 1)
     monkeypatch.setattr("storage.worker.PARTS_AHEAD", 3)
     decoded: list[Any] = []
     decode = worker_module._decode
@@ -573,6 +575,7 @@ def test_a_batch_is_written_in_parts_of_about_part_spans(
     With nothing being written, the first part is of a fifth of that: the writer starts
     sooner."""
     monkeypatch.setattr("storage.worker.PART_SPANS", 10)
+    monkeypatch.setattr("storage.worker.POSTGRES_PART_SPANS", 10)
     monkeypatch.setattr("spanqueue.consumer.FIRST_READ_ENTRIES", 20)
     queue.send(span(spanId="1" * 16), span(spanId="2" * 16))
     queue.add({b"project": b"garbage"})  # an entry that does not decode, in a part
