@@ -28,11 +28,12 @@ from spanqueue.layout import (
 )
 
 log = logging.getLogger("spangate.worker")
-#: Spans a read of new entries asks for, about (two of the worker's parts of 5,000, so one
-#: part is written while the next is decoded): entries per read follow the size of the
-#: entries last read (up to `batch_entries`), so large entries are read a few at a time
-#: (fifty 1,000-span entries were 40 MB parsed before the first span was decoded) and
-#: small ones many at a time (a read of 50 1-span entries made a 50-span transaction).
+#: Spans a read of new entries asks for, about (two of the worker's parts of 5,000 on
+#: SQLite, so one part is written while the next is decoded; one part on PostgreSQL):
+#: entries per read follow the size of the entries last read (up to `batch_entries`),
+#: so large entries are read a few at a time (fifty 1,000-span entries were 40 MB parsed
+#: before the first span was decoded) and small ones many at a time (a read of 50 1-span
+#: entries made a 50-span transaction).
 #: A first read, and a claim of stale entries, of sizes not known, ask for
 #: FIRST_READ_ENTRIES.
 READ_SPANS = 10_000
