@@ -388,15 +388,15 @@ class Database:
         return pool, connection
 
     def _failure(self, error: BaseException) -> BaseException:
-        """What a PostgreSQL transaction's error is raised as."""
+        """What a transaction's error is raised as (itself when it is not the driver's)."""
         if isinstance(error, psycopg.errors.QueryCanceled):
             return StoreUnavailable(
                 f"database {self.display_url} did not answer within the statement "
                 f"timeout ({self.statement_timeout_ms} ms): {_one_line(error)}"
             )
-        if isinstance(error, psycopg.OperationalError):
+        if isinstance(error, psycopg.OperationalError | sqlite3.OperationalError):
             return StoreUnavailable(f"database {self.display_url} failed: {_one_line(error)}")
-        if isinstance(error, psycopg.Error | OverflowError):
+        if isinstance(error, psycopg.Error | sqlite3.Error | OverflowError):
             # OverflowError: a value the driver cannot bind (an integer past 64 bits)
             return StoreError(f"database error: {_one_line(error)}")
         return error
@@ -434,11 +434,11 @@ class Database:
                 except sqlite3.Error:  # SQLite may have rolled back already
                     pass
                 raise
-        except sqlite3.OperationalError as e:
-            raise StoreUnavailable(f"database {self.display_url} failed: {_one_line(e)}") from e
-        except (sqlite3.Error, OverflowError) as e:
-            # OverflowError: a value the driver cannot bind (an integer past 64 bits)
-            raise StoreError(f"database error: {_one_line(e)}") from e
+        except BaseException as e:
+            failure = self._failure(e)
+            if failure is e:
+                raise
+            raise failure from e
         finally:
             cursor.close()
 
