@@ -32,9 +32,7 @@ import sqlite3
 import statistics
 import tempfile
 import time
-import uuid
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -53,6 +51,7 @@ from storage.schema import migrate
 from storage.span_rows import SpanRow, rows_of
 from storage.spans import UPSERT, SpanStore
 from storage.worker import Worker
+from tests.postgres_server import postgres_schema
 from tests.redis_server import RedisServer
 
 
@@ -121,20 +120,6 @@ def postgres_baseline(url: str, bodies: list[bytes], project: str, batch_entries
 
 
 BINARY = "(FORMAT BINARY)"
-
-
-@contextmanager
-def postgres_schema(url: str) -> Iterator[str]:
-    """`url` with a fresh schema of its own first on the search path; dropped after."""
-    schema = f"bench_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(url, autocommit=True) as admin:
-        admin.execute(f'CREATE SCHEMA "{schema}"')
-    try:
-        separator = "&" if "?" in url else "?"
-        yield f"{url}{separator}options=-csearch_path%3D{schema}"
-    finally:
-        with psycopg.connect(url, autocommit=True) as admin:
-            admin.execute(f'DROP SCHEMA "{schema}" CASCADE')
 
 
 #: Entries whose rows the baseline writes in one transaction: the worker's batches when

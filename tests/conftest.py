@@ -3,24 +3,18 @@
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import psycopg
 import pytest
 
 from storage.database import Database
 from storage.schema import migrate
+from tests.postgres_server import postgres_schema
 from tests.redis_server import shared_redis_url
 
 POSTGRES_URL = os.environ.get("SPANGATE_TEST_POSTGRES_URL", "")
 BACKENDS = ["sqlite", "postgres"] if POSTGRES_URL else ["sqlite"]
-
-
-def with_search_path(url: str, schema: str) -> str:
-    separator = "&" if "?" in url else "?"
-    return f"{url}{separator}options=-csearch_path%3D{schema}"
 
 
 @pytest.fixture
@@ -30,14 +24,8 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
     if backend == "sqlite":
         yield f"sqlite:///{tmp_path / 'spangate.db'}"
         return
-    schema = f"t_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
-        admin.execute(f'CREATE SCHEMA "{schema}"')
-    try:
-        yield with_search_path(POSTGRES_URL, schema)
-    finally:
-        with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
-            admin.execute(f'DROP SCHEMA "{schema}" CASCADE')
+    with postgres_schema(POSTGRES_URL) as url:
+        yield url
 
 
 @pytest.fixture
@@ -63,17 +51,13 @@ def postgres_database() -> Iterator[Database]:
     where SPANGATE_TEST_POSTGRES_URL is unset (CI sets it when PostgreSQL answers)."""
     if not POSTGRES_URL:
         pytest.skip("SPANGATE_TEST_POSTGRES_URL is not set: no PostgreSQL here")
-    schema = f"t_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
-        admin.execute(f'CREATE SCHEMA "{schema}"')
-    db = Database(with_search_path(POSTGRES_URL, schema))
-    migrate(db)
-    try:
-        yield db
-    finally:
-        db.close()
-        with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
-            admin.execute(f'DROP SCHEMA "{schema}" CASCADE')
+    with postgres_schema(POSTGRES_URL) as url:
+        db = Database(url)
+        migrate(db)
+        try:
+            yield db
+        finally:
+            db.close()
 
 
 @pytest.fixture(scope="session")

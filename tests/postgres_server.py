@@ -1,5 +1,6 @@
-"""A private PostgreSQL server for tests that stop and start it: initdb into a temporary
-directory, on a free loopback port (never the machine's own server)."""
+"""PostgreSQL for tests and benchmarks: a schema of their own on a given server, and a
+private server for tests that stop and start it (initdb into a temporary directory, on
+a free loopback port: never the machine's own server)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,28 @@ import os
 import shutil
 import subprocess
 import tempfile
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+import psycopg
+
 from spangate.embedded_redis import free_port
+
+
+@contextmanager
+def postgres_schema(url: str) -> Iterator[str]:
+    """`url` with a fresh schema of its own first on the search path; dropped after."""
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute(f'CREATE SCHEMA "{schema}"')
+    try:
+        separator = "&" if "?" in url else "?"
+        yield f"{url}{separator}options=-csearch_path%3D{schema}"
+    finally:
+        with psycopg.connect(url, autocommit=True) as admin:
+            admin.execute(f'DROP SCHEMA "{schema}" CASCADE')
 
 
 def server_binaries() -> Path | None:
