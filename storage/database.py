@@ -27,7 +27,7 @@ import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from proto_json import fastpath
-from storage.errors import StoreError, StoreUnavailable
+from storage.errors import StoreError, StoreUnavailable, WriteConflict
 
 # The pool logs each failed connection attempt; StoreUnavailable says why, once, where
 # the failure is met.
@@ -394,6 +394,8 @@ class Database:
                 f"database {self.display_url} did not answer within the statement "
                 f"timeout ({self.statement_timeout_ms} ms): {_one_line(error)}"
             )
+        if isinstance(error, psycopg.errors.UniqueViolation | psycopg.errors.DeadlockDetected):
+            return WriteConflict(f"database error: {_one_line(error)}")
         if isinstance(error, psycopg.OperationalError | sqlite3.OperationalError):
             return StoreUnavailable(f"database {self.display_url} failed: {_one_line(error)}")
         if isinstance(error, psycopg.Error | sqlite3.Error | OverflowError):

@@ -11,6 +11,11 @@ class StoreUnavailable(StoreError):
     """The database cannot be reached (or failed in a way worth retrying)."""
 
 
+class WriteConflict(StoreError):
+    """Another transaction wrote the same rows first (a key, a deadlock): the
+    transaction was rolled back, and is worth running again."""
+
+
 class NotFound(StoreError):
     """A named user, project or key does not exist."""
 

@@ -14,9 +14,9 @@ transaction, so a span sent twice in one batch is judged against its first send.
 SQLite rows are checked and written one by one, and a row is only checked when
 something stored could refuse it: its trace had a row before the batch (one query
 finds those traces, a seek each), or its span came earlier in the batch; SQLite has
-one writer at a time. On PostgreSQL a batch is written in a few set-based statements
-under a lock per trace (storage/span_copy.py). Either way, any number of workers decide
-exactly as one would.
+one writer at a time. On PostgreSQL a batch is written in a few set-based statements,
+its traces locked through their summaries (storage/span_copy.py). Either way, any
+number of workers decide exactly as one would.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from datetime import UTC, date, datetime, timedelta
 
 from storage import trace_summaries
 from storage.database import Database, Transaction
-from storage.span_copy import LOCK_TRACES
+from storage.span_copy import LOCK_KNOWN_TRACES
 
 AHEAD_DAYS = 7
 #: Serialises changes to the partitions between processes (two workers starting).
@@ -118,7 +118,7 @@ def remove_days_before(db: Database, cutoff: date) -> Removed:
         with db.transaction(immediate=True) as tx:
             if db.postgres:
                 arrays = ([project for project, _ in traces], [trace for _, trace in traces])
-                tx.query_one(LOCK_TRACES, arrays)
+                tx.query(LOCK_KNOWN_TRACES, arrays)
             for project, trace in traces:
                 trace_summaries.recount(tx, project, {trace})
     return Removed(dropped, rows, len(touched))

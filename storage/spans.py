@@ -9,6 +9,7 @@ import orjson
 
 from storage import span_copy, trace_summaries
 from storage.database import Database, Transaction
+from storage.errors import WriteConflict
 from storage.resend import (
     SQLITE_STORED_TRACES,
     UPSERT,
@@ -19,6 +20,9 @@ from storage.resend import (
 )
 from storage.span_rows import SpanRow
 
+#: Transactions a batch may take on PostgreSQL: one a writer whose new traces another
+#: writer stored first (each attempt finds the traces it met stored).
+WRITE_ATTEMPTS = 5
 _TRACES_ASKED = 500  # trace ids in one query's IN list
 
 
@@ -94,9 +98,18 @@ class SpanStore:
 
     def upsert(self, rows: list[SpanRow], window_ms: int) -> list[SpanRow]:
         """Write a batch in one transaction by the re-sending rules (storage/resend.py),
-        in queue order, and the summaries of its traces; the rows the window refused."""
-        with self.db.transaction(immediate=True) as tx:
-            return self.write(tx, rows, window_ms)
+        in queue order, and the summaries of its traces; the rows the window refused.
+        A transaction that met another writer's (WriteConflict) is run again, up to
+        WRITE_ATTEMPTS times in all."""
+        attempts = 1
+        while True:
+            try:
+                with self.db.transaction(immediate=True) as tx:
+                    return self.write(tx, rows, window_ms)
+            except WriteConflict:
+                if attempts == WRITE_ATTEMPTS:
+                    raise
+                attempts += 1
 
     def write(self, tx: Transaction, rows: list[SpanRow], window_ms: int) -> list[SpanRow]:
         """`upsert` within `tx`, a transaction of this store's database (on SQLite, one

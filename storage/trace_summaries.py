@@ -59,6 +59,7 @@ _KEEP_SORT = ", ".join(
     for column in COLUMNS.split(", ")
     if column not in ("project_id", "trace_id", "sort_ns")
 )
+_SET_ALL = f"sort_ns = excluded.sort_ns, {_KEEP_SORT}"
 _REFRESH = (
     f"INSERT INTO trace_summaries ({COLUMNS}) {_AGGREGATE} "
     f"ON CONFLICT (project_id, trace_id) DO UPDATE SET {_KEEP_SORT}"
@@ -90,12 +91,16 @@ def recount(tx: Transaction, project_id: str, trace_ids: set[str]) -> None:
 
 def refresh_staged(tx: Transaction, stage: str) -> None:
     """PostgreSQL: recompute, from what is stored, the summaries of the traces of the
-    rows staged in table `stage` (storage/span_copy.py, which holds the traces' locks)."""
-    tx.execute(
-        _REFRESH.format(
-            where=f"(s.project_id, s.trace_id) IN (SELECT project_id, trace_id FROM {stage})"
+    rows staged in table `stage` (storage/span_copy.py, which holds the traces' locks).
+    A trace new to the store (`known` false) takes its order from what is stored too:
+    its summary, inserted first as its lock, counted rows the window may have refused."""
+    for known, update in ((True, _KEEP_SORT), (False, _SET_ALL)):
+        traces = f"SELECT project_id, trace_id FROM {stage} WHERE known = {known}"
+        tx.execute(
+            f"INSERT INTO trace_summaries ({COLUMNS}) "
+            + _AGGREGATE.format(where=f"(s.project_id, s.trace_id) IN ({traces})")
+            + f" ON CONFLICT (project_id, trace_id) DO UPDATE SET {update}"
         )
-    )
 
 
 def refresh_sqlite(

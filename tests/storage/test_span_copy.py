@@ -19,7 +19,8 @@ from tests.storage.writers import second_waits_for_first
 
 WINDOW_MS = 1000
 _ROWS = sends(WINDOW_MS)
-_SPANS = "SELECT * FROM spans ORDER BY project_id, trace_id, span_id, start_day"
+_IN_ORDER = "ORDER BY project_id, trace_id, span_id, start_day"
+_SPANS = f"SELECT * FROM spans {_IN_ORDER}"
 _SUMMARIES = "SELECT * FROM trace_summaries ORDER BY project_id, trace_id"
 
 
@@ -49,14 +50,39 @@ def test_postgres_decides_as_sqlite(
 
 
 @pytest.mark.parametrize("day", ["2026-11-23", "2026-11-24"])
-def test_two_writers_of_two_versions_of_a_span_decide_as_one(database: Database, day: str) -> None:
+@pytest.mark.parametrize("trace", ["new", "stored before", "sent twice"])
+def test_two_writers_of_two_versions_of_a_span_decide_as_one(
+    database: Database, day: str, trace: str
+) -> None:
     """Two workers store two versions of one span received within the window, at the
-    same time, on the same start day or on another: the second to get its turn waits for
-    the first's commit, then refuses its own version (and counts it)."""
+    same time, on the same start day or on another, in a trace new to the store, or one
+    with another span stored before, or with the second's version sent twice in its
+    batch: the second to get its turn waits for the first's commit, then refuses its own
+    version (and counts it)."""
+    stored = [("2026-11-23", "x")]
+    if trace == "stored before":
+        SpanStore(database).upsert([span_row(span="0", content="w")], WINDOW_MS)
+        stored.insert(0, ("2026-11-23", "w"))
     first = [span_row(content="x", day="2026-11-23", received_ms=10_000)]
     second = [span_row(content="y", day=day, received_ms=10_500)]
+    if trace == "sent twice":
+        second *= 2
     refused = list(second_waits_for_first(database, first, second, WINDOW_MS))
     assert refused == [[], second]
     with database.transaction() as tx:
-        assert tx.query("SELECT start_day, content_hash FROM spans") == [("2026-11-23", "x")]
-        assert tx.query("SELECT span_count FROM trace_summaries") == [(1,)]
+        assert tx.query(f"SELECT start_day, content_hash FROM spans {_IN_ORDER}") == stored
+        assert tx.query("SELECT span_count FROM trace_summaries") == [(len(stored),)]
+
+
+def test_a_part_of_many_traces_is_written(postgres_database: Database) -> None:
+    """A part of 20,000 one-span traces: written, each with its summary (the traces'
+    locks take no shared memory: advisory locks, one a trace, filled PostgreSQL's lock
+    table, and the worker would have tried the part again forever)."""
+    with postgres_database.transaction() as tx:
+        tx.execute("TRUNCATE spans, trace_summaries")
+    rows = [span_row(trace=f"{n:032x}") for n in range(20_000)]
+    assert SpanStore(postgres_database).upsert(rows, WINDOW_MS) == []
+    with postgres_database.transaction() as tx:
+        assert tx.query("SELECT COUNT(*), SUM(span_count) FROM trace_summaries") == [
+            (20_000, 20_000)
+        ]
