@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import itertools
 import sys
 import threading
 import time
@@ -32,7 +33,13 @@ from storage.database import Database
 from storage.errors import StoreUnavailable
 from storage.resend import refused_counter
 from storage.spans import SpanStore
-from storage.worker import PARTS_AHEAD, SWITCH_INTERVAL_S, Worker, WorkerStats
+from storage.worker import (
+    PARTS_AHEAD,
+    POSTGRES_WRITERS,
+    SWITCH_INTERVAL_S,
+    Worker,
+    WorkerStats,
+)
 from tests.proto_json.spans import span
 
 WINDOW_S = 60
@@ -500,9 +507,10 @@ class _Recording(SpanStore):
 def test_run_writes_on_the_writer_thread_which_leaves_checkpoints_to_theirs(
     client: redis.Redis, queue: Queue, database: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Within `run` batches are written on a thread of their own (the next one decodes
-    meanwhile), started with its connection before the first one; on SQLite its
-    connection leaves the log's checkpoints to their thread."""
+    """Within `run` batches are written on threads of their own (the next one decodes
+    meanwhile), each started with its connection before the first write: one on SQLite,
+    whose connection leaves the log's checkpoints to their thread; POSTGRES_WRITERS on
+    PostgreSQL. The spans of one trace are written on one of them."""
     for i in range(5):
         queue.send(span(spanId=f"{i + 1:016x}"))
     store = _Recording(database)
@@ -518,9 +526,49 @@ def test_run_writes_on_the_writer_thread_which_leaves_checkpoints_to_theirs(
     assert len(store.writes) == 3
     assert all(name == store.writes[0][0] for name, _ in store.writes)
     assert store.writes[0][0].startswith("spangate-writer")
-    assert pinged == [(store.writes[0][0], 0)]
+    writers = POSTGRES_WRITERS if database.postgres else 1
+    assert [count for _, count in pinged] == [0] * writers
+    assert len({name for name, _ in pinged}) == writers
+    assert store.writes[0][0] in {name for name, _ in pinged}
     if database.sqlite_path is not None:
         assert all(threshold > 1000 for _, threshold in store.writes)
+
+
+def _traces_by_writer() -> list[str]:
+    """A trace id for each PostgreSQL writer, in writer order (as the worker splits)."""
+    ids: dict[int, str] = {}
+    for n in itertools.count(1):
+        ids.setdefault(hash(f"{n:032x}") % POSTGRES_WRITERS, f"{n:032x}")
+        if len(ids) == POSTGRES_WRITERS:
+            return [ids[writer] for writer in range(POSTGRES_WRITERS)]
+    raise AssertionError("unreachable")
+
+
+def test_on_postgres_a_part_is_split_between_writers_by_trace(
+    client: redis.Redis, queue: Queue, postgres_database: Database
+) -> None:
+    """Each writer writes the rows of its traces of every part, in queue order (a later
+    send of a span is judged after the first); an entry is acknowledged once every
+    writer wrote its share, and one a writer refuses fails as a whole."""
+    traces = _traces_by_writer()
+    queue.send(*(span(traceId=trace, spanId="1" * 16, name="first") for trace in traces))
+    unstorable = _unstorable(queue.project_id)
+    request = orjson.loads(unstorable[b"body"])
+    spans = request["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    spans[0]["traceId"] = traces[-1]  # refused by the last writer, the rest written
+    spans.append({**spans[0], "traceId": traces[0], "startTimeUnixNano": "1795341600000000000"})
+    queue.add({**unstorable, b"body": orjson.dumps(request), b"spans": b"2"})
+    queue.send(*(span(traceId=trace, spanId="1" * 16, name="changed") for trace in traces))
+    store = _Recording(postgres_database)
+    worker = drain(client, store, max_attempts=1)
+    assert len({name for name, _ in store.writes}) == POSTGRES_WRITERS
+    for trace in traces:  # the changed sends came within the window: refused
+        [stored] = [s for s in store.trace(queue.project_id, trace) if s["spanId"] == "1" * 16]
+        assert stored["name"] == "first"
+    assert worker.stats.dead_lettered == 1 and worker.stats.entries == 2
+    [(_, dead)] = client.xrange(dead_letter_key(queue.project_id))
+    assert b"rows refused by the database" in dead[b"reason"]
+    assert queue.length() == 0
 
 
 def test_on_sqlite_each_write_may_wait_for_the_checkpoint_to_start_the_log_over(
