@@ -105,6 +105,7 @@ def worker_process() -> Iterator[None]:
 def _worker(args: argparse.Namespace) -> int:
     import redis
 
+    from spanqueue.connect import queue_client
     from storage.spans import SpanStore
     from storage.worker import Worker
 
@@ -124,7 +125,7 @@ def _worker(args: argparse.Namespace) -> int:
     try:
         migrate(db)
         with redis_url_for(settings) as resolved:
-            client = redis.Redis.from_url(str(resolved.redis_url), socket_timeout=30)
+            client = queue_client(str(resolved.redis_url), socket_timeout=30)
             worker = Worker(
                 client,
                 SpanStore(db),
@@ -137,6 +138,8 @@ def _worker(args: argparse.Namespace) -> int:
             client.close()
     except (StoreError, EmbeddedRedisError) as e:
         return fail(str(e))
+    except redis.RedisError as e:
+        return fail(f"the queue store failed: {e}")
     finally:
         db.close()
     if args.burst:

@@ -14,7 +14,7 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import redis
 
@@ -39,6 +39,20 @@ log = logging.getLogger("spangate.worker")
 READ_SPANS = 10_000
 FIRST_READ_ENTRIES = 10
 DISCOVER_EVERY_S = 2.0
+#: In a Redis Cluster: streams read in one poll at most (a pipeline, one round trip a
+#: node), each asked for a POLL_SHARE of the entries of a read; and how soon a stream
+#: that had nothing is read again: FIRST_IDLE_S, doubling up to the block time.
+POLL_STREAMS = 16
+POLL_SHARE = 4
+FIRST_IDLE_S = 0.01
+#: What a queue that is a cluster raises while a node is down or its slots move.
+UNAVAILABLE = (
+    redis.ConnectionError,
+    redis.TimeoutError,
+    redis.exceptions.ClusterError,
+    redis.exceptions.TryAgainError,
+    redis.exceptions.RedisClusterException,
+)
 
 #: KEYS: stream, project depth, attempts hash. ARGV: group, then (entry id, spans) pairs.
 #: The depth drops only for entries this call acknowledged, so two workers finishing
@@ -77,10 +91,11 @@ class Entry:
 
 
 class ReadAhead:
-    """An XREADGROUP of new entries sent on a connection of its own, answer not read yet."""
+    """An XREADGROUP of new entries sent on a connection of its own, answer not read yet
+    (one server: a cluster's streams are polled, Consumer._poll)."""
 
     def __init__(self, queue: Consumer, streams: list[str]) -> None:
-        self._pool = queue.client.connection_pool
+        self._pool = cast(redis.Redis, queue.client).connection_pool  # one server only
         self._connection: Any = self._pool.get_connection()
         send: Any = self._connection.send_command
         try:
@@ -122,7 +137,7 @@ class Consumer:
 
     def __init__(
         self,
-        client: redis.Redis,
+        client: redis.Redis | redis.RedisCluster,
         consumer: str,
         *,
         batch_entries: int,
@@ -142,9 +157,15 @@ class Consumer:
         self.streams: list[str] = []
         self.discovered_at = 0.0
         self._ack_script: Any = client.register_script(_ACK)
+        #: a cluster: one read cannot span slots, so streams are polled (`_poll`)
+        self.clustered = isinstance(client, redis.RedisCluster)
+        self._idle: dict[str, tuple[float, float]] = {}  # stream -> (next read, wait)
 
     def discover(self, force: bool = False) -> list[str]:
-        """The streams to read (found again every DISCOVER_EVERY_S), each with its group."""
+        """The streams to read (found again every DISCOVER_EVERY_S), each with its group;
+        `force`: found now, and every stream of a cluster read at the next poll."""
+        if force:
+            self._idle.clear()
         if force or self.discovery_due():
             members: Any = self.client.smembers(STREAMS_KEY)
             found = sorted(member.decode() for member in members)
@@ -156,6 +177,7 @@ class Consumer:
                         log.error("cannot read stream", extra={"stream": stream, "error": str(e)})
                         found.remove(stream)
             self.streams = found
+            self._idle = {stream: self._idle[stream] for stream in found if stream in self._idle}
             self.discovered_at = time.monotonic()
         return self.streams
 
@@ -172,6 +194,8 @@ class Consumer:
             if block:
                 time.sleep(self.block_ms / 1000)
             return []
+        if self.clustered:
+            return self._poll(streams, block)
         reply: Any = self.client.xreadgroup(
             GROUP,
             self.consumer,
@@ -191,15 +215,62 @@ class Consumer:
         after claim_idle_ms."""
         if not streams:
             return []
-        reply: Any = self.client.xreadgroup(
-            GROUP, self.consumer, dict.fromkeys(streams, "0"), count=self.unsized_count
-        )
+        if self.clustered:
+            reads = self._read_each(streams, "0", self.unsized_count)
+            replies = [reply for _, reply in reads]
+        else:
+            replies = [
+                self.client.xreadgroup(
+                    GROUP, self.consumer, dict.fromkeys(streams, "0"), count=self.unsized_count
+                )
+            ]
         return [
             Entry(stream.decode(), entry_id, fields)
+            for reply in replies
             for stream, messages in reply or []
             for entry_id, fields in messages
             if fields  # an entry deleted since (acknowledged by a worker that took it over)
         ]
+
+    def _read_each(self, streams: list[str], start: str, count: int) -> list[tuple[str, Any]]:
+        """In a cluster: an XREADGROUP of each stream, in one pipeline; each reply."""
+        reads: Any = self.client.pipeline(transaction=False)
+        for stream in streams:
+            reads.xreadgroup(GROUP, self.consumer, {stream: start}, count=count)
+        return list(zip(streams, reads.execute(), strict=True))
+
+    def _poll(self, streams: list[str], block: bool) -> list[Entry]:
+        """In a cluster, new entries: the POLL_STREAMS streams whose turn came first are
+        read, in one pipeline; a stream that had nothing waits before its next read, the
+        longer the longer it stays idle (up to block_ms), so thousands of idle projects
+        cost a read each a second or so, not a loop. With `block` and nothing found,
+        wait for the next stream's turn first."""
+        for _ in range(2 if block else 1):
+            now = time.monotonic()
+            turns = sorted((self._idle.get(stream, (0.0, 0.0))[0], stream) for stream in streams)
+            due = [stream for at, stream in turns[:POLL_STREAMS] if at <= now]
+            if not due:
+                if block:
+                    time.sleep(min(turns[0][0] - now, self.block_ms / 1000))
+                continue
+            count = max(1, self.read_count // POLL_SHARE)
+            entries: list[Entry] = []
+            for stream, reply in self._read_each(due, ">", count):
+                found = [
+                    Entry(stream, entry_id, fields)
+                    for _, messages in reply or []
+                    for entry_id, fields in messages
+                ]
+                if found:
+                    self._idle.pop(stream, None)
+                else:
+                    wait = self._idle.get(stream, (0.0, 0.0))[1]
+                    wait = min(self.block_ms / 1000, max(FIRST_IDLE_S, wait * 2))
+                    self._idle[stream] = (now + wait, wait)
+                entries += found
+            if entries:
+                return entries
+        return []
 
     def read_ahead(self) -> ReadAhead:
         """The next read of new entries, sent now and answered when asked for."""
@@ -241,9 +312,11 @@ class Consumer:
             args: list[Any] = [GROUP]
             for entry in stream_entries:
                 args += (entry.id, entry.span_count)
-            self._ack_script(
-                keys=[stream, depth_key(project), attempts_key(project)], args=args, client=done
-            )
+            keys = [stream, depth_key(project), attempts_key(project)]
+            if self.clustered:  # a node may not have the script (a replica just promoted)
+                done.execute_command("EVAL", _ACK, len(keys), *keys, *args)
+            else:
+                self._ack_script(keys=keys, args=args, client=done)
         if pipeline is None and by_stream:
             done.execute()
 

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 
 import redis
 
-from spanqueue.consumer import Consumer, Entry, ReadAhead
+from spanqueue.consumer import UNAVAILABLE, Consumer, Entry, ReadAhead
 from spanqueue.layout import QueuedRequest
 from storage.checkpoints import BackgroundCheckpoints
 from storage.errors import StoreError, StoreUnavailable
@@ -183,7 +183,7 @@ class Worker:
 
     def __init__(
         self,
-        client: redis.Redis,
+        client: redis.Redis | redis.RedisCluster,
         store: SpanStore,
         window_s: int,
         *,
@@ -338,7 +338,7 @@ class Worker:
         stale entries (XAUTOCLAIM) first, so neither waits while the queue is busy.
         """
         queue = self.queue
-        if self._reading_ahead and self._ahead is None and queue.streams:
+        if self._reading_ahead and self._ahead is None and queue.streams and not queue.clustered:
             if not queue.discovery_due():
                 self._ahead = queue.read_ahead()
 
@@ -376,7 +376,7 @@ class Worker:
             if self._ahead is not None:
                 self.run_once(block=False)
             self._written()
-        except (StoreUnavailable, redis.ConnectionError) as e:
+        except (StoreUnavailable, *UNAVAILABLE) as e:
             log.warning("stopped with entries pending", extra={"error": str(e)})
 
     def _stop_writers(self) -> None:
@@ -433,7 +433,7 @@ class Worker:
                 self._make_partitions()
                 try:
                     seen = self.run_once(block=not burst)
-                except (StoreUnavailable, redis.ConnectionError) as e:
+                except (StoreUnavailable, *UNAVAILABLE) as e:
                     self._drop_ahead()  # its entries stay pending: taken up again later
                     self._own_pending = True
                     what = "database" if isinstance(e, StoreUnavailable) else "queue"
