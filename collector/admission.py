@@ -22,7 +22,8 @@ from typing import Any
 from redis.exceptions import RedisError
 
 from collector.errors import GatewayError, redis_refusal, unavailable
-from collector.redis_link import Arg, RedisLink, Script
+from collector.redis_cluster import QueueLink
+from collector.redis_link import Arg, Script
 from service.settings import IPNetwork
 from spanqueue.layout import depth_key
 
@@ -51,6 +52,14 @@ wait = check(KEYS[2], tonumber(ARGV[4]), tonumber(ARGV[5]))
 if wait then return {1, math.ceil(wait)} end
 """
 _ADMIT = Script.of(CHECKS + "return {0, depth}")
+#: The client address's limit alone (KEYS[1]: its rate; ARGV: now, interval,
+#: tolerance): in a cluster its key lives in another slot than the project's. Answers
+#: {1, retry_ms} rate limited, else {0}.
+_ADMIT_IP = Script.of(
+    CHECKS.split("local depth")[0]
+    + "local wait = check(KEYS[1], tonumber(ARGV[2]), tonumber(ARGV[3]))\n"
+    + "if wait then return {1, math.ceil(wait)} end\nreturn {0, 0}"
+)
 
 
 @dataclass(slots=True)  # not frozen: one is made a request, and frozen fields set slowly
@@ -79,6 +88,30 @@ def verdict(answer: list[Any]) -> int:
     if answer[0] == 3:
         raise unavailable("QUEUE_DEPTH_UNKNOWN", "the depth of the project's queue is unreadable")
     raise unavailable("QUEUE_DEPTH_UNKNOWN", "unexpected admission answer")
+
+
+async def ip_checked_apart(client: QueueLink, checks: Checks) -> Checks:
+    """On one server, `checks` as they are. In a cluster, the client address's limit is
+    checked now, on its own node (RATE_LIMIT_EXCEEDED raised; not checked while that
+    node does not answer: one failing master must not stop every project's ingest), and
+    the checks left to run with the project's keys have it turned off: the project's
+    rate key stands in for the address's, untouched, so that every key is in the
+    project's slot."""
+    if not await client.is_cluster():
+        return checks
+    project_rate, ip_rate, depth = checks.keys
+    now, project_interval, project_tolerance, ip_interval, ip_tolerance, max_depth = checks.args
+    if float(ip_interval) > 0:
+        try:
+            answer = await client.evalsha(_ADMIT_IP, (ip_rate,), (now, ip_interval, ip_tolerance))
+        except (TimeoutError, RedisError):
+            pass  # its node is failing over: no limit meanwhile, rather than no ingest
+        else:
+            verdict(answer)
+    return Checks(
+        (project_rate, project_rate, depth),
+        (now, project_interval, project_tolerance, 0, 0, max_depth),
+    )
 
 
 def _limit(rps: float) -> tuple[float, float]:
@@ -116,7 +149,7 @@ class Admission:
 
     def __init__(
         self,
-        client: RedisLink,
+        client: QueueLink,
         project_rps: float,
         ip_rps: float,
         max_depth: int,
@@ -139,6 +172,7 @@ class Admission:
     async def admit(self, checks: Checks) -> int:
         """The project's queue depth when the request may go on; else the 429 or 503."""
         try:
+            checks = await ip_checked_apart(self.client, checks)
             answer = await self.client.evalsha(_ADMIT, checks.keys, checks.args)
         except (TimeoutError, RedisError) as e:
             raise redis_refusal(

@@ -62,6 +62,7 @@ def create_app(settings: Settings) -> Quart:
     metrics = Metrics()
     archive = Archive(settings.archive_dir) if settings.archive_dir is not None else None
     metrics.watch(lambda: inflight.used, lambda: memory.used_ratio)
+    queue.client.node_failed = lambda node: metrics.redis_node_errors.inc((node,))
     ingest = Ingest(
         limits,
         settings.max_body_bytes,

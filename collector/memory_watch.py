@@ -16,7 +16,7 @@ import logging
 from redis.exceptions import RedisError
 
 from collector.errors import MEMORY_RETRY_AFTER_S, unavailable
-from collector.redis_link import RedisLink
+from collector.redis_cluster import QueueLink
 
 SAMPLE_EVERY_S = 1.0
 log = logging.getLogger("spangate.collector")
@@ -35,7 +35,7 @@ def info_fields(text: bytes) -> dict[str, str]:
 class MemoryWatch:
     """The sampled memory verdict of the queue store."""
 
-    def __init__(self, client: RedisLink, ratio: float) -> None:
+    def __init__(self, client: QueueLink, ratio: float) -> None:
         self.client = client
         self.ratio = ratio
         self.high = False
@@ -43,13 +43,19 @@ class MemoryWatch:
         self._stopping = asyncio.Event()
 
     async def sample(self) -> None:
-        """Read INFO memory once and update the verdict."""
-        info = info_fields(await self.client.execute("INFO", "memory"))
-        maximum = int(info.get("maxmemory", 0))
-        if maximum <= 0:
-            self.high, self.used_ratio = False, 0.0
-            return
-        self.used_ratio = int(info.get("used_memory", 0)) / maximum
+        """Read INFO memory once (of every master of a cluster: the fullest counts) and
+        update the verdict."""
+        replies = list((await self.client.each_master("INFO", "memory")).values())
+        answers = [reply for reply in replies if not isinstance(reply, BaseException)]
+        if not answers:  # the last verdict stands
+            raise replies[0]
+        ratios = [0.0]
+        for answer in answers:
+            info = info_fields(answer)
+            maximum = int(info.get("maxmemory", 0))
+            if maximum > 0:
+                ratios.append(int(info.get("used_memory", 0)) / maximum)
+        self.used_ratio = max(ratios)
         high = self.used_ratio >= self.ratio
         if high != self.high:
             log.warning(

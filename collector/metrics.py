@@ -119,6 +119,12 @@ class Metrics:
             "Queued, not yet stored spans of a project (last seen)",
             ("project",),
         )
+        self.redis_node_errors = Counts(
+            "spangate_redis_node_errors",
+            "Failed calls to the queue store by node of a Redis Cluster (unreachable, "
+            "silent, or an error reply other than a redirection)",
+            ("node",),
+        )
         self._read_at_scrape: list[tuple[str, str, Callable[[], float]]] = []
         self.registry = CollectorRegistry()
         self.registry.register(_Export(self))
@@ -145,6 +151,7 @@ class Metrics:
         yield self.refusals.counter()
         yield from self.enqueue_seconds.families()
         yield self.queue_depth.gauge()
+        yield self.redis_node_errors.counter()
         for name, documentation, read in self._read_at_scrape:
             yield GaugeMetricFamily(name, documentation, value=read())
 

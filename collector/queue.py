@@ -20,9 +20,10 @@ from typing import Any
 
 from redis.exceptions import RedisError
 
-from collector.admission import CHECKS, Checks, verdict
+from collector.admission import CHECKS, Checks, ip_checked_apart, verdict
 from collector.errors import redis_refusal, unavailable
-from collector.redis_link import Arg, RedisLink, Script
+from collector.redis_cluster import QueueLink
+from collector.redis_link import Arg, Script
 from spanqueue.layout import STREAMS_KEY, QueuedRequest
 from spanqueue.producer import ADD, REGISTER_EVERY_S, entry_args, entry_keys
 
@@ -39,10 +40,10 @@ def _refused(reply: Any) -> bool:
     return isinstance(reply, list) and bool(reply) and reply[0] != 0
 
 
-def connect(url: str, timeout_s: float) -> RedisLink:
-    """The collector's one Redis client: every call answered or failed within
-    `timeout_s`, and connecting never waits longer than that either."""
-    return RedisLink(url, timeout_s, min(CONNECT_TIMEOUT_S, timeout_s))
+def connect(url: str, timeout_s: float) -> QueueLink:
+    """The collector's one Redis client (one server or a cluster): every call answered
+    or failed within `timeout_s`, and connecting never waits longer than that either."""
+    return QueueLink(url, timeout_s, min(CONNECT_TIMEOUT_S, timeout_s))
 
 
 #: KEYS: depth, stream. ARGV: span count, then the entry's fields and values.
@@ -56,7 +57,7 @@ _ADMIT_AND_ENQUEUE = Script.of(CHECKS + ADD + "add(KEYS[3], KEYS[4], 7)\nreturn 
 class SpanQueue:
     """Producer side of the per-project streams."""
 
-    def __init__(self, client: RedisLink, timeout_s: float, replica_acks: int = 0) -> None:
+    def __init__(self, client: QueueLink, timeout_s: float, replica_acks: int = 0) -> None:
         self.client = client
         self.timeout_s = timeout_s
         self.replica_acks = replica_acks
@@ -72,9 +73,20 @@ class SpanQueue:
         """Admit the request (collector.admission) and enqueue it in one script: the
         project's queue depth before it, once Redis confirmed; else admission's refusal."""
         _, stream = entry_keys(item)
+        checks = await self._checked_apart(checks)
         keys = (*checks.keys, stream)
         args = (*checks.args, *entry_args(item))
         return verdict(await self._run(_ADMIT_AND_ENQUEUE, stream, keys, args))
+
+    async def _checked_apart(self, checks: Checks) -> Checks:
+        """In a cluster, the client address's rate limit, checked in a call of its own
+        (its key lives in another slot than the project's); the checks left."""
+        try:
+            return await ip_checked_apart(self.client, checks)
+        except (TimeoutError, RedisError) as e:
+            raise redis_refusal(
+                e, "QUEUE_DEPTH_UNKNOWN", "the client's rate limit cannot be read"
+            ) from e
 
     async def _run(
         self, script: Script, stream: str, keys: Sequence[Arg], args: Sequence[Arg]
@@ -108,12 +120,20 @@ class SpanQueue:
         """Add the stream to the workers' set (spanqueue.producer says when)."""
         now, last = time.monotonic(), self._registered.get(stream)
         if last is None or now - last >= REGISTER_EVERY_S:
-            await self.client.execute("SADD", STREAMS_KEY, stream)
+            await self.client.execute("SADD", STREAMS_KEY, stream, key=STREAMS_KEY)
             self._registered[stream] = now
 
     async def ping(self) -> None:
-        """Raise unless Redis answers a PING within the timeout."""
-        await self.client.execute("PING")
+        """Raise unless Redis answers a PING within the timeout: every master of a
+        cluster, whose state must be ok."""
+        replies = await self.client.each_master("PING")
+        for node, reply in replies.items():
+            if isinstance(reply, BaseException):
+                raise RedisError(f"{node}: {reply}")
+        if await self.client.is_cluster():
+            info = (await self.client.execute("CLUSTER", "INFO")).decode()
+            if "cluster_state:ok" not in info:
+                raise RedisError("the Redis Cluster's state is not ok")
 
     async def close(self) -> None:
         """Close the client's connections."""

@@ -21,6 +21,7 @@ map (OutOfMemoryError, NoScriptError, ResponseError).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import ssl
 from collections import deque
@@ -152,6 +153,10 @@ class Endpoint:
             username=options.get("username"),
             password=options.get("password"),
         )
+
+    def at(self, host: str, port: int) -> Endpoint:
+        """The same credentials and TLS, at another server (a cluster's node)."""
+        return dataclasses.replace(self, host=host, port=port, path=None)
 
     def handshake(self) -> list[list[Arg]]:
         """The commands a new connection sends first."""
@@ -297,8 +302,8 @@ class RedisLink:
 
     BULK_BYTES = 64 * 1024
 
-    def __init__(self, url: str, timeout_s: float, connect_timeout_s: float) -> None:
-        self.endpoint = Endpoint.of(url)
+    def __init__(self, url: str | Endpoint, timeout_s: float, connect_timeout_s: float) -> None:
+        self.endpoint = Endpoint.of(url) if isinstance(url, str) else url
         self.timeout_s = timeout_s
         self.connect_timeout_s = connect_timeout_s
         self._small = _Lane(self._connect)
@@ -307,7 +312,7 @@ class RedisLink:
 
     async def execute(self, *args: Arg) -> Any:
         """One command's reply; its error reply raised."""
-        (reply,) = await self._send([args])
+        (reply,) = await self.send([args])
         if isinstance(reply, hiredis.ReplyError):
             raise error_of(reply)
         return reply
@@ -329,7 +334,7 @@ class RedisLink:
         commands = ("EVALSHA", "EVAL") if script.sha in self._ran else ("EVAL",)
         for command in commands:
             code = script.sha if command == "EVALSHA" else script.source
-            reply, acked = await self._send(
+            reply, acked = await self.send(
                 [(command, code, len(keys), *keys, *args), ("WAIT", replicas, wait_ms)]
             )
             if isinstance(reply, hiredis.ReplyError):
@@ -346,7 +351,9 @@ class RedisLink:
         self._small.close()
         self._bulk.close()
 
-    async def _send(self, commands: Sequence[Sequence[Arg]]) -> list[Any]:
+    async def send(self, commands: Sequence[Sequence[Arg]]) -> list[Any]:
+        """The replies to `commands`, sent at once on one connection (error replies as
+        hiredis.ReplyError: `error_of` makes them redis-py's)."""
         payload = pack(commands)
         lane = self._bulk if len(payload) > self.BULK_BYTES else self._small
         connection = await lane.connected()

@@ -120,6 +120,7 @@ def test_metrics_text_is_prometheus_clients_own() -> None:
         registry=registry,
     )
     depth = prom.Gauge(*ours_spec(ours.queue_depth), registry=registry)
+    node_errors = prom.Counter(*ours_spec(ours.redis_node_errors), registry=registry)
     prom.Gauge(
         "spangate_inflight_bytes",
         "Request body bytes held by requests in progress",
@@ -144,6 +145,9 @@ def test_metrics_text_is_prometheus_clients_own() -> None:
     for project, value in [("p1", 7), ("p2", 1), ("p1", 3)]:
         ours.queue_depth.set((project,), value)
         depth.labels(project).set(value)
+    for node in ("10.0.0.1:6379", "10.0.0.2:6379", "10.0.0.1:6379"):
+        ours.redis_node_errors.inc((node,))
+        node_errors.labels(node).inc()
 
     def without_created(text: bytes) -> list[str]:
         return [line for line in text.decode().splitlines() if "_created" not in line]
@@ -156,7 +160,7 @@ def test_metrics_text_is_prometheus_clients_own() -> None:
         for line in prom.generate_latest(ours.registry).decode().splitlines()
         if "_created{" in line or line.startswith("spangate_enqueue_seconds_created ")
     ]
-    assert len(created) == 2 + 2 + 1 + 1  # one per series of each counter, the histogram's
+    assert len(created) == 2 + 2 + 1 + 2 + 1  # one per series of each counter, the histogram's
 
 
 def ours_spec(counts: Counts) -> tuple[str, str, tuple[str, ...]]:
