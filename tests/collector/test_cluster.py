@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +21,7 @@ from collector.app import create_app
 from service.settings import Settings
 from spangate.embedded_redis import free_port
 from spanqueue.connect import queue_client
-from spanqueue.layout import stream_key
+from spanqueue.layout import STREAMS_KEY, dead_letter_key, stream_key
 from storage.database import Database
 from storage.identity import IdentityStore
 from storage.schema import migrate
@@ -180,11 +181,12 @@ def test_rate_limits_and_queue_caps_hold_across_two_collector_processes(
 async def test_a_master_killed_under_load(
     tmp_path: Path, cluster: RedisClusterServers, replica_acks: int
 ) -> None:
-    """SIGKILL the master of some projects while requests keep coming: no 500, every
-    answer within the enqueue timeout (and a little), the other masters' projects keep
-    getting 200s, and 200s come back within seconds of the replica's promotion. With
-    REPLICA_ACKS=1 (the dead node restarted, to serve as the new master's replica) every
-    span that got a 200 is stored."""
+    """SIGKILL the master of some projects while requests keep coming and a worker
+    drains: no 500, every answer within the enqueue timeout (and a little), the other
+    masters' projects keep getting 200s, and 200s come back within seconds of the
+    replica's promotion; the worker keeps draining throughout. With REPLICA_ACKS=1 (the
+    dead node restarted, to serve as the new master's replica) every span that got a 200
+    is stored."""
     projects = _projects(tmp_path, cluster, 6)
     victim = cluster.master_of(stream_key(next(iter(projects.keys))))
     on_victim = {p for p in projects.keys if cluster.master_of(stream_key(p)) is victim}
@@ -212,6 +214,11 @@ async def test_a_master_killed_under_load(
             answers.append((project, sent_at, took, response.status_code, span_id))
             await asyncio.sleep(0.01)
 
+    worker_stop = threading.Event()
+    db = Database(projects.settings.database_url)
+    worker = Worker(queue_client(cluster.url, socket_timeout=2), SpanStore(db), 60, block_ms=100)
+    draining = threading.Thread(target=worker.run, args=(worker_stop,))
+    draining.start()
     async with app.test_app() as test_app:
         senders = [asyncio.create_task(send(test_app, project)) for project in projects.keys]
         await asyncio.sleep(1.0)
@@ -226,6 +233,10 @@ async def test_a_master_killed_under_load(
         await asyncio.sleep(3.0)
         stop.set()
         await asyncio.gather(*senders)
+    worker_stop.set()
+    draining.join()
+    db.close()
+    assert worker.stats.entries > len(answers) // 2, "the worker did not keep up"
     if not replica_acks:  # whole again for the next test
         victim.start()
         cluster.wait_ok()
@@ -263,3 +274,24 @@ def _stored_span_ids(projects: Projects) -> set[tuple[str, str]]:
             return {(p, s) for p, s in tx.query("SELECT project_id, span_id FROM spans")}
     finally:
         db.close()
+
+
+def test_an_entry_that_keeps_failing_is_dead_lettered_on_the_cluster(
+    tmp_path: Path, cluster: RedisClusterServers
+) -> None:
+    """The dead-letter move (a transaction: XADD to the dead letters, acknowledgement)
+    stays in the project's slot."""
+    projects = _projects(tmp_path, cluster, 1)
+    [project] = projects.keys
+    client = queue_client(cluster.url, socket_timeout=5)
+    client.sadd(STREAMS_KEY, stream_key(project))
+    client.xadd(stream_key(project), {b"project": b"garbage"})
+    db = Database(projects.settings.database_url)
+    try:
+        worker = Worker(client, SpanStore(db), 60, block_ms=50, max_attempts=1)
+        worker.run(burst=True)
+    finally:
+        db.close()
+    assert worker.stats.dead_lettered == 1
+    assert client.xlen(dead_letter_key(project)) == 1 and client.xlen(stream_key(project)) == 0
+    client.close()
