@@ -126,14 +126,24 @@ class SpanQueue:
     async def ping(self) -> None:
         """Raise unless Redis answers a PING within the timeout: every master of a
         cluster, whose state must be ok."""
-        replies = await self.client.each_master("PING")
-        for node, reply in replies.items():
-            if isinstance(reply, BaseException):
-                raise RedisError(f"{node}: {reply}")
+        masters = await self.masters()
+        failed = [f"{node} {state}" for node, state in masters.items() if state != "ok"]
+        if failed:
+            raise RedisError("; ".join(failed))
         if await self.client.is_cluster():
             info = (await self.client.execute("CLUSTER", "INFO")).decode()
             if "cluster_state:ok" not in info:
                 raise RedisError("the Redis Cluster's state is not ok")
+
+    async def masters(self) -> dict[str, str]:
+        """Each master ("host:port", the one server when it is no cluster) and whether it
+        answers a PING: `ok`, or `unavailable: <ErrorType>`."""
+        return {
+            node: f"unavailable: {type(reply).__name__}"
+            if isinstance(reply, BaseException)
+            else "ok"
+            for node, reply in (await self.client.each_master("PING")).items()
+        }
 
     async def close(self) -> None:
         """Close the client's connections."""

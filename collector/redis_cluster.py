@@ -190,9 +190,12 @@ class QueueLink:
     # -- the map --------------------------------------------------------------------------
 
     async def _known(self) -> None:
-        """Whether the store is a cluster, asked of the seed at first use (until it answers)."""
+        """Whether the store is a cluster, asked of the seed at first use (until it
+        answers: ConnectionError or TimeoutError meanwhile)."""
         if self.clustered is None:
             await self._refresh()
+            if self.clustered is None:  # another call's asking failed
+                raise RedisConnectionError("the queue store has not answered yet")
 
     def _refresh_soon(self) -> None:
         """Learn the map again in the background, unless that was done a moment ago."""

@@ -43,10 +43,11 @@ def _redis_cli() -> str:
 
 
 class RedisClusterServers:
-    """Six redis-server processes forming one cluster: `masters` masters, a replica each."""
+    """redis-server processes forming one cluster: `masters` masters, `replicas` each."""
 
-    def __init__(self, directory: Path, masters: int = 3) -> None:
+    def __init__(self, directory: Path, masters: int = 3, replicas: int = 1) -> None:
         self.directory = directory
+        self.replicas = replicas
         self.nodes = [
             RedisServer(
                 directory / f"node{n}",
@@ -66,7 +67,7 @@ class RedisClusterServers:
                     "no",
                 ),
             )  # fmt: skip
-            for n in range(masters * 2)
+            for n in range(masters * (1 + replicas))
         ]
 
     @property
@@ -81,7 +82,7 @@ class RedisClusterServers:
             [
                 _redis_cli(), "--cluster", "create",
                 *(f"127.0.0.1:{node.port}" for node in self.nodes),
-                "--cluster-replicas", "1", "--cluster-yes",
+                "--cluster-replicas", str(self.replicas), "--cluster-yes",
             ],
             check=True,
             stdout=subprocess.DEVNULL,
@@ -110,7 +111,7 @@ class RedisClusterServers:
                 replication = client.info("replication")
                 if replication["role"] == "master":
                     masters += 1
-                    if replication.get("connected_slaves", 0) < 1:
+                    if replication.get("connected_slaves", 0) < self.replicas:
                         return False
                     if any(
                         replication[f"slave{n}"]["state"] != "online"
@@ -121,7 +122,19 @@ class RedisClusterServers:
                 return False
             finally:
                 client.close()
-        return masters == len(self.nodes) // 2
+        return masters == len(self.nodes) // (1 + self.replicas)
+
+    def masters(self) -> list[RedisServer]:
+        """The nodes that are masters now."""
+        masters = []
+        for node in self.running():
+            client = node.client()
+            try:
+                if client.info("replication")["role"] == "master":
+                    masters.append(node)
+            finally:
+                client.close()
+        return masters
 
     def running(self) -> list[RedisServer]:
         return [node for node in self.nodes if node.process is not None]

@@ -224,6 +224,12 @@ async def test_a_master_killed_under_load(
         await asyncio.sleep(1.0)
         killed_at = time.monotonic()
         victim.crash()
+        health = test_app.test_client()
+        ingest, ready = await health.get("/health/ingest"), await health.get("/health/ready")
+        assert (ingest.status_code, ready.status_code) == (503, 200)
+        masters = (await ingest.get_json())["cluster"]["masters"]
+        assert masters[f"127.0.0.1:{victim.port}"].startswith("unavailable")
+        assert list(masters.values()).count("ok") == 2
         await asyncio.to_thread(_wait_promoted, cluster, on_victim, victim)
         promoted_at = time.monotonic()
         if replica_acks:
@@ -231,6 +237,7 @@ async def test_a_master_killed_under_load(
             await asyncio.to_thread(cluster.wait_ok)
         back_at = time.monotonic()
         await asyncio.sleep(3.0)
+        assert (await health.get("/health/ingest")).status_code == 200
         stop.set()
         await asyncio.gather(*senders)
     worker_stop.set()
