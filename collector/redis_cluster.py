@@ -10,7 +10,8 @@ slots.
 
 The map is learned again, from any node that answers, when a node redirects a call
 (MOVED: the slot moved, the call goes where it now lives; ASK: the slot is moving, that
-one call goes there after ASKING), and when a node cannot be reached or stops
+one call goes there after ASKING; TRYAGAIN: the slot's keys are half moved, the call is
+tried again a moment later), and when a node cannot be reached or stops
 answering: the call fails (the caller answers 503), and a later call finds the replica
 promoted in the dead master's place. At most one map is fetched at a time, and not
 more often than every REFRESH_EVERY_S.
@@ -35,6 +36,9 @@ log = logging.getLogger("spangate.collector")
 SLOTS = 16384
 #: Redirections one call follows before it fails (a slot moving twice in a call).
 MAX_REDIRECTS = 3
+#: Waits before a call that met TRYAGAIN is tried again: a slot's few queue keys move in
+#: milliseconds.
+TRYAGAIN_WAITS_S = (0.025, 0.05, 0.1)
 REFRESH_EVERY_S = 0.1
 _NO_CLUSTER = "cluster support disabled"
 
@@ -123,30 +127,38 @@ class QueueLink:
         asked: Sequence[Arg] | None,
     ) -> Any:
         """`call` on the link of `key`'s node, redirections followed. `asked`: the call
-        as one command, sent after ASKING where a slot is moving (None: followed as a
-        MOVED)."""
+        as one command, sent after ASKING where a slot is moving (None: sent as it is).
+        TRYAGAIN (a command naming several keys of a slot whose keys are half moved) is
+        tried again after TRYAGAIN_WAITS_S, from the map."""
         await self._known()
         if not self.clustered:
             return await self._on(self.seed, call(self.seed))
-        link = self._link_for(key)
-        for _ in range(MAX_REDIRECTS):
+        link, asking = self._link_for(key), False
+        waits = iter(TRYAGAIN_WAITS_S)
+        for _ in range(MAX_REDIRECTS + len(TRYAGAIN_WAITS_S)):
             try:
-                return await self._on(link, call(link))
+                if not asking:
+                    return await self._on(link, call(link))
+                assert asked is not None
+                replies = await self._on(link, link.send([("ASKING",), asked]))
+                if isinstance(replies[1], hiredis.ReplyError):
+                    raise error_of(replies[1])
+                return replies[1]
             except ResponseError as e:
-                redirect = _redirect(str(e))
+                message = str(e)
+                if message.startswith("TRYAGAIN") and (wait := next(waits, None)) is not None:
+                    await asyncio.sleep(wait)
+                    link, asking = self._link_for(key), False
+                    continue
+                redirect = _redirect(message)
                 if redirect is None:
                     raise
                 kind, slot, address = redirect
-                link = self._link(address)
+                link, asking = self._link(address), kind == "ASK" and asked is not None
                 if kind == "MOVED":
                     self._slots[slot] = address
                     self._refresh_soon()
-                elif asked is not None:
-                    replies = await self._on(link, link.send([("ASKING",), asked]))
-                    if isinstance(replies[1], hiredis.ReplyError):
-                        raise error_of(replies[1]) from e
-                    return replies[1]
-        raise RedisConnectionError(f"the cluster redirected a call {MAX_REDIRECTS} times")
+        raise RedisConnectionError("the cluster kept redirecting a call")
 
     async def _on(self, link: RedisLink, call: Any) -> Any:
         """Await `call` (made on `link`), counting the node's failures; the map is learned

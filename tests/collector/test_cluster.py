@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import gzip
 import threading
 import time
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ import httpx
 import orjson
 import pytest
 from quart import Quart
+from redis.crc import key_slot
 
 from collector.app import create_app
 from service.settings import Settings
@@ -302,3 +304,71 @@ def test_an_entry_that_keeps_failing_is_dead_lettered_on_the_cluster(
     assert worker.stats.dead_lettered == 1
     assert client.xlen(dead_letter_key(project)) == 1 and client.xlen(stream_key(project)) == 0
     client.close()
+
+
+async def test_the_collector_follows_a_slot_that_moves(
+    tmp_path: Path, cluster: RedisClusterServers
+) -> None:
+    """A project's slot moved to another master under a running collector: while its
+    keys are moving (ASK: that call goes to the new master after ASKING) and once the
+    slot is there (MOVED: the map is learned again), requests get 200; the worker then
+    stores every span."""
+    projects = _projects(tmp_path, cluster, 1)
+    [project] = projects.keys
+    # five requests a second: the project's rate key lives long enough to be moved
+    app = create_app(dataclasses.replace(projects.settings, rate_limit_project_rps=5))
+    async with app.test_app() as test_app:
+        client = test_app.test_client()
+        sent = 0
+
+        async def post(admission: str) -> int:
+            nonlocal sent
+            sent += 1
+            body = orjson.dumps({"spans": [span(spanId=f"{sent:016x}")]})
+            response = await client.post(
+                "/v1/spans", **ADMITTED[admission](body, projects.auth(project))
+            )
+            return response.status_code
+
+        assert await post("with-xadd") == 200  # the map is learned
+        source = cluster.master_of(stream_key(project))
+        target = next(node for node in cluster.masters() if node is not source)
+        slot = key_slot(stream_key(project).encode())
+        with source.client() as on_source, target.client() as on_target:
+            source_id = on_source.execute_command("CLUSTER MYID").decode()
+            target_id = on_target.execute_command("CLUSTER MYID").decode()
+            on_target.execute_command("CLUSTER SETSLOT", slot, "IMPORTING", source_id)
+            on_source.execute_command("CLUSTER SETSLOT", slot, "MIGRATING", target_id)
+            keys = on_source.execute_command("CLUSTER GETKEYSINSLOT", slot, 100)
+            on_source.execute_command(
+                "MIGRATE", "127.0.0.1", target.port, "", 0, 5000, "KEYS", *keys
+            )
+            for admission in ADMITTED:  # the keys are gone from the source: ASK
+                assert await post(admission) == 200
+            # a key of the request's script missing on the target: TRYAGAIN until the
+            # slot is the target's (the call is tried again meanwhile)
+            asked = on_target.pipeline(transaction=False)
+            asked.execute_command("ASKING").delete(f"spangate:{{{project}}}:rate").execute()
+            late = asyncio.create_task(post("with-xadd"))
+            await asyncio.sleep(0.01)
+            for node in cluster.masters():
+                with node.client() as on_node:
+                    on_node.execute_command("CLUSTER SETSLOT", slot, "NODE", target_id)
+            assert await late == 200
+        for admission in ADMITTED:  # MOVED
+            assert await post(admission) == 200
+        assert cluster.master_of(stream_key(project)) is target
+    assert _drain(projects) == {project: sent}
+
+
+#: How a request is sent to be admitted by the script that queues it, or before.
+ADMITTED = {
+    "with-xadd": lambda body, headers: {
+        "data": body,
+        "headers": {**headers, "Content-Length": str(len(body))},
+    },
+    "first": lambda body, headers: {
+        "data": gzip.compress(body),
+        "headers": {**headers, "Content-Encoding": "gzip"},
+    },
+}
