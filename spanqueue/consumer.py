@@ -39,9 +39,9 @@ log = logging.getLogger("spangate.worker")
 READ_SPANS = 10_000
 FIRST_READ_ENTRIES = 10
 DISCOVER_EVERY_S = 2.0
-#: In a Redis Cluster: streams read in one poll at most (a pipeline, one round trip a
-#: node), each asked for a POLL_SHARE of the entries of a read; and how soon a stream
-#: that had nothing is read again: FIRST_IDLE_S, doubling up to the block time.
+#: In a Redis Cluster: streams read in one pipeline at most (one round trip a node),
+#: each asked for a POLL_SHARE of the entries of a read; and how soon a stream that had
+#: nothing is read again: FIRST_IDLE_S, doubling up to the block time.
 POLL_STREAMS = 16
 POLL_SHARE = 4
 FIRST_IDLE_S = 0.01
@@ -240,37 +240,44 @@ class Consumer:
         return list(zip(streams, reads.execute(), strict=True))
 
     def _poll(self, streams: list[str], block: bool) -> list[Entry]:
-        """In a cluster, new entries: the POLL_STREAMS streams whose turn came first are
-        read, in one pipeline; a stream that had nothing waits before its next read, the
-        longer the longer it stays idle (up to block_ms), so thousands of idle projects
-        cost a read each a second or so, not a loop. With `block` and nothing found,
-        wait for the next stream's turn first."""
-        for _ in range(2 if block else 1):
+        """In a cluster, new entries: the streams whose turn has come are read, the
+        longest waiting first, POLL_STREAMS at a time (a pipeline each), until some have
+        entries. A stream that had nothing waits before its next turn, the longer the
+        longer it stays idle (up to block_ms), so thousands of idle projects cost a read
+        each a second or so, not a loop. With `block` and nothing found, wait for the
+        next stream's turn and look once more."""
+        for sweep in range(2 if block else 1):
             now = time.monotonic()
             turns = sorted((self._idle.get(stream, (0.0, 0.0))[0], stream) for stream in streams)
-            due = [stream for at, stream in turns[:POLL_STREAMS] if at <= now]
-            if not due:
-                if block:
-                    time.sleep(min(turns[0][0] - now, self.block_ms / 1000))
-                continue
-            count = max(1, self.read_count // POLL_SHARE)
-            entries: list[Entry] = []
-            for stream, reply in self._read_each(due, ">", count):
-                found = [
-                    Entry(stream, entry_id, fields)
-                    for _, messages in reply or []
-                    for entry_id, fields in messages
-                ]
-                if found:
-                    self._idle.pop(stream, None)
-                else:
-                    wait = self._idle.get(stream, (0.0, 0.0))[1]
-                    wait = min(self.block_ms / 1000, max(FIRST_IDLE_S, wait * 2))
-                    self._idle[stream] = (now + wait, wait)
-                entries += found
-            if entries:
-                return entries
+            due = [stream for at, stream in turns if at <= now]
+            for at in range(0, len(due), POLL_STREAMS):
+                entries = self._read_turns(due[at : at + POLL_STREAMS], now)
+                if entries:
+                    return entries
+            if block and sweep == 0:
+                later = [at for at, _ in turns if at > now]
+                wait = min(later, default=now + self.block_ms / 1000) - time.monotonic()
+                time.sleep(min(max(0.0, wait), self.block_ms / 1000))
         return []
+
+    def _read_turns(self, streams: list[str], now: float) -> list[Entry]:
+        """New entries of `streams` (one pipeline); each idle one's next turn set."""
+        count = max(1, self.read_count // POLL_SHARE)
+        entries: list[Entry] = []
+        for stream, reply in self._read_each(streams, ">", count):
+            found = [
+                Entry(stream, entry_id, fields)
+                for _, messages in reply or []
+                for entry_id, fields in messages
+            ]
+            if found:
+                self._idle.pop(stream, None)
+            else:
+                wait = self._idle.get(stream, (0.0, 0.0))[1]
+                wait = min(self.block_ms / 1000, max(FIRST_IDLE_S, wait * 2))
+                self._idle[stream] = (now + wait, wait)
+            entries += found
+        return entries
 
     def read_ahead(self) -> ReadAhead:
         """The next read of new entries, sent now and answered when asked for."""

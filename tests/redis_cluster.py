@@ -140,15 +140,18 @@ class RedisClusterServers:
         return [node for node in self.nodes if node.process is not None]
 
     def master_of(self, key: str) -> RedisServer:
-        """The node serving `key`'s slot now."""
+        """The node serving `key`'s slot now: a master that some node's map names for it
+        (a node just back from a failure may still name itself)."""
+        masters = self.masters()
         for node in self.running():
             client = node.client()
             try:
                 slot = int(client.execute_command("CLUSTER KEYSLOT", key))
                 for start, end, master, *_ in client.execute_command("CLUSTER SLOTS"):
                     if start <= slot <= end:
-                        port = int(master[1])
-                        return next(n for n in self.nodes if n.port == port)
+                        named = [n for n in masters if n.port == int(master[1])]
+                        if named:
+                            return named[0]
             except redis.RedisError:
                 continue
             finally:
