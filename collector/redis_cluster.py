@@ -6,7 +6,9 @@ disabled says so, and every call then goes to it. In a cluster, a call goes to t
 master of its key's slot (redis-py's `key_slot`, hash tags included), on that node's
 own pipelined link (collector.redis_link). Every key of a project carries the project's
 hash tag, so a request's script stays on one node; a command never names keys of two
-slots.
+slots. redis-py's asyncio cluster client would do the routing too, at 2.4 times the
+client's CPU: 163-165 us a call against 67-68 us here (5,000 calls of the enqueue
+script with an 800-byte entry, one after another, on a 3-master cluster, two runs).
 
 The map is learned again, from any node that answers, when a node redirects a call
 (MOVED: the slot moved, the call goes where it now lives; ASK: the slot is moving, that
