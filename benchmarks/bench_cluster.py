@@ -2,6 +2,7 @@
 one run.
 
     python -m benchmarks.bench_cluster [--seconds 3] [--rounds 5] [--connections 8]
+    python -m benchmarks.bench_ingest --cluster [...]      # the same
 
 A 3-master cluster (no replicas: what is measured is the collector's routing, not
 replication) and a single server, both append-only as the embedded server is, their
@@ -50,6 +51,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--connections", type=int, default=8)
     args = parser.parse_args()
+    compare(args.seconds, args.rounds, args.connections)
+
+
+def compare(seconds: float, rounds: int, connections: int) -> None:
+    """Run the comparison and print its figures (see the module's docstring)."""
     work = Path(tempfile.mkdtemp(prefix="spangate-bench-cluster-"))
     server = RedisServer(work / "redis").start()
     cluster = RedisClusterServers(work / "cluster", masters=3, replicas=0).start()
@@ -75,20 +81,20 @@ def main() -> None:
         ("1000-span native", native_spans_body(1000), 1000),
     ]
     print(
-        f"{args.rounds} paired rounds of {args.seconds:g} s, {args.connections} connections; "
+        f"{rounds} paired rounds of {seconds:g} s, {connections} connections; "
         "collector on core 0; Redis (1 server, or 3 masters) and load on core 1"
     )
     try:
         for label, body, spans in cases:
             request = build_request("/v1/spans", body, auth)
             for port in ports.values():
-                load(port, request, 0.5, args.connections)  # warm up
+                load(port, request, 0.5, connections)  # warm up
             single_rates, cluster_rates, ratios = [], [], []
-            for round_no in range(args.rounds):
+            for round_no in range(rounds):
                 order = ["single", "cluster"] if round_no % 2 == 0 else ["cluster", "single"]
                 rates = {}
                 for name in order:
-                    result = load(ports[name], request, args.seconds, args.connections)
+                    result = load(ports[name], request, seconds, connections)
                     rates[name] = result.requests_per_second * spans
                 drain_server(single_client)
                 drain_cluster(cluster)
@@ -96,9 +102,9 @@ def main() -> None:
                 cluster_rates.append(rates["cluster"])
                 ratios.append(rates["cluster"] / rates["single"])
             two = []
-            for _ in range(args.rounds):
+            for _ in range(rounds):
                 results = load_together(
-                    [ports["cluster"], ports["cluster-2"]], request, args.seconds, args.connections
+                    [ports["cluster"], ports["cluster-2"]], request, seconds, connections
                 )
                 two.append(sum(r.requests_per_second for r in results) * spans)
                 drain_cluster(cluster)

@@ -2,6 +2,7 @@
 
     python -m benchmarks.bench_ingest [--seconds 3] [--rounds 5] [--connections 8]
                                       [--only 1-span] [--together]
+    python -m benchmarks.bench_ingest --cluster     # a Redis Cluster against one server
 
 Both servers are single Hypercorn processes pinned to core 0; this load generator and
 Redis (append-only on, rewriting its log as the embedded server does) share core 1.
@@ -141,7 +142,18 @@ def main() -> None:
     parser.add_argument(
         "--together", action="store_true", help="drive both servers at once (see above)"
     )
+    parser.add_argument(
+        "--cluster",
+        action="store_true",
+        help="the collector on a 3-master Redis Cluster against one on a single server "
+        "(benchmarks/bench_cluster.py)",
+    )
     args = parser.parse_args()
+    if args.cluster:
+        from benchmarks.bench_cluster import compare
+
+        compare(args.seconds, args.rounds, args.connections)
+        return
     work = Path(tempfile.mkdtemp(prefix="spangate-bench-"))
     server = RedisServer(work / "redis").start()
     pin(server.process.pid, LOAD_CORE)  # type: ignore[union-attr]
