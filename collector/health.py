@@ -9,7 +9,7 @@ from quart import Response
 from redis.exceptions import RedisError
 
 from collector.queue import SpanQueue
-from service.web import CHECK_TIMEOUT_S, check, check_database, json_response, readiness
+from service.web import check, check_database, json_response, readiness
 from storage.database import Database
 
 
@@ -31,35 +31,39 @@ class Health:
     async def ingest(self) -> Response:
         """GET /health/ingest: 200 when the queue store answers (every master of a
         cluster, in state ok), else 503; a cluster's masters are listed."""
-        queue = await check(self.queue.ping)
+        queue, masters = await self._queue(every_master=True)
         ok = queue == "ok"
-        body: dict[str, Any] = {
-            "status": "ok" if ok else "unavailable",
-            "checks": {"queue": queue},
-        }
-        return json_response(await self._with_masters(body), 200 if ok else 503)
+        body = {"status": "ok" if ok else "unavailable", "checks": {"queue": queue}}
+        return json_response(self._with_masters(body, masters), 200 if ok else 503)
 
     async def ready(self) -> Response:
         """GET /health/ready: 200 only when the queue and the relational store answer. A
         cluster is ready while any master answers: one failing over stops only its own
         projects' ingest (which /health/ingest reports), and taking every collector out
         of service for it would stop everyone's."""
-        queue, database = await asyncio.gather(check(self._some_master), check_database(self.db))
+        (queue, masters), database = await asyncio.gather(
+            self._queue(every_master=False), check_database(self.db)
+        )
         response = readiness({"queue": queue, "database": database})
-        body = await self._with_masters(await response.get_json())
+        body = self._with_masters(await response.get_json(), masters)
         return json_response(body, response.status_code)
 
-    async def _some_master(self) -> None:
-        masters = await self.queue.masters()
-        if "ok" not in masters.values():
-            raise RedisError("no master of the queue store answers")
+    async def _queue(self, every_master: bool) -> tuple[str, dict[str, str]]:
+        """The queue's check (service.web.check) and the masters' states as it saw them:
+        `every_master` must answer (and a cluster be in state ok), or any one."""
+        masters: dict[str, str] = {}
 
-    async def _with_masters(self, body: dict[str, Any]) -> dict[str, Any]:
+        async def probe() -> None:
+            masters.update(await self.queue.masters())
+            if every_master:
+                await self.queue.all_answer(masters)
+            elif "ok" not in masters.values():
+                raise RedisError("no master of the queue store answers")
+
+        return await check(probe), masters
+
+    def _with_masters(self, body: dict[str, Any], masters: dict[str, str]) -> dict[str, Any]:
         """`body` with a cluster's masters and their states (as it is on one server)."""
-        try:
-            if not self.queue.client.clustered:
-                return body
-            masters = await asyncio.wait_for(self.queue.masters(), CHECK_TIMEOUT_S)
-        except (RedisError, TimeoutError, OSError):
+        if not self.queue.client.clustered or not masters:
             return body
         return {**body, "cluster": {"masters": masters}}

@@ -123,10 +123,9 @@ class SpanQueue:
             await self.client.execute("SADD", STREAMS_KEY, stream, key=STREAMS_KEY)
             self._registered[stream] = now
 
-    async def ping(self) -> None:
-        """Raise unless Redis answers a PING within the timeout: every master of a
-        cluster, whose state must be ok."""
-        masters = await self.masters()
+    async def all_answer(self, masters: dict[str, str]) -> None:
+        """Raise unless every master answered (`masters`, as `masters()` says) and a
+        cluster's state is ok."""
         failed = [f"{node} {state}" for node, state in masters.items() if state != "ok"]
         if failed:
             raise RedisError("; ".join(failed))
