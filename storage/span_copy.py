@@ -16,7 +16,7 @@ In the batch's transaction:
    start day or on different ones.
 3. The rows of those other traces whose spans come once each in the batch, most rows,
    cannot be refused nor meet a stored row: they are COPYed into the span table, and
-   the summaries step 2 inserted are computed from them.
+   the new traces' summaries inserted first are computed from them.
 4. The rest go by COPY into a temporary staging table (one per connection, emptied at
    each commit). One statement a round finds the rows the window refuses and writes the
    others (insert; replace when the content differs; nothing when it is the same).
