@@ -56,6 +56,7 @@ class QueueLink:
         self.connect_timeout_s = connect_timeout_s
         self.clustered: bool | None = None  # None: not known yet (no answer so far)
         self._slots: list[Address | None] = [None] * SLOTS
+        self._masters: list[Address] = []  # those of the map, in order
         self._links: dict[Address, RedisLink] = {}
         self._refreshing: asyncio.Future[None] | None = None
         self._refreshed_at = 0.0
@@ -108,7 +109,7 @@ class QueueLink:
         await self._known()
         links = [self.seed]
         if self.clustered:
-            links = [self._link(a) for a in sorted({a for a in self._slots if a is not None})]
+            links = [self._link(address) for address in self._masters]
         replies = await asyncio.gather(
             *(self._on(link, link.execute(*args)) for link in links), return_exceptions=True
         )
@@ -185,7 +186,7 @@ class QueueLink:
     def _link_for(self, key: str | None) -> RedisLink:
         address = self._slots[key_slot(key.encode())] if key is not None else None
         if address is None:  # no key, or a slot nobody serves as far as known
-            address = next((a for a in self._slots if a is not None), self._seed_address())
+            address = self._masters[0] if self._masters else self._seed_address()
             if key is not None:
                 self._refresh_soon()
         return self._link(address)
@@ -260,6 +261,7 @@ class QueueLink:
             self._link(address)
             slots[int(start) : int(end) + 1] = [address] * (int(end) - int(start) + 1)
         self._slots = slots
+        self._masters = sorted({address for address in slots if address is not None})
 
 
 def _first(keys: Sequence[Arg]) -> str | None:
