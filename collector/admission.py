@@ -172,7 +172,8 @@ class Admission:
     async def admit(self, checks: Checks) -> int:
         """The project's queue depth when the request may go on; else the 429 or 503."""
         try:
-            checks = await ip_checked_apart(self.client, checks)
+            if self.client.clustered is not False:  # one server: nothing to await
+                checks = await ip_checked_apart(self.client, checks)
             answer = await self.client.evalsha(_ADMIT, checks.keys, checks.args)
         except (TimeoutError, RedisError) as e:
             raise redis_refusal(

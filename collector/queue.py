@@ -73,7 +73,8 @@ class SpanQueue:
         """Admit the request (collector.admission) and enqueue it in one script: the
         project's queue depth before it, once Redis confirmed; else admission's refusal."""
         _, stream = entry_keys(item)
-        checks = await self._checked_apart(checks)
+        if self.client.clustered is not False:  # one server: nothing to await
+            checks = await self._checked_apart(checks)
         keys = (*checks.keys, stream)
         args = (*checks.args, *entry_args(item))
         return verdict(await self._run(_ADMIT_AND_ENQUEUE, stream, keys, args))
