@@ -90,6 +90,15 @@ class Entry:
             return 0
 
 
+def _entries(reply: Any) -> list[Entry]:
+    """The entries of an XREADGROUP's reply (streams and their entries, or None)."""
+    return [
+        Entry(stream.decode(), entry_id, fields)
+        for stream, messages in reply or []
+        for entry_id, fields in messages
+    ]
+
+
 class ReadAhead:
     """An XREADGROUP of new entries sent on a connection of its own, answer not read yet
     (one server: a cluster's streams are polled, Consumer._poll)."""
@@ -203,11 +212,7 @@ class Consumer:
             count=self.read_count,
             block=self.block_ms if block else None,
         )
-        return [
-            Entry(stream.decode(), entry_id, fields)
-            for stream, messages in reply or []
-            for entry_id, fields in messages
-        ]
+        return _entries(reply)
 
     def read_own(self, streams: list[str]) -> list[Entry]:
         """Entries delivered to this consumer and not yet acknowledged (left pending when
@@ -217,20 +222,15 @@ class Consumer:
             return []
         if self.clustered:
             reads = self._read_each(streams, "0", self.unsized_count)
-            replies = [reply for _, reply in reads]
+            entries = [entry for _, reply in reads for entry in _entries(reply)]
         else:
-            replies = [
+            entries = _entries(
                 self.client.xreadgroup(
                     GROUP, self.consumer, dict.fromkeys(streams, "0"), count=self.unsized_count
                 )
-            ]
-        return [
-            Entry(stream.decode(), entry_id, fields)
-            for reply in replies
-            for stream, messages in reply or []
-            for entry_id, fields in messages
-            if fields  # an entry deleted since (acknowledged by a worker that took it over)
-        ]
+            )
+        # without fields: an entry deleted since (acknowledged by a worker that took it over)
+        return [entry for entry in entries if entry.fields]
 
     def _read_each(self, streams: list[str], start: str, count: int) -> list[tuple[str, Any]]:
         """In a cluster: an XREADGROUP of each stream, in one pipeline; each reply."""
@@ -265,11 +265,7 @@ class Consumer:
         count = max(1, self.read_count // POLL_SHARE)
         entries: list[Entry] = []
         for stream, reply in self._read_each(streams, ">", count):
-            found = [
-                Entry(stream, entry_id, fields)
-                for _, messages in reply or []
-                for entry_id, fields in messages
-            ]
+            found = _entries(reply)
             if found:
                 self._idle.pop(stream, None)
             else:
