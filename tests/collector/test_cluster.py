@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import gzip
 import threading
 import time
 from collections.abc import Iterator
@@ -31,6 +30,7 @@ from storage.identity import IdentityStore
 from storage.schema import migrate
 from storage.spans import SpanStore
 from storage.worker import Worker
+from tests.collector.conftest import ADMISSIONS, sent
 from tests.processes import spawn, wait_healthy
 from tests.proto_json.spans import span
 from tests.redis_cluster import RedisClusterServers
@@ -335,14 +335,14 @@ async def test_the_collector_follows_a_slot_that_moves(
     app = create_app(dataclasses.replace(projects.settings, rate_limit_project_rps=5))
     async with app.test_app() as test_app:
         client = test_app.test_client()
-        sent = 0
+        posted = 0
 
         async def post(admission: str) -> int:
-            nonlocal sent
-            sent += 1
-            body = orjson.dumps({"spans": [span(spanId=f"{sent:016x}")]})
+            nonlocal posted
+            posted += 1
+            body = orjson.dumps({"spans": [span(spanId=f"{posted:016x}")]})
             response = await client.post(
-                "/v1/spans", **ADMITTED[admission](body, projects.auth(project))
+                "/v1/spans", **sent(body, admission, projects.auth(project))
             )
             return response.status_code
 
@@ -359,7 +359,7 @@ async def test_the_collector_follows_a_slot_that_moves(
             on_source.execute_command(
                 "MIGRATE", "127.0.0.1", target.port, "", 0, 5000, "KEYS", *keys
             )
-            for admission in ADMITTED:  # the keys are gone from the source: ASK
+            for admission in ADMISSIONS:  # the keys are gone from the source: ASK
                 assert await post(admission) == 200
             # a key of the request's script missing on the target: TRYAGAIN until the
             # slot is the target's (the call is tried again meanwhile)
@@ -371,23 +371,10 @@ async def test_the_collector_follows_a_slot_that_moves(
                 with node.client() as on_node:
                     on_node.execute_command("CLUSTER SETSLOT", slot, "NODE", target_id)
             assert await late == 200
-        for admission in ADMITTED:  # MOVED
+        for admission in ADMISSIONS:  # MOVED
             assert await post(admission) == 200
         assert cluster.master_of(stream_key(project)) is target
-    assert _drain(projects) == {project: sent}
-
-
-#: How a request is sent to be admitted by the script that queues it, or before.
-ADMITTED = {
-    "with-xadd": lambda body, headers: {
-        "data": body,
-        "headers": {**headers, "Content-Length": str(len(body))},
-    },
-    "first": lambda body, headers: {
-        "data": gzip.compress(body),
-        "headers": {**headers, "Content-Encoding": "gzip"},
-    },
-}
+    assert _drain(projects) == {project: posted}
 
 
 def test_a_burst_worker_reads_past_many_idle_streams(
