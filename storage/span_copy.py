@@ -28,6 +28,7 @@ In the batch's transaction:
 from __future__ import annotations
 
 from operator import itemgetter
+from typing import NamedTuple
 
 from storage import trace_summaries
 from storage.database import Transaction
@@ -99,23 +100,45 @@ def _occurrences(rows: list[SpanRow]) -> list[int]:
     return occurrences
 
 
-def write(tx: Transaction, rows: list[SpanRow], window_ms: int) -> list[SpanRow]:
-    """Write `rows` in `tx` by the rules, and their traces' summaries; the rows the
-    window refused. WriteConflict: another writer stored a trace of the batch first
+class Batch(NamedTuple):
+    """Rows to write, with what writing them needs that reads nothing stored: computed
+    before their transaction, on another thread than the writer's (the worker's decoding
+    thread), so that the transaction holds statements only and its server process
+    never waits on the writer between them."""
+
+    rows: list[SpanRow]
+    #: the rows' traces (project, trace), in order of first appearance
+    traces: list[tuple[str, str]]
+    #: which send of its span each row is, when a span comes twice; else empty
+    occurrences: list[int]
+    #: every trace's summary as a new trace's (by the rows), in key order
+    summaries: list[tuple[object, ...]]
+
+    @classmethod
+    def of(cls, rows: list[SpanRow]) -> Batch:
+        occurrences = _occurrences(rows) if spans_repeat(rows) else []
+        summaries = trace_summaries.summaries_of_written(rows, set(), [], bool(occurrences))
+        summaries.sort(key=_TRACE_KEY)
+        return cls(rows, list(dict.fromkeys(map(_TRACE_KEY, rows))), occurrences, summaries)
+
+
+def write(tx: Transaction, batch: Batch, window_ms: int) -> list[SpanRow]:
+    """Write a batch's rows in `tx` by the rules, and their traces' summaries; the rows
+    the window refused. WriteConflict: another writer stored a trace of the batch first
     (write the batch again, in a new transaction)."""
+    rows, occurrences = batch.rows, batch.occurrences
     if not rows:
         return []
-    traces = list(dict.fromkeys(map(_TRACE_KEY, rows)))
-    arrays = ([project for project, _ in traces], [trace for _, trace in traces])
+    arrays = ([project for project, _ in batch.traces], [trace for _, trace in batch.traces])
     known = set(map(tuple, tx.query(LOCK_KNOWN_TRACES, arrays)))
-    occurrences = _occurrences(rows) if spans_repeat(rows) else []
     checked = set(known)
     if occurrences:  # a trace with a span sent twice in the batch
         checked.update(_TRACE_KEY(row) for row, n in zip(rows, occurrences, strict=True) if n > 1)
     new = [row for row in rows if _TRACE_KEY(row) not in known] if known else rows
     if new:  # first, the new traces' summaries: their locks (refreshed when checked)
-        summaries = trace_summaries.summaries_of_written(new, set(), [], bool(occurrences))
-        summaries.sort(key=_TRACE_KEY)
+        summaries = batch.summaries
+        if known:
+            summaries = [summary for summary in summaries if _TRACE_KEY(summary) not in known]
         tx.copy(_SUMMARIES, trace_summaries.COLUMN_TYPES, summaries)
     fresh = [row for row in new if _TRACE_KEY(row) not in checked] if checked else new
     if fresh:

@@ -96,11 +96,17 @@ class SpanStore:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    def upsert(self, rows: list[SpanRow], window_ms: int) -> list[SpanRow]:
-        """Write a batch in one transaction by the re-sending rules (storage/resend.py),
-        in queue order, and the summaries of its traces; the rows the window refused.
-        A transaction that met another writer's (WriteConflict) is run again, up to
-        WRITE_ATTEMPTS times in all."""
+    def prepared(self, rows: list[SpanRow]) -> list[SpanRow] | span_copy.Batch:
+        """`rows` with what `upsert` needs of them that reads nothing stored, for a thread
+        other than the writer's to compute (on PostgreSQL: their traces, and their
+        summaries as new traces'; on SQLite, nothing more)."""
+        return span_copy.Batch.of(rows) if self.db.postgres else rows
+
+    def upsert(self, rows: list[SpanRow] | span_copy.Batch, window_ms: int) -> list[SpanRow]:
+        """Write a batch (rows, or `prepared` rows) in one transaction by the re-sending
+        rules (storage/resend.py), in queue order, and the summaries of its traces; the
+        rows the window refused. A transaction that met another writer's (WriteConflict)
+        is run again, up to WRITE_ATTEMPTS times in all."""
         attempts = 1
         while True:
             try:
@@ -111,11 +117,16 @@ class SpanStore:
                     raise
                 attempts += 1
 
-    def write(self, tx: Transaction, rows: list[SpanRow], window_ms: int) -> list[SpanRow]:
+    def write(
+        self, tx: Transaction, rows: list[SpanRow] | span_copy.Batch, window_ms: int
+    ) -> list[SpanRow]:
         """`upsert` within `tx`, a transaction of this store's database (on SQLite, one
         that took the write lock at its start: `transaction(immediate=True)`)."""
         if self.db.postgres:
-            return span_copy.write(tx, rows, window_ms)
+            batch = rows if isinstance(rows, span_copy.Batch) else span_copy.Batch.of(rows)
+            return span_copy.write(tx, batch, window_ms)
+        if isinstance(rows, span_copy.Batch):
+            rows = rows.rows
         stored = {
             trace
             for asked in traces_asked(rows)

@@ -32,6 +32,8 @@ from storage.checkpoints import BackgroundCheckpoints
 from storage.database import Database
 from storage.errors import StoreUnavailable
 from storage.resend import refused_counter
+from storage.span_copy import Batch
+from storage.span_rows import SpanRow
 from storage.spans import SpanStore
 from storage.worker import (
     PARTS_AHEAD,
@@ -500,7 +502,7 @@ class _Recording(SpanStore):
             with self.db.transaction() as tx:
                 threshold = int((tx.query_one("PRAGMA wal_autocheckpoint") or (0,))[0])
         self.writes.append((threading.current_thread().name, threshold))
-        self.sizes.append(rows)
+        self.sizes.append(rows.rows if isinstance(rows, Batch) else rows)
         return super().upsert(rows, window_ms)
 
 
@@ -569,6 +571,33 @@ def test_on_postgres_a_part_is_split_between_writers_by_trace(
     [(_, dead)] = client.xrange(dead_letter_key(queue.project_id))
     assert b"rows refused by the database" in dead[b"reason"]
     assert queue.length() == 0
+
+
+def test_on_postgres_a_part_is_prepared_on_the_decoding_thread(
+    client: redis.Redis, queue: Queue, postgres_database: Database
+) -> None:
+    """What a write needs of its rows that reads nothing stored (their traces, their
+    summaries as new traces') is computed by the thread that decodes, and handed to the
+    writers with the rows: their transactions hold statements only."""
+    preparing: list[str] = []
+    written: list[Any] = []
+
+    class Noting(SpanStore):
+        def prepared(self, rows: list[SpanRow]) -> list[SpanRow] | Batch:
+            preparing.append(threading.current_thread().name)
+            return super().prepared(rows)
+
+        def upsert(self, rows: list[SpanRow] | Batch, window_ms: int) -> list[SpanRow]:
+            written.append(rows)
+            return super().upsert(rows, window_ms)
+
+    for i in range(4):
+        queue.send(span(traceId=f"{i + 1:032x}", spanId=f"{i + 1:016x}"))
+    drain(client, Noting(postgres_database), batch_entries=2)
+    assert preparing and set(preparing) == {threading.current_thread().name}
+    assert written and all(isinstance(rows, Batch) for rows in written)
+    assert sum(len(rows.rows) for rows in written) == 4
+    assert SpanStore(postgres_database).count(queue.project_id) == 4
 
 
 def test_on_sqlite_each_write_may_wait_for_the_checkpoint_to_start_the_log_over(
