@@ -16,14 +16,15 @@ written again entry by entry, on the writer thread, before any part after it.
 
 On PostgreSQL there are POSTGRES_WRITERS writer threads, each with its own connection
 (so its own server process): a part's rows are split between them by trace, and each
-writes its share of every part, in order. The decoding thread also prepares each share
-for the store (SpanStore.prepared: its traces, their summaries as new traces'), so that a
-writer's transaction holds statements only: its server process, with the traces'
-summaries locked, waited on the writer's Python between them for a quarter of its time
-before (sampled from pg_stat_activity), and half as long after. The rules are per span, so judging each
+writes its share of every part, in order. The rules are per span, so judging each
 trace's rows in queue order is judging the queue in order. A part is acknowledged once
 every writer wrote its share; an entry refused by one writer fails as a whole (what
-another writer committed of it is met again as a redelivery: harmless).
+another writer committed of it is met again as a redelivery: harmless). The decoding
+thread also prepares each share for the store (SpanStore.prepared: its traces, their
+summaries as new traces'), so that a writer's transaction holds statements only: its
+server process, with the traces' summaries locked, waited on the writer's Python
+between them for a fifth of its time before (sampled from pg_stat_activity), half as
+long after.
 
 The process-wide settings a worker process wants are set by the command that starts
 it (`spangate worker`): the GIL's switch interval at SWITCH_INTERVAL_S, and the cyclic
