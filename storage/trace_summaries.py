@@ -60,12 +60,19 @@ _KEEP_SORT = ", ".join(
     if column not in ("project_id", "trace_id", "sort_ns")
 )
 _SET_ALL = f"sort_ns = excluded.sort_ns, {_KEEP_SORT}"
-_REFRESH = (
-    f"INSERT INTO trace_summaries ({COLUMNS}) {_AGGREGATE} "
-    f"ON CONFLICT (project_id, trace_id) DO UPDATE SET {_KEEP_SORT}"
-)
-_SQLITE_REFRESH = _REFRESH.format(
-    where="s.project_id = ?1 AND s.trace_id IN ("
+
+
+def _refresh(where: str, update: str = _KEEP_SORT) -> str:
+    """The statement that makes the summaries of the traces `where` names anew from
+    their stored spans, setting `update` on those that have one."""
+    return (
+        f"INSERT INTO trace_summaries ({COLUMNS}) {_AGGREGATE.format(where=where)} "
+        f"ON CONFLICT (project_id, trace_id) DO UPDATE SET {update}"
+    )
+
+
+_SQLITE_REFRESH = _refresh(
+    "s.project_id = ?1 AND s.trace_id IN ("
     + ", ".join(f"?{n}" for n in range(2, STORED_TRACES_ASKED + 2))
     + ")"
 )
@@ -96,11 +103,7 @@ def refresh_staged(tx: Transaction, stage: str) -> None:
     its summary, inserted first as its lock, counted rows the window may have refused."""
     for known, update in ((True, _KEEP_SORT), (False, _SET_ALL)):
         traces = f"SELECT project_id, trace_id FROM {stage} WHERE known = {known}"
-        tx.execute(
-            f"INSERT INTO trace_summaries ({COLUMNS}) "
-            + _AGGREGATE.format(where=f"(s.project_id, s.trace_id) IN ({traces})")
-            + f" ON CONFLICT (project_id, trace_id) DO UPDATE SET {update}"
-        )
+        tx.execute(_refresh(f"(s.project_id, s.trace_id) IN ({traces})", update))
 
 
 def refresh_sqlite(
