@@ -61,6 +61,12 @@ POOL_MAX_CONNECTIONS = 16
 #: A statement running longer is cancelled (StoreUnavailable: a worker tries again): a
 #: stuck query must not hold a pooled connection and its locks for ever. 0: no limit.
 STATEMENT_TIMEOUT_MS = 30_000
+#: PostgreSQL compiles a statement the planner costs above `jit_above_cost` (100,000 by
+#: default), before running it. The store's statements read a few thousand rows at most,
+#: by index, but the planner cannot know a staging table's size (temporary tables have
+#: no statistics): the statement that recomputes the summaries of a batch's traces
+#: already stored was costed at 1.8 million and compiled for 220 ms, to run for 1.
+JIT_OFF = "SET jit = off"
 
 
 class Cursor(Protocol):
@@ -270,8 +276,10 @@ class Database:
         return re.sub(r"://([^:/@]+):[^@]*@", r"://\1:***@", self.url)
 
     def _configure(self, connection: psycopg.Connection[Any]) -> None:
-        """Each new pooled PostgreSQL connection: its statement time limit."""
+        """Each new pooled PostgreSQL connection: its statement time limit, and no JIT
+        compilation (JIT_OFF)."""
         connection.execute(f"SET statement_timeout = {int(self.statement_timeout_ms)}")
+        connection.execute(JIT_OFF)
         connection.commit()
 
     def _postgres_pool(self) -> ConnectionPool[Any]:

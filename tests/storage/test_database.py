@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -158,6 +159,21 @@ def test_postgres_statements_have_a_time_limit(postgres_database: Database) -> N
             assert tx.query_one("SELECT 1") == (1,)
     finally:
         limited.close()
+
+
+def test_postgres_statements_are_not_compiled(postgres_database: Database) -> None:
+    """JIT compilation is off on every pooled connection: the planner cannot size a
+    staging table, and compiling a statement costed past jit_above_cost took hundreds
+    of milliseconds for a statement that runs in one."""
+    barrier = threading.Barrier(2)
+
+    def jit() -> tuple[object, ...] | None:
+        with postgres_database.transaction() as tx:
+            barrier.wait(timeout=10)  # both threads hold a connection: two of them
+            return tx.query_one("SHOW jit")
+
+    with ThreadPoolExecutor(2) as threads:
+        assert [f.result() for f in [threads.submit(jit) for _ in range(2)]] == [("off",)] * 2
 
 
 def test_postgres_down_fails_at_once_after_the_first_time(
