@@ -62,10 +62,11 @@ POOL_MAX_CONNECTIONS = 16
 #: stuck query must not hold a pooled connection and its locks for ever. 0: no limit.
 STATEMENT_TIMEOUT_MS = 30_000
 #: PostgreSQL compiles a statement the planner costs above `jit_above_cost` (100,000 by
-#: default), before running it. The store's statements read a few thousand rows at most,
-#: by index, but the planner cannot know a staging table's size (temporary tables have
-#: no statistics): the statement that recomputes the summaries of a batch's traces
-#: already stored was costed at 1.8 million and compiled for 220 ms, to run for 1.
+#: default), before running it. The store's statements read a few thousand rows at
+#: most, by index, but costs follow the planner's guesses: on a span table growing
+#: faster than its statistics are gathered, the statement that recomputes the summaries
+#: of a batch's stored traces was costed at 1.8 million, and compiled for 220 ms to run
+#: for 1.
 JIT_OFF = "SET jit = off"
 
 

@@ -162,9 +162,9 @@ def test_postgres_statements_have_a_time_limit(postgres_database: Database) -> N
 
 
 def test_postgres_statements_are_not_compiled(postgres_database: Database) -> None:
-    """JIT compilation is off on every pooled connection: the planner cannot size a
-    staging table, and compiling a statement costed past jit_above_cost took hundreds
-    of milliseconds for a statement that runs in one."""
+    """JIT compilation is off on every pooled connection: a statement of the store,
+    costed past jit_above_cost by the planner's guesses on a growing span table, took
+    hundreds of milliseconds to compile and one to run."""
     barrier = threading.Barrier(2)
 
     def jit() -> tuple[object, ...] | None:
