@@ -3,7 +3,7 @@ bulk insert of the same rows.
 
     python -m benchmarks.bench_worker [--entries 100] [--spans 1000] [--rounds 3]
     python -m benchmarks.bench_worker --database postgresql://postgres@127.0.0.1/test \
-        --entries 1000 --rounds 1
+        --entries 1000 --rounds 1 [--across 10]
 
 SQLite (the default): the baseline inserts the very same rows (already built) with the
 sqlite3 module's own executemany, one transaction per 50 entries' rows (BATCH_ENTRIES),
@@ -42,7 +42,7 @@ import psycopg
 import redis
 
 import proto_json
-from benchmarks.payloads import native_spans_body
+from benchmarks.payloads import TRACE_SPANS, native_spans_body
 from spangate.cli_serve import worker_process
 from spanqueue.layout import STREAMS_KEY, QueuedRequest, stream_key
 from storage.database import Database
@@ -55,10 +55,13 @@ from tests.postgres_server import postgres_schema
 from tests.redis_server import RedisServer
 
 
-def fill(server: RedisServer, project: str, entries: int, spans: int) -> list[bytes]:
-    """Queue `entries` converted bodies of `spans` spans for `project`; the bodies."""
+def fill(
+    server: RedisServer, project: str, entries: int, spans: int, across: int = 1
+) -> list[bytes]:
+    """Queue `entries` converted bodies of `spans` spans for `project`, each trace's
+    spans in `across` consecutive bodies; the bodies."""
     bodies = [
-        proto_json.convert_spans(native_spans_body(spans, seed=i + 1)).payload
+        proto_json.convert_spans(native_spans_body(spans, seed=i + 1, across=across)).payload
         for i in range(entries)
     ]
     enqueue(server, project, bodies, spans)
@@ -171,18 +174,26 @@ def main() -> None:
     parser.add_argument(
         "--processes", type=int, default=1, help="worker processes sharing the stream"
     )
+    parser.add_argument(
+        "--across",
+        type=int,
+        choices=[n for n in range(1, TRACE_SPANS + 1) if TRACE_SPANS % n == 0],
+        default=1,
+        help="requests each trace's spans come in (1: each trace whole in one; more: most "
+        "of a batch's traces are already stored, and the worker checks their spans)",
+    )
     args = parser.parse_args()
     total = args.entries * args.spans
     worker_rates, base_rates, sqlite_rates = [], [], []
     print(
         f"{args.entries} entries x {args.spans} spans = {total:,} spans per round, "
-        f"{args.processes} worker process(es)"
+        f"{args.processes} worker process(es), each trace in {args.across} request(s)"
     )
     for round_no in range(args.rounds):
         work = Path(tempfile.mkdtemp(prefix="spangate-worker-bench-"))
         server = RedisServer(work / "redis").start()
         project = f"bench{round_no}"
-        bodies = fill(server, project, args.entries, args.spans)
+        bodies = fill(server, project, args.entries, args.spans, args.across)
         with ExitStack() as stack:
             if args.database:
                 url = stack.enter_context(postgres_schema(args.database))

@@ -38,12 +38,29 @@ def native_span(rng: random.Random, trace_id: str, index: int) -> dict[str, Any]
     return span
 
 
-def native_spans_body(count: int, seed: int = 1) -> bytes:
-    """A /v1/spans body with `count` spans over traces of 20 spans each, whose ids are
-    random, as exporters make them (and so spread over the store's primary key)."""
+#: Spans of a trace, in all.
+TRACE_SPANS = 20
+
+
+def native_spans_body(count: int, seed: int = 1, across: int = 1) -> bytes:
+    """A /v1/spans body with `count` spans over traces of TRACE_SPANS spans each, whose
+    ids are random, as exporters make them (and so spread over the store's primary key).
+
+    `across` (a divisor of TRACE_SPANS): each trace's spans come in that many bodies of
+    consecutive seeds, as a long trace comes from an agent exporting while it runs;
+    body `seed` then ends the traces begun `across - 1` bodies before it and holds a
+    part of every trace begun since."""
     rng = random.Random(seed)
-    traces = [f"{rng.getrandbits(128):032x}" for _ in range((count + 19) // 20)]
-    spans = [native_span(rng, traces[i // 20], i) for i in range(count)]
+    if across == 1:
+        traces = [f"{rng.getrandbits(128):032x}" for _ in range((count + 19) // TRACE_SPANS)]
+    else:
+        traces = [
+            f"{random.Random(f'{begun}/{k}').getrandbits(128):032x}"
+            for k in range(count // TRACE_SPANS)
+            for begun in range(seed - across + 1, seed + 1)
+        ]
+    in_body = TRACE_SPANS // across
+    spans = [native_span(rng, traces[i // in_body], i) for i in range(count)]
     return orjson.dumps({"spans": spans})
 
 
