@@ -9,14 +9,15 @@ In the batch's transaction:
    it committed.
 2. The other traces get their summary first, inserted in key order: the summary table's
    key is their lock. A second writer inserting a summary of the same trace waits for
-   the first one's commit and then fails on the key (WriteConflict); its transaction is
-   written again from the start, where the trace has a summary. Row locks and keys cost
-   no shared memory, unlike advisory locks, whose table a batch of 20,000 one-span
-   traces filled. Writers therefore decide exactly as one writer would, on the same
-   start day or on different ones.
-3. The rows of those other traces whose spans come once each in the batch, most rows,
-   cannot be refused nor meet a stored row: they are COPYed into the span table, and
-   the new traces' summaries inserted first are computed from them.
+   the first one's commit, and then leaves it as the first one stored it (ON CONFLICT
+   DO NOTHING): the trace now has a stored span, so its summary is locked as in 1, and
+   its rows go the way of the stored traces' (4), in the same transaction. Row locks
+   and keys cost no shared memory, unlike advisory locks, whose table a batch of 20,000
+   one-span traces filled. Writers therefore decide exactly as one writer would, on the
+   same start day or on different ones.
+3. The rows of the traces whose summary the batch inserted and whose spans come once
+   each in it, most rows, cannot be refused nor meet a stored row: they are COPYed into
+   the span table, and those summaries were computed from them.
 4. The rest go by COPY into a temporary staging table (one per connection, emptied at
    each commit). One statement a round finds the rows the window refuses and writes the
    others (insert; replace when the content differs; nothing when it is the same).
@@ -32,6 +33,7 @@ from typing import NamedTuple
 
 from storage import trace_summaries
 from storage.database import Transaction
+from storage.errors import WriteConflict
 from storage.resend import FIELDS, INTEGER_COLUMNS, KEY, refusal, spans_repeat
 from storage.span_rows import SpanRow
 
@@ -52,7 +54,15 @@ LOCK_KNOWN_TRACES = (
     "summary ON summary.project_id = traces.project_id AND summary.trace_id = traces.trace_id "
     "ORDER BY summary.project_id, summary.trace_id FOR UPDATE OF summary"
 )
-_SUMMARIES = f"trace_summaries ({trace_summaries.COLUMNS})"
+#: The summaries of new traces (parameters: an array a column), in key order; the traces
+#: whose summary it inserted. Another writer's, inserted meanwhile, is left as it is:
+#: that trace was stored by the time this statement saw the key (it waited for the
+#: other's commit).
+INSERT_NEW_SUMMARIES = (
+    f"INSERT INTO trace_summaries ({trace_summaries.COLUMNS}) SELECT * FROM unnest("
+    + ", ".join(f"?::{kind}[]" for kind in trace_summaries.COLUMN_TYPES)
+    + ") ON CONFLICT (project_id, trace_id) DO NOTHING RETURNING project_id, trace_id"
+)
 _SPAN_KEY = itemgetter(0, 1, 2)  # project, trace, span
 _TRACE_KEY = itemgetter(0, 1)  # project, trace
 
@@ -124,28 +134,44 @@ class Batch(NamedTuple):
 
 def write(tx: Transaction, batch: Batch, window_ms: int) -> list[SpanRow]:
     """Write a batch's rows in `tx` by the rules, and their traces' summaries; the rows
-    the window refused. WriteConflict: another writer stored a trace of the batch first
-    (write the batch again, in a new transaction)."""
+    the window refused. WriteConflict: the server broke a deadlock with another writer
+    by ending this transaction, or a trace was erased while it was being locked (write
+    the batch again, in a new transaction)."""
     rows, occurrences = batch.rows, batch.occurrences
     if not rows:
         return []
-    arrays = ([project for project, _ in batch.traces], [trace for _, trace in batch.traces])
-    known = set(map(tuple, tx.query(LOCK_KNOWN_TRACES, arrays)))
-    checked = set(known)
-    if occurrences:  # a trace with a span sent twice in the batch
-        checked.update(_TRACE_KEY(row) for row, n in zip(rows, occurrences, strict=True) if n > 1)
-    new = [row for row in rows if _TRACE_KEY(row) not in known] if known else rows
-    if new:  # first, the new traces' summaries: their locks (refreshed when checked)
+    known = _locked(tx, batch.traces)
+    if len(known) < len(batch.traces):  # first, the new traces' summaries: their locks
         summaries = batch.summaries
         if known:
             summaries = [summary for summary in summaries if _TRACE_KEY(summary) not in known]
-        tx.copy(_SUMMARIES, trace_summaries.COLUMN_TYPES, summaries)
-    fresh = [row for row in new if _TRACE_KEY(row) not in checked] if checked else new
+        inserted = set(map(tuple, tx.query(INSERT_NEW_SUMMARIES, _columns(summaries))))
+        if len(inserted) < len(summaries):  # another writer stored some of them meanwhile
+            taken = [_TRACE_KEY(s) for s in summaries if _TRACE_KEY(s) not in inserted]
+            stored = _locked(tx, taken)
+            if len(stored) < len(taken):  # and they were erased since: start again
+                raise WriteConflict("a trace's summary went while it was being locked")
+            known |= stored
+    checked = set(known)
+    if occurrences:  # a trace with a span sent twice in the batch
+        checked.update(_TRACE_KEY(row) for row, n in zip(rows, occurrences, strict=True) if n > 1)
+    fresh = [row for row in rows if _TRACE_KEY(row) not in checked] if checked else rows
     if fresh:
         tx.copy(f"spans ({_COLUMNS})", _TYPES, fresh)
     if len(fresh) == len(rows):
         return []
     return _write_checked(tx, rows, occurrences, known, checked, window_ms)
+
+
+def _locked(tx: Transaction, traces: list[tuple[str, str]]) -> set[tuple[str, str]]:
+    """Of the traces (project, trace), those with a summary, locked until the commit."""
+    arrays = ([project for project, _ in traces], [trace for _, trace in traces])
+    return set(map(tuple, tx.query(LOCK_KNOWN_TRACES, arrays)))
+
+
+def _columns(rows: list[tuple[object, ...]]) -> list[list[object]]:
+    """The rows' values, a list a column."""
+    return [list(column) for column in zip(*rows, strict=True)]
 
 
 def _write_checked(

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from storage.database import Database
+from storage import span_copy
+from storage.database import Database, Transaction
 from storage.schema import migrate
 from storage.span_rows import SpanRow
 from storage.spans import SpanStore
@@ -72,6 +73,32 @@ def test_two_writers_of_two_versions_of_a_span_decide_as_one(
     with database.transaction() as tx:
         assert tx.query(f"SELECT start_day, content_hash FROM spans {_IN_ORDER}") == stored
         assert tx.query("SELECT span_count FROM trace_summaries") == [(len(stored),)]
+
+
+def test_a_writer_meeting_a_new_trace_of_another_goes_on_without_starting_again(
+    postgres_database: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two writers of other spans of one new trace at once: the second waits for the
+    first's commit, then writes its spans as those of a stored trace, in the same
+    transaction (writing its whole part again cost a part's COPY every time workers met
+    on a trace, as they do when a trace's spans come in several requests)."""
+    with postgres_database.transaction() as tx:
+        tx.execute("TRUNCATE spans, trace_summaries")
+    transactions = []
+
+    def counted(tx: Transaction, batch: span_copy.Batch, window_ms: int) -> list[SpanRow]:
+        transactions.append(batch.rows)
+        return write(tx, batch, window_ms)
+
+    write = span_copy.write
+    monkeypatch.setattr(span_copy, "write", counted)
+    first = [span_row(span="a", content="x"), span_row(span="b", content="x")]
+    second = [span_row(span="b", content="x"), span_row(span="c", content="y", error=True)]
+    assert second_waits_for_first(postgres_database, first, second, WINDOW_MS) == ([], [])
+    assert transactions == [first, second]
+    with postgres_database.transaction() as tx:
+        assert tx.query(f"SELECT span_id FROM spans {_IN_ORDER}") == [("a",), ("b",), ("c",)]
+        assert tx.query("SELECT span_count, error_count FROM trace_summaries") == [(3, 1)]
 
 
 def test_a_part_of_many_traces_is_written(postgres_database: Database) -> None:
