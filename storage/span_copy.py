@@ -22,8 +22,10 @@ In the batch's transaction:
    each commit). One statement a round finds the rows the window refuses and writes the
    others (insert; replace when the content differs; nothing when it is the same).
    Round k holds the k-th send of each span in the batch, so a span sent twice in one
-   batch is judged against its first send, as the rules want. Their traces' summaries
-   are then recomputed from what is stored (storage/trace_summaries.py).
+   batch is judged against its first send, as the rules want. The rows a round inserts
+   are added to their stored traces' summaries by the same statement; the summaries of
+   the new traces among them, and of the traces where a stored row was replaced, are
+   then recomputed from what is stored (storage/trace_summaries.py).
 """
 
 from __future__ import annotations
@@ -75,12 +77,13 @@ _SAME_KEY = _SAME_SPAN + " AND {a}.start_day = {b}.start_day"
 
 def write_round(window_ms: int) -> str:
     """The statement of a round (parameter: its number): writes the round's rows that
-    the window does not refuse, and answers the spans (project, trace, span) it refused.
-    Its parts see the table as it was before the statement, which is exact: a round
-    holds each span once. A row that may meet something stored (`known`: its trace has
-    a stored span; or its span was sent earlier in the batch) is judged by the stored
-    rows of its span, read once (`judged`): whether one refuses it, whether its own key
-    is stored, and with other content. The others are inserted as they are.
+    the window does not refuse, adds those it inserts to their stored traces' summaries,
+    and answers the spans (project, trace, span, refused) it refused or that replaced a
+    stored row. Its parts see the table as it was before the statement, which is exact:
+    a round holds each span once. A row that may meet something stored (`known`: its
+    trace has a stored span; or its span was sent earlier in the batch) is judged by the
+    stored rows of its span, read once (`judged`): whether one refuses it, whether its
+    own key is stored, and with other content. The others are inserted as they are.
 
     The judged rows carry every column, so nothing joins them back to the stage: the
     planner, which guesses a few rows of a round where there are thousands, ran that
@@ -102,8 +105,11 @@ def write_round(window_ms: int) -> str:
         f"replaced AS (UPDATE spans SET {changed} FROM judged AS new WHERE NOT new.refuses "
         f"AND new.changed AND {_SAME_KEY.format(a='spans', b='new')}), "
         f"inserted AS (INSERT INTO spans ({_COLUMNS}) SELECT {_COLUMNS} FROM judged "
-        "WHERE NOT refuses AND NOT present) "
-        "SELECT project_id, trace_id, span_id FROM judged WHERE refuses"
+        "WHERE NOT refuses AND NOT present), "
+        "inserted_of_stored AS (SELECT * FROM judged WHERE known AND NOT refuses "
+        "AND NOT present), "
+        f"merged AS ({trace_summaries.merged('inserted_of_stored')}) "
+        "SELECT project_id, trace_id, span_id, refuses FROM judged WHERE refuses OR changed"
     )
 
 
@@ -201,10 +207,14 @@ def _write_checked(
     tx.copy(f"{STAGE} ({_COLUMNS}, occurrence, known)", (*_TYPES, "bigint", "boolean"), staged)
     statement = write_round(window_ms)
     refused: set[tuple[int, tuple[str, str, str]]] = set()
+    replaced: set[tuple[str, str]] = set()  # stored traces with a stored row replaced
     for round_no in range(1, max(sends) + 1):
-        spans = tx.query(statement, (round_no,))
-        refused.update((round_no, tuple(span)) for span in spans)
-    trace_summaries.refresh_staged(tx, STAGE)
+        for project, trace, span, refuses in tx.query(statement, (round_no,)):
+            if refuses:
+                refused.add((round_no, (project, trace, span)))
+            elif (project, trace) in known:
+                replaced.add((project, trace))
+    trace_summaries.refresh_staged(tx, STAGE, len(checked) > len(known), sorted(replaced))
     if not refused:
         return []
     return [row for row, send in zip(rows, sends, strict=True) if (send, _SPAN_KEY(row)) in refused]

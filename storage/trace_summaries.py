@@ -3,10 +3,12 @@
 Listing a project's recent traces from its spans would group every span of the project
 on each view. Instead the span store recomputes the summary of each trace a batch
 touched, from that trace's stored rows, inside the transaction that wrote them
-(`refresh`). A summary is therefore exactly what is stored, whatever the re-sending
-rules did: a refused send changes nothing, a replaced span changes its values, a span
-stored again on another day counts twice (it is two stored spans). The list then reads
-only summaries, through an index, whatever the size of the store.
+(`refresh`); on PostgreSQL, a stored trace that only gained rows has them added to its
+summary instead (`merged`), which gives the same. A summary is therefore exactly what
+is stored, whatever the re-sending rules did: a refused send changes nothing, a
+replaced span changes its values, a span stored again on another day counts twice (it
+is two stored spans). The list then reads only summaries, through an index, whatever
+the size of the store.
 
 Order: newest first by `sort_ns`, the trace's start as it was when the trace was first
 stored. It never changes afterwards (the shown start may still move earlier, when a root
@@ -96,14 +98,55 @@ def recount(tx: Transaction, project_id: str, trace_ids: set[str]) -> None:
         tx.execute(_RECOUNT, (project_id, trace_id))
 
 
-def refresh_staged(tx: Transaction, stage: str) -> None:
-    """PostgreSQL: recompute, from what is stored, the summaries of the traces of the
-    rows staged in table `stage` (storage/span_copy.py, which holds the traces' locks).
-    A trace new to the store (`known` false) takes its order from what is stored too:
-    its summary, inserted first as its lock, counted rows the window may have refused."""
-    for known, update in ((True, _KEEP_SORT), (False, _SET_ALL)):
-        traces = f"SELECT project_id, trace_id FROM {stage} WHERE known = {known}"
-        tx.execute(_refresh(f"(s.project_id, s.trace_id) IN ({traces})", update))
+def refresh_staged(tx: Transaction, stage: str, new: bool, changed: list[tuple[str, str]]) -> None:
+    """PostgreSQL: recompute, from what is stored, the summaries of the traces new to the
+    store among the rows staged in table `stage` (`known` false; when `new`), and of the
+    stored traces with a row replaced (`changed`, project and trace); storage/span_copy.py
+    holds their locks. A new trace takes its order from what is stored too: its summary,
+    inserted first as its lock, counted rows the window may have refused. The other
+    stored traces' summaries were added to as their rows were inserted (`merged`)."""
+    if new:
+        traces = f"SELECT project_id, trace_id FROM {stage} WHERE NOT known"
+        tx.execute(_refresh(f"(s.project_id, s.trace_id) IN ({traces})", _SET_ALL))
+    if changed:
+        traces = "SELECT * FROM unnest(?::text[], ?::text[])"
+        arrays = ([project for project, _ in changed], [trace for _, trace in changed])
+        tx.execute(_refresh(f"(s.project_id, s.trace_id) IN ({traces})"), arrays)
+
+
+def merged(rows: str) -> str:
+    """PostgreSQL: a statement, for a WITH clause, that adds the span rows of relation
+    `rows` to their traces' summaries: rows being inserted by the same statement, of
+    traces that have a summary, and none of whose stored rows the statement replaces
+    (their summaries are recomputed: `refresh_staged`). A summary is then what the
+    aggregate of the stored rows would give, without reading the trace's other rows,
+    which a long trace sent in many requests would make cost its length each time;
+    only a root among `rows` has the trace's stored roots read, for the earliest's
+    name. The statement sees the span table as it was before it."""
+    roots = (
+        'SELECT root.name FROM (SELECT r.start_ns, r.span_id COLLATE "C" AS span_id, r.name '
+        "FROM spans AS r WHERE r.project_id = added.project_id "
+        "AND r.trace_id = added.trace_id AND r.parent_span_id IS NULL "
+        f'UNION ALL SELECT n.start_ns, n.span_id COLLATE "C", n.name FROM {rows} AS n '
+        "WHERE n.project_id = added.project_id AND n.trace_id = added.trace_id "
+        "AND n.parent_span_id IS NULL) AS root ORDER BY root.start_ns, root.span_id LIMIT 1"
+    )
+    return (
+        "UPDATE trace_summaries AS summary SET "
+        "start_ns = LEAST(summary.start_ns, added.start_ns), "
+        "end_ns = GREATEST(summary.end_ns, added.end_ns), "
+        "span_count = summary.span_count + added.spans, "
+        "error_count = summary.error_count + added.errors, "
+        f"root_name = CASE WHEN added.rooted THEN ({roots}) ELSE summary.root_name END, "
+        "session_id = LEAST(summary.session_id, added.session_id), "
+        "received_ms = GREATEST(summary.received_ms, added.received_ms) "
+        "FROM (SELECT project_id, trace_id, MIN(start_ns) AS start_ns, MAX(end_ns) AS end_ns, "
+        "COUNT(*) AS spans, SUM(CASE WHEN status_code = 2 THEN 1 ELSE 0 END) AS errors, "
+        "MIN(session_id) AS session_id, MAX(received_ms) AS received_ms, "
+        f"bool_or(parent_span_id IS NULL) AS rooted FROM {rows} "
+        "GROUP BY project_id, trace_id) AS added "
+        "WHERE summary.project_id = added.project_id AND summary.trace_id = added.trace_id"
+    )
 
 
 def refresh_sqlite(

@@ -101,6 +101,34 @@ def test_a_writer_meeting_a_new_trace_of_another_goes_on_without_starting_again(
         assert tx.query("SELECT span_count, error_count FROM trace_summaries") == [(3, 1)]
 
 
+@pytest.mark.parametrize("root", [False, True])
+def test_a_long_stored_trace_gaining_a_span_is_not_read_again(
+    postgres_database: Database, root: bool
+) -> None:
+    """A span added to a stored trace of 1,000: its summary is added to, not recomputed
+    from the trace's stored spans (which made a long trace, sent in many requests, cost
+    its length at each of them); a root, which comes once, has them read for the
+    earliest root's name."""
+    with postgres_database.transaction() as tx:
+        tx.execute("TRUNCATE spans, trace_summaries")
+    store = SpanStore(postgres_database)
+    spans = [span_row(span=f"{n:04}", root=n == 500, start=100 + n) for n in range(1000)]
+    store.upsert(spans, WINDOW_MS)
+    added = span_row(span="late", content="z", root=root, start=50, end=2000, error=True)
+    with postgres_database.transaction() as tx:
+        assert store.write(tx, [added], WINDOW_MS) == []
+        (read,) = tx.query_one(
+            "SELECT SUM(idx_tup_fetch + COALESCE(seq_tup_read, 0)) "
+            "FROM pg_stat_xact_user_tables WHERE starts_with(relname, 'spans')"
+        ) or (None,)
+    assert read is not None and (root or read < 10)  # not the trace's 1,000
+    with postgres_database.transaction() as tx:
+        summary = tx.query(
+            "SELECT start_ns, end_ns, span_count, error_count, root_name FROM trace_summaries"
+        )
+    assert summary == [(50, 2000, 1001, 1, "name z" if root else "name x")]
+
+
 def test_a_part_of_many_traces_is_written(postgres_database: Database) -> None:
     """A part of 20,000 one-span traces: written, each with its summary (the traces'
     locks take no shared memory: advisory locks, one a trace, filled PostgreSQL's lock
