@@ -117,12 +117,12 @@ def refresh_staged(tx: Transaction, stage: str, new: bool, changed: list[tuple[s
 def merged(rows: str) -> str:
     """PostgreSQL: a statement, for a WITH clause, that adds the span rows of relation
     `rows` to their traces' summaries: rows being inserted by the same statement, of
-    traces that have a summary, and none of whose stored rows the statement replaces
-    (their summaries are recomputed: `refresh_staged`). A summary is then what the
-    aggregate of the stored rows would give, without reading the trace's other rows,
-    which a long trace sent in many requests would make cost its length each time;
-    only a root among `rows` has the trace's stored roots read, for the earliest's
-    name. The statement sees the span table as it was before it."""
+    traces that have a summary. A summary is then what the aggregate of the stored rows
+    would give, without reading the trace's other rows, which a long trace sent in many
+    requests would make cost its length each time; only a root among `rows` has the
+    trace's stored roots read, for the earliest's name. The statement sees the span
+    table as it was before it. A row it replaces is not accounted for: that trace's
+    summary must be recomputed after it (`refresh_staged`)."""
     roots = (
         'SELECT root.name FROM (SELECT r.start_ns, r.span_id COLLATE "C" AS span_id, r.name '
         "FROM spans AS r WHERE r.project_id = added.project_id "
