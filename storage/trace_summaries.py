@@ -52,7 +52,7 @@ _AGGREGATE = (
     "COUNT(*), SUM(CASE WHEN s.status_code = 2 THEN 1 ELSE 0 END), "
     "(SELECT r.name FROM spans r WHERE r.project_id = s.project_id "
     "AND r.trace_id = s.trace_id AND r.parent_span_id IS NULL "
-    "ORDER BY r.start_ns, r.span_id LIMIT 1), "
+    "ORDER BY r.start_ns, r.span_id, r.start_day LIMIT 1), "
     "MIN(s.session_id), MAX(s.received_ms) FROM spans s WHERE {where} "
     "GROUP BY s.project_id, s.trace_id"
 )
@@ -124,12 +124,15 @@ def merged(rows: str) -> str:
     table as it was before it. A row it replaces is not accounted for: that trace's
     summary must be recomputed after it (`refresh_staged`)."""
     roots = (
-        'SELECT root.name FROM (SELECT r.start_ns, r.span_id COLLATE "C" AS span_id, r.name '
+        'SELECT root.name FROM (SELECT r.start_ns, r.span_id COLLATE "C" AS span_id, '
+        'r.start_day COLLATE "C" AS start_day, r.name '
         "FROM spans AS r WHERE r.project_id = added.project_id "
         "AND r.trace_id = added.trace_id AND r.parent_span_id IS NULL "
-        f'UNION ALL SELECT n.start_ns, n.span_id COLLATE "C", n.name FROM {rows} AS n '
+        'UNION ALL SELECT n.start_ns, n.span_id COLLATE "C", n.start_day COLLATE "C", n.name '
+        f"FROM {rows} AS n "
         "WHERE n.project_id = added.project_id AND n.trace_id = added.trace_id "
-        "AND n.parent_span_id IS NULL) AS root ORDER BY root.start_ns, root.span_id LIMIT 1"
+        "AND n.parent_span_id IS NULL) AS root "
+        "ORDER BY root.start_ns, root.span_id, root.start_day LIMIT 1"
     )
     return (
         "UPDATE trace_summaries AS summary SET "
@@ -217,7 +220,11 @@ def _as_stored(rows: list[SpanRow], stored_traces: set[str], refused: set[int]) 
 
 def _summary_of(project_id: str, trace_id: str, spans: list[SpanRow]) -> tuple[object, ...]:
     ends = [row.end_ns for row in spans if row.end_ns is not None]
-    roots = [(row.start_ns, row.span_id, row.name) for row in spans if row.parent_span_id is None]
+    roots = [
+        (row.start_ns, row.span_id, row.start_day, row.name)
+        for row in spans
+        if row.parent_span_id is None
+    ]
     sessions = [row.session_id for row in spans if row.session_id is not None]
     start = min(map(_START, spans))
     return (
@@ -228,7 +235,7 @@ def _summary_of(project_id: str, trace_id: str, spans: list[SpanRow]) -> tuple[o
         max(ends) if ends else None,
         len(spans),
         list(map(_STATUS, spans)).count(_ERROR),
-        min(roots)[2] if roots else None,
+        min(roots)[3] if roots else None,
         min(sessions) if sessions else None,
         max(map(_RECEIVED, spans)),
     )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import tempfile
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from storage import span_copy
@@ -27,6 +27,12 @@ _SUMMARIES = "SELECT * FROM trace_summaries ORDER BY project_id, trace_id"
 
 @FUZZ
 @given(batches=st.lists(st.lists(_ROWS, max_size=10), max_size=4))
+@example(  # two roots of one start: the trace is named by its earliest start day's
+    batches=[
+        [span_row(project="q", day="2026-11-24", start=0)],
+        [span_row(project="q", day="2026-11-23", content="y", received_ms=1000, start=0)],
+    ]
+)
 def test_postgres_decides_as_sqlite(
     postgres_database: Database, batches: list[list[SpanRow]]
 ) -> None:
