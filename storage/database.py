@@ -191,6 +191,12 @@ class Transaction:
         return None if row is None else tuple(row)
 
 
+def arrays(rows: Sequence[Sequence[Any]]) -> list[list[Any]]:
+    """PostgreSQL: rows (at least one) as a list a column, the parameters of a statement
+    that reads them back with `unnest`."""
+    return [list(column) for column in zip(*rows, strict=True)]
+
+
 def _one_line(error: BaseException) -> str:
     """A driver's message on one line (psycopg's span several)."""
     return " ".join(str(error).split())

@@ -21,7 +21,7 @@ from datetime import UTC, date, datetime, timedelta
 
 from storage import trace_summaries
 from storage.database import Database, Transaction
-from storage.span_copy import LOCK_KNOWN_TRACES
+from storage.span_copy import locked
 
 AHEAD_DAYS = 7
 #: Serialises changes to the partitions between processes (two workers starting).
@@ -117,8 +117,7 @@ def remove_days_before(db: Database, cutoff: date) -> Removed:
         traces = touched[at : at + _TRACES_A_TRANSACTION]
         with db.transaction(immediate=True) as tx:
             if db.postgres:
-                arrays = ([project for project, _ in traces], [trace for _, trace in traces])
-                tx.query(LOCK_KNOWN_TRACES, arrays)
+                locked(tx, traces)
             for project, trace in traces:
                 trace_summaries.recount(tx, project, {trace})
     return Removed(dropped, rows, len(touched))

@@ -34,7 +34,7 @@ from operator import itemgetter
 from typing import NamedTuple
 
 from storage import trace_summaries
-from storage.database import Transaction
+from storage.database import Transaction, arrays
 from storage.errors import WriteConflict
 from storage.resend import FIELDS, INTEGER_COLUMNS, KEY, refusal, spans_repeat
 from storage.span_rows import SpanRow
@@ -153,15 +153,15 @@ def write(tx: Transaction, batch: Batch, window_ms: int) -> list[SpanRow]:
     rows, occurrences = batch.rows, batch.occurrences
     if not rows:
         return []
-    known = _locked(tx, batch.traces)
+    known = locked(tx, batch.traces)
     if len(known) < len(batch.traces):  # first, the new traces' summaries: their locks
         summaries = batch.summaries
         if known:
             summaries = [summary for summary in summaries if _TRACE_KEY(summary) not in known]
-        inserted = set(map(tuple, tx.query(INSERT_NEW_SUMMARIES, _columns(summaries))))
+        inserted = set(map(tuple, tx.query(INSERT_NEW_SUMMARIES, arrays(summaries))))
         if len(inserted) < len(summaries):  # another writer stored some of them meanwhile
             taken = [_TRACE_KEY(s) for s in summaries if _TRACE_KEY(s) not in inserted]
-            stored = _locked(tx, taken)
+            stored = locked(tx, taken)
             if len(stored) < len(taken):  # and they were erased since: start again
                 raise WriteConflict("a trace's summary went while it was being locked")
             known |= stored
@@ -176,15 +176,10 @@ def write(tx: Transaction, batch: Batch, window_ms: int) -> list[SpanRow]:
     return _write_checked(tx, rows, occurrences, known, checked, window_ms)
 
 
-def _locked(tx: Transaction, traces: list[tuple[str, str]]) -> set[tuple[str, str]]:
-    """Of the traces (project, trace), those with a summary, locked until the commit."""
-    arrays = ([project for project, _ in traces], [trace for _, trace in traces])
-    return set(map(tuple, tx.query(LOCK_KNOWN_TRACES, arrays)))
-
-
-def _columns(rows: list[tuple[object, ...]]) -> list[list[object]]:
-    """The rows' values, a list a column."""
-    return [list(column) for column in zip(*rows, strict=True)]
+def locked(tx: Transaction, traces: list[tuple[str, str]]) -> set[tuple[str, str]]:
+    """Of the traces (project, trace; at least one), those with a summary, locked until
+    the commit."""
+    return set(map(tuple, tx.query(LOCK_KNOWN_TRACES, arrays(traces))))
 
 
 def _write_checked(

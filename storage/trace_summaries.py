@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from itertools import groupby
 from operator import itemgetter
 
-from storage.database import Database, Transaction
+from storage.database import Database, Transaction, arrays
 from storage.resend import STORED_TRACES_ASKED, traces_asked
 from storage.span_rows import SpanRow
 
@@ -110,8 +110,7 @@ def refresh_staged(tx: Transaction, stage: str, new: bool, changed: list[tuple[s
         tx.execute(_refresh(f"(s.project_id, s.trace_id) IN ({traces})", _SET_ALL))
     if changed:
         traces = "SELECT * FROM unnest(?::text[], ?::text[])"
-        arrays = ([project for project, _ in changed], [trace for _, trace in changed])
-        tx.execute(_refresh(f"(s.project_id, s.trace_id) IN ({traces})"), arrays)
+        tx.execute(_refresh(f"(s.project_id, s.trace_id) IN ({traces})"), arrays(changed))
 
 
 def merged(rows: str) -> str:
