@@ -45,14 +45,19 @@ COLUMN_TYPES = (
     "text",
     "bigint",
 )
+#: The earliest of a trace's roots, whose name is the trace's: by start, then span id
+#: and start day, which the key makes unique (`_summary_of` orders them the same way).
+_EARLIEST = "ORDER BY {r}.start_ns, {r}.span_id, {r}.start_day LIMIT 1"
+#: Of span rows `{s}`, how many are errors.
+_ERRORS = "SUM(CASE WHEN {s}status_code = 2 THEN 1 ELSE 0 END)"
 #: Spans of the traces `{where}` names, one summary row each (the earliest root span
 #: names the trace; with none stored yet it has no name).
 _AGGREGATE = (
     "SELECT s.project_id, s.trace_id, MIN(s.start_ns), MIN(s.start_ns), MAX(s.end_ns), "
-    "COUNT(*), SUM(CASE WHEN s.status_code = 2 THEN 1 ELSE 0 END), "
+    f"COUNT(*), {_ERRORS.format(s='s.')}, "
     "(SELECT r.name FROM spans r WHERE r.project_id = s.project_id "
     "AND r.trace_id = s.trace_id AND r.parent_span_id IS NULL "
-    "ORDER BY r.start_ns, r.span_id, r.start_day LIMIT 1), "
+    f"{_EARLIEST.format(r='r')}), "
     "MIN(s.session_id), MAX(s.received_ms) FROM spans s WHERE {where} "
     "GROUP BY s.project_id, s.trace_id"
 )
@@ -130,8 +135,7 @@ def merged(rows: str) -> str:
         'UNION ALL SELECT n.start_ns, n.span_id COLLATE "C", n.start_day COLLATE "C", n.name '
         f"FROM {rows} AS n "
         "WHERE n.project_id = added.project_id AND n.trace_id = added.trace_id "
-        "AND n.parent_span_id IS NULL) AS root "
-        "ORDER BY root.start_ns, root.span_id, root.start_day LIMIT 1"
+        f"AND n.parent_span_id IS NULL) AS root {_EARLIEST.format(r='root')}"
     )
     return (
         "UPDATE trace_summaries AS summary SET "
@@ -143,7 +147,7 @@ def merged(rows: str) -> str:
         "session_id = LEAST(summary.session_id, added.session_id), "
         "received_ms = GREATEST(summary.received_ms, added.received_ms) "
         "FROM (SELECT project_id, trace_id, MIN(start_ns) AS start_ns, MAX(end_ns) AS end_ns, "
-        "COUNT(*) AS spans, SUM(CASE WHEN status_code = 2 THEN 1 ELSE 0 END) AS errors, "
+        f"COUNT(*) AS spans, {_ERRORS.format(s='')} AS errors, "
         "MIN(session_id) AS session_id, MAX(received_ms) AS received_ms, "
         f"bool_or(parent_span_id IS NULL) AS rooted FROM {rows} "
         "GROUP BY project_id, trace_id) AS added "
