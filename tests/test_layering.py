@@ -8,13 +8,14 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = {"proto_json", "spanqueue", "storage", "service"}
+SHARED = {"proto_json", "genai", "spanqueue", "storage", "service"}
 APPS = {"collector", "scores_sidecar", "dashboard"}
 #: What each package may import of the project's packages (besides itself).
 ALLOWED = {
     "proto_json": set(),
+    "genai": set(),
     "spanqueue": set(),
-    "storage": {"proto_json", "spanqueue"},
+    "storage": {"proto_json", "genai", "spanqueue"},
     "service": {"proto_json", "storage"},
     **{app: SHARED for app in APPS},
     "spangate": SHARED | APPS,
