@@ -46,7 +46,7 @@ from benchmarks.payloads import TRACE_SPANS, native_spans_body
 from spangate.cli_serve import worker_process
 from spanqueue.layout import STREAMS_KEY, QueuedRequest, stream_key
 from storage.database import Database
-from storage.resend import INTEGER_COLUMNS
+from storage.resend import COLUMN_TYPES
 from storage.schema import migrate
 from storage.span_rows import SpanRow, rows_of
 from storage.spans import UPSERT, SpanStore
@@ -105,7 +105,6 @@ def postgres_baseline(url: str, bodies: list[bytes], project: str, batch_entries
     the same transactions."""
     rows, per_batch = _rows(bodies, project, batch_entries)
     columns = ", ".join(SpanRow._fields)
-    types = ["bigint" if f in INTEGER_COLUMNS else "text" for f in SpanRow._fields]
     with psycopg.connect(url) as connection:
         connection.execute(
             "CREATE TABLE plain_spans AS SELECT * FROM spans WITH NO DATA", prepare=False
@@ -115,7 +114,7 @@ def postgres_baseline(url: str, bodies: list[bytes], project: str, batch_entries
         for at in range(0, len(rows), per_batch):
             with connection.cursor() as cursor:
                 with cursor.copy(f"COPY plain_spans ({columns}) FROM STDIN {BINARY}") as copy:
-                    copy.set_types(types)
+                    copy.set_types(COLUMN_TYPES)
                     for row in rows[at : at + per_batch]:
                         copy.write_row(row)
             connection.commit()

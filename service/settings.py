@@ -142,6 +142,7 @@ class Settings:
     archive_dir: Path | None = None
     app_secure_cookies: bool = False
     session_secret: str | None = field(default=None, repr=False)
+    prices_file: Path | None = None
 
     def __post_init__(self) -> None:
         if not self.database_url:
@@ -204,4 +205,5 @@ class Settings:
             archive_dir=read("ARCHIVE_DIR", Path, None),
             app_secure_cookies=read("APP_SECURE_COOKIES", _flag, d.app_secure_cookies),
             session_secret=read("SESSION_SECRET", _secret, None),
+            prices_file=read("PRICES_FILE", Path, None),
         )

@@ -18,9 +18,10 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from genai.prices import PriceFileError
 from service.logs import configure_logging
 from service.settings import Settings, SettingsError
-from spangate.cli_support import fail, load_settings
+from spangate.cli_support import fail, load_pricer, load_settings, upgrade_stored_spans
 from spangate.embedded_redis import EmbeddedRedis, EmbeddedRedisError
 from spangate.supervisor import Supervisor
 from storage.database import Database, sqlite_writer_refused
@@ -111,7 +112,8 @@ def _worker(args: argparse.Namespace) -> int:
 
     try:
         settings = load_settings()
-    except SettingsError as e:
+        pricer = load_pricer(settings)
+    except (SettingsError, PriceFileError) as e:
         return fail(str(e), 2)
     configure_logging(settings.log_level)
     stop = threading.Event()
@@ -124,6 +126,7 @@ def _worker(args: argparse.Namespace) -> int:
         )
     try:
         migrate(db)
+        upgrade_stored_spans(db, pricer)
         with redis_url_for(settings) as resolved:
             client = queue_client(str(resolved.redis_url), socket_timeout=30)
             worker = Worker(
@@ -132,6 +135,7 @@ def _worker(args: argparse.Namespace) -> int:
                 settings.dedup_window_seconds,
                 consumer=args.consumer,
                 claim_idle_ms=args.claim_idle_ms,
+                pricer=pricer,
             )
             with worker_process():
                 stats = worker.run(stop, burst=args.burst)
@@ -229,12 +233,15 @@ def _say_when_listening(settings: Settings, children: dict[str, subprocess.Popen
 def _serve(args: argparse.Namespace) -> int:
     try:
         settings = load_settings()
-    except SettingsError as e:
+        pricer = load_pricer(settings)
+    except (SettingsError, PriceFileError) as e:
         return fail(str(e), 2)
     configure_logging(settings.log_level)
     db = Database(settings.database_url, settings.database_statement_timeout_ms)
     try:
         migrate(db)
+        if not args.no_worker:
+            upgrade_stored_spans(db, pricer)
     except StoreError as e:
         return fail(str(e))
     finally:

@@ -9,7 +9,9 @@ from typing import Any
 
 import orjson
 
+from genai.prices import Pricer, read_price_file
 from service.settings import Settings, SettingsError
+from storage import genai_upgrade
 from storage.database import Database
 from storage.errors import StoreError
 from storage.schema import migrate
@@ -67,3 +69,25 @@ def print_table(rows: list[tuple[str, ...]], header: tuple[str, ...]) -> None:
         print(
             "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
         )
+
+
+def load_pricer(settings: Settings) -> Pricer:
+    """The prices a worker costs model calls with: the operator's price file, when set,
+    before the table; PriceFileError naming the file and the line of what is wrong."""
+    return Pricer(read_price_file(str(settings.prices_file)) if settings.prices_file else ())
+
+
+def upgrade_stored_spans(db: Database, pricer: Pricer) -> None:
+    """Give spans stored before the GenAI columns their facts (storage/genai_upgrade.py),
+    with its progress on stderr when the store is large enough to take a while."""
+
+    def progress(done: int, total: int) -> None:
+        end = "\n" if done >= total else ""
+        print(
+            f"\rspangate: upgrading stored traces for the LLM view: {done:,}/{total:,}",
+            end=end,
+            file=sys.stderr,
+            flush=True,
+        )
+
+    genai_upgrade.upgrade(db, pricer, progress)

@@ -11,7 +11,7 @@ from storage.erasure import Eraser
 from storage.export import MAX_EXPORT_TRACES, as_csv, check_limit, export_traces
 from storage.identity import IdentityStore
 from storage.spans import SpanStore
-from storage.trace_summaries import TraceFilter, TraceSummaries
+from storage.trace_list import TraceFilter, TraceSummaries
 
 
 def _project_id(db: Database, name: str) -> str:

@@ -329,6 +329,7 @@ static int tagged(PyObject *attributes, PyObject **session, PyObject **agent) {
 typedef struct {
     PyObject *project_id, *received_ms, *resource, *scope;
     PyTypeObject *row_type;
+    Py_ssize_t row_size; /* the row type's fields: ROW_FIELDS, then others left None */
     Buf buf;
     /* the last span's trace id, as written and as a str: the spans of a trace mostly
        come together, and then share one str (hashed once, bound once) */
@@ -358,6 +359,29 @@ static PyObject *extras_of(Buf *b, PyObject *span, int *status) {
     if (!written) return Py_NewRef(s_empty_object);
     if ((*status = PUT(b, "}")) != OK) return NULL;
     return PyUnicode_DecodeUTF8(b->data, b->len, NULL);
+}
+
+/* The number of fields of a NamedTuple type (its `_fields`), at least ROW_FIELDS; -1
+ * with an exception set otherwise. */
+static Py_ssize_t row_size(PyTypeObject *type) {
+    PyObject *fields = PyObject_GetAttrString((PyObject *)type, "_fields");
+    if (fields == NULL) return -1;
+    Py_ssize_t size = PyTuple_Check(fields) ? PyTuple_GET_SIZE(fields) : -1;
+    Py_DECREF(fields);
+    if (size < ROW_FIELDS) {
+        PyErr_SetString(PyExc_TypeError, "row_type must be a NamedTuple of 20 fields or more");
+        return -1;
+    }
+    return size;
+}
+
+/* A row of the row type, its fields past ROW_FIELDS None (the caller sets the others). */
+static PyObject *new_row(const Rows *r) {
+    PyObject *row = r->row_type->tp_alloc(r->row_type, r->row_size);
+    if (row == NULL) return NULL;
+    for (Py_ssize_t i = ROW_FIELDS; i < r->row_size; i++)
+        PyTuple_SET_ITEM(row, i, Py_NewRef(Py_None));
+    return row;
 }
 
 #define FIELD(i, value)                         \
@@ -406,7 +430,7 @@ static PyObject *row_of(Rows *r, PyObject *span, int *status) {
                              ? agent
                              : kind_names[kind_number];
 
-    PyObject *row = r->row_type->tp_alloc(r->row_type, ROW_FIELDS);
+    PyObject *row = new_row(r);
     if (row == NULL) return NULL;
     *status = OK;
     FIELD(0, Py_NewRef(r->project_id));
@@ -494,6 +518,7 @@ static PyObject *span_rows(PyObject *Py_UNUSED(self), PyObject *args) {
     if (!PyArg_ParseTuple(args, "OUOO!", &request, &r.project_id, &r.received_ms,
                           &PyType_Type, &r.row_type))
         return NULL;
+    if ((r.row_size = row_size(r.row_type)) < 0) return NULL;
     if (!PyDict_CheckExact(request)) Py_RETURN_NONE;
     PyObject *resources = PyDict_GetItemWithError(request, k_resourceSpans);
     if (resources == NULL && PyErr_Occurred()) return NULL;

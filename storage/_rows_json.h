@@ -475,7 +475,7 @@ static PyObject *row_of_node(Rows *r, const Scan *s, uint32_t span, int *status)
         node_tagged(s, m.attributes, &session, &agent) != OK)
         return NULL;
     int has_end = m.end && NODE(s, m.end)->type != J_NULL;
-    PyObject *row = r->row_type->tp_alloc(r->row_type, ROW_FIELDS);
+    PyObject *row = new_row(r);
     if (row == NULL) return NULL;
     *status = OK;
     FIELD(0, Py_NewRef(r->project_id));
@@ -556,6 +556,7 @@ static PyObject *span_rows_json(PyObject *Py_UNUSED(self), PyObject *args) {
     if (!PyArg_ParseTuple(args, "y#UOO!", &text, &size, &r.project_id, &r.received_ms,
                           &PyType_Type, &r.row_type))
         return NULL;
+    if ((r.row_size = row_size(r.row_type)) < 0) return NULL;
     Scan s = {0};
     int status = scan_document_released(&s, text, size);
     uint32_t resources = 0;

@@ -114,6 +114,11 @@ class Transaction:
         self._postgres = postgres
         self._bulk = bulk
 
+    @property
+    def postgres(self) -> bool:
+        """Whether this is a PostgreSQL transaction (else SQLite)."""
+        return self._postgres
+
     def _sql(self, sql: str) -> str:
         return sql.replace("?", "%s") if self._postgres else sql
 

@@ -11,7 +11,7 @@ import orjson
 
 from storage.database import Database
 from storage.spans import SpanStore
-from storage.trace_summaries import TraceFilter, TraceSummaries
+from storage.trace_list import TraceFilter, TraceSummaries
 
 MAX_EXPORT_TRACES = 100
 CSV_COLUMNS = (

@@ -29,7 +29,25 @@ from storage.span_rows import SpanRow
 FIELDS = SpanRow._fields
 #: A stored row's key: a span has a row per UTC day of its start.
 KEY = ("project_id", "trace_id", "span_id", "start_day")
-INTEGER_COLUMNS = frozenset(("status_code", "start_ns", "end_ns", "received_ms"))
+INTEGER_COLUMNS = frozenset(
+    (
+        "status_code",
+        "start_ns",
+        "end_ns",
+        "received_ms",
+        "input_tokens",
+        "output_tokens",
+        "total_tokens",
+        "cache_read_tokens",
+        "cache_write_tokens",
+        "reasoning_tokens",
+    )
+)
+#: Every column's PostgreSQL type, in FIELDS order.
+COLUMN_TYPES = tuple(
+    "bigint" if f in INTEGER_COLUMNS else "double precision" if f == "cost_usd" else "text"
+    for f in FIELDS
+)
 
 
 def refused_counter(project_id: str) -> str:

@@ -11,12 +11,16 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from storage import summary_genai
 from storage.clock import utc_now_iso
 from storage.database import Database, Transaction
 from storage.errors import StoreError
+from storage.resend import COLUMN_TYPES, FIELDS
 from storage.trace_summaries import BACKFILL_SUMMARIES
 
 _ADVISORY_LOCK_ID = 0x5350414E  # "SPAN"
+#: The span columns of the GenAI view's facts: SpanRow's fields after its first 20.
+SPAN_GENAI_COLUMNS = tuple(zip(FIELDS[20:], COLUMN_TYPES[20:], strict=True))
 
 
 class PostgresOnly(tuple[str, ...]):
@@ -229,6 +233,16 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             "INSERT INTO spans SELECT * FROM spans_unpartitioned",
             "DROP TABLE spans_unpartitioned",
         )
+    ),
+    (  # 11: the GenAI view's facts beside each span (storage/span_genai.py), and their
+        # sums and previews in each trace's summary (storage/summary_genai.py). The spans
+        # stored before get theirs from storage/genai_upgrade.py, after the migrations.
+        *(f"ALTER TABLE spans ADD COLUMN {name} {kind}" for name, kind in SPAN_GENAI_COLUMNS),
+        *(
+            f"ALTER TABLE trace_summaries ADD COLUMN {name} {kind}"
+            + (" NOT NULL DEFAULT 0" if name == "llm_calls" else "")
+            for name, kind in summary_genai.COLUMNS
+        ),
     ),
 )
 

@@ -36,12 +36,12 @@ from typing import NamedTuple
 from storage import trace_summaries
 from storage.database import Transaction, arrays
 from storage.errors import WriteConflict
-from storage.resend import FIELDS, INTEGER_COLUMNS, KEY, refusal, spans_repeat
+from storage.resend import COLUMN_TYPES, FIELDS, KEY, refusal, spans_repeat
 from storage.span_rows import SpanRow
 
 STAGE = "staged_spans"
 _COLUMNS = ", ".join(FIELDS)
-_TYPES = tuple("bigint" if f in INTEGER_COLUMNS else "text" for f in FIELDS)
+_TYPES = COLUMN_TYPES
 CREATE_STAGE = (
     f"CREATE TEMP TABLE IF NOT EXISTS {STAGE} ("
     + ", ".join(f"{field} {kind}" for field, kind in zip(FIELDS, _TYPES, strict=True))

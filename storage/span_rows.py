@@ -37,7 +37,7 @@ class SpanRow(NamedTuple):
     """One stored span, in column order.
 
     A NamedTuple rather than the house's frozen dataclass: building a frozen dataclass
-    of 20 fields cost 9 us a span (object.__setattr__ per field), over half of a
+    of its first 20 fields cost 9 us a span (object.__setattr__ per field), over half of a
     worker batch's row building; a tuple is immutable too, and is already the
     parameter sequence executemany takes.
     """
@@ -62,6 +62,23 @@ class SpanRow(NamedTuple):
     scope: str
     content_hash: str
     received_ms: int
+    # The GenAI view's facts (genai/), set by storage/span_genai.py; None for a span
+    # that no LLM convention describes. The C builder leaves them None.
+    llm_type: str | None = None
+    llm_name: str | None = None
+    model: str | None = None
+    provider: str | None = None
+    user_id: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    total_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    cost_usd: float | None = None
+    cost_source: str | None = None
+    input_preview: str | None = None
+    output_preview: str | None = None
 
 
 def utc_day(nanos: int) -> str:

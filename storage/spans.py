@@ -36,6 +36,18 @@ class SpanOutline(NamedTuple):
     status_code: int
     start_ns: int
     end_ns: int | None
+    llm_type: str | None = None  # the GenAI view's (storage/span_genai.py)
+    llm_name: str | None = None
+    model: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+
+
+_OUTLINE = (
+    "span_id, parent_span_id, name, kind, status_code, start_ns, end_ns, llm_type, llm_name, "
+    "model, input_tokens, output_tokens, cost_usd"
+)
 
 
 def stored_span(row: tuple[Any, ...]) -> dict[str, Any]:
@@ -148,13 +160,23 @@ class SpanStore:
             )
         return [stored_span(row) for row in rows]
 
+    def costs(self, project_id: str, trace_id: str) -> dict[str, tuple[float | None, str | None]]:
+        """The cost in USD each span of a trace was given as it was stored, and where it
+        came from (storage/span_genai.py), by span id (its earliest start day's row)."""
+        with self.db.transaction() as tx:
+            rows = tx.query(
+                "SELECT span_id, cost_usd, cost_source FROM spans WHERE project_id = ? "
+                "AND trace_id = ? ORDER BY start_day DESC",
+                (project_id, trace_id.lower()),
+            )
+        return {span_id: (cost, source) for span_id, cost, source in rows}
+
     def outline(self, project_id: str, trace_id: str) -> list[SpanOutline]:
         """Every stored span of a trace by start time, without its attributes, events,
         links, resource or scope (what a waterfall draws: nothing to parse)."""
         with self.db.transaction() as tx:
             rows = tx.query(
-                "SELECT span_id, parent_span_id, name, kind, status_code, start_ns, end_ns "
-                "FROM spans WHERE project_id = ? AND trace_id = ? "
+                f"SELECT {_OUTLINE} FROM spans WHERE project_id = ? AND trace_id = ? "
                 "ORDER BY start_ns, span_id, start_day",
                 (project_id, trace_id.lower()),
             )
@@ -167,8 +189,7 @@ class SpanStore:
             asked = trace_ids[at : at + _TRACES_ASKED]
             with self.db.transaction() as tx:
                 rows = tx.query(
-                    "SELECT trace_id, span_id, parent_span_id, name, kind, status_code, "
-                    "start_ns, end_ns FROM spans WHERE project_id = ? AND trace_id IN "
+                    f"SELECT trace_id, {_OUTLINE} FROM spans WHERE project_id = ? AND trace_id IN "
                     f"({', '.join('?' * len(asked))}) ORDER BY trace_id, start_ns, span_id",
                     (project_id, *asked),
                 )

@@ -18,20 +18,21 @@ a trace while spans keep arriving.
 
 from __future__ import annotations
 
-import base64
-import binascii
-from dataclasses import dataclass
 from itertools import groupby
 from operator import itemgetter
 
-from storage.database import Database, Transaction, arrays
+from storage import summary_genai
+from storage.database import Transaction, arrays
 from storage.resend import STORED_TRACES_ASKED, traces_asked
 from storage.span_rows import SpanRow
 
-COLUMNS = (
+#: The columns every version of the table has had (the spans stored before it existed
+#: got their summaries in these).
+_BASE_COLUMNS = (
     "project_id, trace_id, sort_ns, start_ns, end_ns, span_count, error_count, root_name, "
     "session_id, received_ms"
 )
+COLUMNS = ", ".join((_BASE_COLUMNS, *summary_genai.NAMES))
 #: Their PostgreSQL types, in order.
 COLUMN_TYPES = (
     "text",
@@ -44,6 +45,7 @@ COLUMN_TYPES = (
     "text",
     "text",
     "bigint",
+    *(kind for _, kind in summary_genai.COLUMNS),
 )
 #: The earliest of a trace's roots, whose name is the trace's: by start, then span id
 #: and start day, which the key makes unique (`_summary_of` orders them the same way).
@@ -51,16 +53,24 @@ _EARLIEST = "ORDER BY {r}.start_ns, {r}.span_id, {r}.start_day LIMIT 1"
 #: Of span rows `{s}`, how many are errors.
 _ERRORS = "SUM(CASE WHEN {s}status_code = 2 THEN 1 ELSE 0 END)"
 #: Spans of the traces `{where}` names, one summary row each (the earliest root span
-#: names the trace; with none stored yet it has no name).
-_AGGREGATE = (
+#: names the trace; with none stored yet it has no name): the base columns' values.
+_BASE_AGGREGATE = (
     "SELECT s.project_id, s.trace_id, MIN(s.start_ns), MIN(s.start_ns), MAX(s.end_ns), "
     f"COUNT(*), {_ERRORS.format(s='s.')}, "
     "(SELECT r.name FROM spans r WHERE r.project_id = s.project_id "
     "AND r.trace_id = s.trace_id AND r.parent_span_id IS NULL "
     f"{_EARLIEST.format(r='r')}), "
-    "MIN(s.session_id), MAX(s.received_ms) FROM spans s WHERE {where} "
-    "GROUP BY s.project_id, s.trace_id"
+    "MIN(s.session_id), MAX(s.received_ms)"
 )
+_GROUPED = " FROM spans s WHERE {where} GROUP BY s.project_id, s.trace_id"
+
+
+def aggregate(where: str, postgres: bool) -> str:
+    """The summary rows (every column) of the traces `where` names, from their spans."""
+    genai = ", ".join(summary_genai.aggregates("s.", postgres))
+    return f"{_BASE_AGGREGATE}, {genai}{_GROUPED.format(where=where)}"
+
+
 _KEEP_SORT = ", ".join(
     f"{column} = excluded.{column}"
     for column in COLUMNS.split(", ")
@@ -69,27 +79,32 @@ _KEEP_SORT = ", ".join(
 _SET_ALL = f"sort_ns = excluded.sort_ns, {_KEEP_SORT}"
 
 
-def _refresh(where: str, update: str = _KEEP_SORT) -> str:
+def refresh_statement(where: str, update: str = _KEEP_SORT, postgres: bool = True) -> str:
     """The statement that makes the summaries of the traces `where` names anew from
     their stored spans, setting `update` on those that have one."""
     return (
-        f"INSERT INTO trace_summaries ({COLUMNS}) {_AGGREGATE.format(where=where)} "
+        f"INSERT INTO trace_summaries ({COLUMNS}) {aggregate(where, postgres)} "
         f"ON CONFLICT (project_id, trace_id) DO UPDATE SET {update}"
     )
 
 
-_SQLITE_REFRESH = _refresh(
+SQLITE_TRACES = (
     "s.project_id = ?1 AND s.trace_id IN ("
     + ", ".join(f"?{n}" for n in range(2, STORED_TRACES_ASKED + 2))
     + ")"
 )
-#: The summaries of the spans stored before the table existed (an upgrade).
-BACKFILL_SUMMARIES = f"INSERT INTO trace_summaries ({COLUMNS}) " + _AGGREGATE.format(where="1 = 1")
-
-
-_RECOUNT = f"INSERT INTO trace_summaries ({COLUMNS}) " + _AGGREGATE.format(
-    where="s.project_id = ? AND s.trace_id = ?"
+_SQLITE_REFRESH = refresh_statement(SQLITE_TRACES, postgres=False)
+#: The summaries of the spans stored before the table existed (an upgrade): its columns
+#: as they were then.
+BACKFILL_SUMMARIES = (
+    f"INSERT INTO trace_summaries ({_BASE_COLUMNS}) {_BASE_AGGREGATE}"
+    + _GROUPED.format(where="1 = 1")
 )
+_ONE_TRACE = "s.project_id = ? AND s.trace_id = ?"
+_RECOUNT = {
+    postgres: f"INSERT INTO trace_summaries ({COLUMNS}) {aggregate(_ONE_TRACE, postgres)}"
+    for postgres in (False, True)
+}
 
 
 def recount(tx: Transaction, project_id: str, trace_ids: set[str]) -> None:
@@ -100,7 +115,7 @@ def recount(tx: Transaction, project_id: str, trace_ids: set[str]) -> None:
             "DELETE FROM trace_summaries WHERE project_id = ? AND trace_id = ?",
             (project_id, trace_id),
         )
-        tx.execute(_RECOUNT, (project_id, trace_id))
+        tx.execute(_RECOUNT[tx.postgres], (project_id, trace_id))
 
 
 def refresh_staged(tx: Transaction, stage: str, new: bool, changed: list[tuple[str, str]]) -> None:
@@ -112,10 +127,10 @@ def refresh_staged(tx: Transaction, stage: str, new: bool, changed: list[tuple[s
     stored traces' summaries were added to as their rows were inserted (`merged`)."""
     if new:
         traces = f"SELECT project_id, trace_id FROM {stage} WHERE NOT known"
-        tx.execute(_refresh(f"(s.project_id, s.trace_id) IN ({traces})", _SET_ALL))
+        tx.execute(refresh_statement(f"(s.project_id, s.trace_id) IN ({traces})", _SET_ALL))
     if changed:
         traces = "SELECT * FROM unnest(?::text[], ?::text[])"
-        tx.execute(_refresh(f"(s.project_id, s.trace_id) IN ({traces})"), arrays(changed))
+        tx.execute(refresh_statement(f"(s.project_id, s.trace_id) IN ({traces})"), arrays(changed))
 
 
 def merged(rows: str) -> str:
@@ -137,6 +152,12 @@ def merged(rows: str) -> str:
         "WHERE n.project_id = added.project_id AND n.trace_id = added.trace_id "
         f"AND n.parent_span_id IS NULL) AS root {_EARLIEST.format(r='root')}"
     )
+    genai = ", ".join(
+        f"{aggregate} AS {name}"
+        for aggregate, name in zip(
+            summary_genai.aggregates("", True), summary_genai.NAMES, strict=True
+        )
+    )
     return (
         "UPDATE trace_summaries AS summary SET "
         "start_ns = LEAST(summary.start_ns, added.start_ns), "
@@ -145,11 +166,12 @@ def merged(rows: str) -> str:
         "error_count = summary.error_count + added.errors, "
         f"root_name = CASE WHEN added.rooted THEN ({roots}) ELSE summary.root_name END, "
         "session_id = LEAST(summary.session_id, added.session_id), "
-        "received_ms = GREATEST(summary.received_ms, added.received_ms) "
+        "received_ms = GREATEST(summary.received_ms, added.received_ms), "
+        f"{', '.join(summary_genai.merge_sets())} "
         "FROM (SELECT project_id, trace_id, MIN(start_ns) AS start_ns, MAX(end_ns) AS end_ns, "
         f"COUNT(*) AS spans, {_ERRORS.format(s='')} AS errors, "
         "MIN(session_id) AS session_id, MAX(received_ms) AS received_ms, "
-        f"bool_or(parent_span_id IS NULL) AS rooted FROM {rows} "
+        f"bool_or(parent_span_id IS NULL) AS rooted, {genai} FROM {rows} "
         "GROUP BY project_id, trace_id) AS added "
         "WHERE summary.project_id = added.project_id AND summary.trace_id = added.trace_id"
     )
@@ -179,7 +201,7 @@ def refresh_sqlite(
 
 
 _UPSERT_VALUES = (
-    f"INSERT INTO trace_summaries ({COLUMNS}) VALUES ({', '.join('?' * 10)}) "
+    f"INSERT INTO trace_summaries ({COLUMNS}) VALUES ({', '.join('?' * len(COLUMN_TYPES))}) "
     f"ON CONFLICT (project_id, trace_id) DO UPDATE SET {_KEEP_SORT}"
 )
 _ERROR = 2
@@ -230,6 +252,8 @@ def _summary_of(project_id: str, trace_id: str, spans: list[SpanRow]) -> tuple[o
     ]
     sessions = [row.session_id for row in spans if row.session_id is not None]
     start = min(map(_START, spans))
+    described = any(row.llm_type is not None for row in spans)
+    genai = summary_genai.summary_of if described else summary_genai.plain_summary
     return (
         project_id,
         trace_id,
@@ -241,148 +265,8 @@ def _summary_of(project_id: str, trace_id: str, spans: list[SpanRow]) -> tuple[o
         min(roots)[3] if roots else None,
         min(sessions) if sessions else None,
         max(map(_RECEIVED, spans)),
+        *genai(spans),
     )
 
 
 _START, _STATUS, _RECEIVED = itemgetter(9), itemgetter(7), itemgetter(19)
-
-
-@dataclass(frozen=True, slots=True)
-class TraceSummary:
-    """One trace as the list shows it."""
-
-    trace_id: str
-    root_name: str | None
-    start_ns: int
-    end_ns: int | None
-    span_count: int
-    error_count: int
-    session_id: str | None
-    received_ms: int
-    sort_ns: int
-
-    @property
-    def duration_ms(self) -> float | None:
-        """From the earliest start to the latest end; None while no span has ended."""
-        return None if self.end_ns is None else (self.end_ns - self.start_ns) / 1e6
-
-
-@dataclass(frozen=True, slots=True)
-class Cursor:
-    """Where a page of the list ends: the next page starts after this trace."""
-
-    sort_ns: int
-    trace_id: str
-
-    def encode(self) -> str:
-        """The opaque text a client passes back."""
-        return base64.urlsafe_b64encode(f"{self.sort_ns}:{self.trace_id}".encode()).decode()
-
-    @classmethod
-    def decode(cls, text: str) -> Cursor:
-        """The cursor `encode` wrote; ValueError for anything else."""
-        try:
-            sort_ns, trace_id = base64.urlsafe_b64decode(text.encode()).decode().split(":")
-            return cls(int(sort_ns), trace_id)
-        except (binascii.Error, UnicodeError, ValueError) as e:
-            raise ValueError("cursor is not one this list gave") from e
-
-
-@dataclass(frozen=True, slots=True)
-class TraceFilter:
-    """What the list may be narrowed to."""
-
-    name: str | None = None  # a substring of the root span's name, any case
-    errors_only: bool = False  # traces with at least one span whose status is error
-    session: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class SessionSummary:
-    """One session (the `session.id` of its spans) as the sessions list shows it."""
-
-    session_id: str
-    traces: int
-    start_ns: int
-    end_ns: int | None
-
-
-_SELECT = (
-    "SELECT trace_id, root_name, start_ns, end_ns, span_count, error_count, session_id, "
-    "received_ms, sort_ns FROM trace_summaries WHERE project_id = ?"
-)
-
-
-def _like(text: str) -> str:
-    escaped = text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return f"%{escaped}%"
-
-
-def _where(filters: TraceFilter) -> tuple[str, list[object]]:
-    sql, params = "", list[object]()
-    if filters.name:
-        sql += " AND LOWER(root_name) LIKE ? ESCAPE '\\'"
-        params.append(_like(filters.name))
-    if filters.errors_only:
-        sql += " AND error_count > 0"
-    if filters.session is not None:
-        sql += " AND session_id = ?"
-        params.append(filters.session)
-    return sql, params
-
-
-def page_query(
-    project_id: str, filters: TraceFilter, limit: int, after: Cursor | None
-) -> tuple[str, list[object]]:
-    """The SQL and parameters of a page of the list: newest first, through an index."""
-    where, params = _where(filters)
-    if after is not None:
-        where += " AND (sort_ns < ? OR (sort_ns = ? AND trace_id < ?))"
-        params += [after.sort_ns, after.sort_ns, after.trace_id]
-    sql = f"{_SELECT}{where} ORDER BY sort_ns DESC, trace_id DESC LIMIT ?"
-    return sql, [project_id, *params, limit]
-
-
-class TraceSummaries:
-    """Reads of the summaries: pages of the list, a session's traces, the sessions."""
-
-    def __init__(self, db: Database) -> None:
-        self.db = db
-
-    def page(
-        self, project_id: str, filters: TraceFilter, limit: int, after: Cursor | None = None
-    ) -> tuple[list[TraceSummary], Cursor | None]:
-        """Up to `limit` traces, newest first, after `after`; and the next page's cursor
-        (None when this page is the last)."""
-        sql, params = page_query(project_id, filters, limit + 1, after)
-        with self.db.transaction() as tx:
-            rows = tx.query(sql, params)
-        traces = [TraceSummary(*row) for row in rows[:limit]]
-        last = traces[-1] if len(rows) > limit else None
-        return traces, None if last is None else Cursor(last.sort_ns, last.trace_id)
-
-    def of_session(self, project_id: str, session_id: str, limit: int) -> list[TraceSummary]:
-        """The first `limit` traces of a session, in time order."""
-        with self.db.transaction() as tx:
-            rows = tx.query(
-                f"{_SELECT} AND session_id = ? ORDER BY sort_ns, trace_id LIMIT ?",
-                (project_id, session_id, limit),
-            )
-        return [TraceSummary(*row) for row in rows]
-
-    def sessions(self, project_id: str, limit: int) -> list[SessionSummary]:
-        """The `limit` sessions whose latest trace is most recent, most recent first."""
-        with self.db.transaction() as tx:
-            rows = tx.query(
-                "SELECT session_id, COUNT(*), MIN(start_ns), MAX(end_ns) FROM trace_summaries "
-                "WHERE project_id = ? AND session_id IS NOT NULL GROUP BY session_id "
-                "ORDER BY MAX(sort_ns) DESC, session_id LIMIT ?",
-                (project_id, limit),
-            )
-        return [SessionSummary(*row) for row in rows]
-
-    def get(self, project_id: str, trace_id: str) -> TraceSummary | None:
-        """One trace's summary, or None when nothing of it is stored."""
-        with self.db.transaction() as tx:
-            row = tx.query_one(f"{_SELECT} AND trace_id = ?", (project_id, trace_id))
-        return None if row is None else TraceSummary(*row)

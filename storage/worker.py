@@ -50,6 +50,7 @@ from itertools import chain
 
 import redis
 
+from genai.prices import Pricer
 from spanqueue.consumer import UNAVAILABLE, Consumer, Entry, ReadAhead
 from spanqueue.layout import QueuedRequest
 from storage.checkpoints import BackgroundCheckpoints
@@ -57,6 +58,7 @@ from storage.errors import StoreError, StoreUnavailable
 from storage.resend import refused_counter
 from storage.retention import make_partitions
 from storage.span_copy import Batch
+from storage.span_genai import with_views
 from storage.span_rows import SpanRow, rows_of_json
 from storage.spans import SpanStore
 
@@ -158,13 +160,14 @@ def _merged(entries: list[Entry], shares: list[_Written]) -> _Written:
     )
 
 
-def _decode(entries: list[Entry]) -> _Decoded:
-    """Rows of each entry; the entries that do not decode, with the reason."""
+def _decode(entries: list[Entry], pricer: Pricer) -> _Decoded:
+    """Rows of each entry, with their GenAI facts (priced by `pricer`); the entries
+    that do not decode, with the reason."""
     decoded = _Decoded()
     for entry in entries:
         try:
             item = QueuedRequest.from_fields(entry.fields)
-            rows = rows_of_json(item.body, item.project_id, item.received_ms)
+            rows = with_views(rows_of_json(item.body, item.project_id, item.received_ms), pricer)
         except (KeyError, ValueError, TypeError, AttributeError, IndexError) as e:
             decoded.poison.append((entry, f"undecodable entry: {type(e).__name__}: {e}"))
             continue
@@ -202,9 +205,11 @@ class Worker:
         block_ms: int = 1000,
         claim_idle_ms: int = 30_000,
         max_attempts: int = 5,
+        pricer: Pricer | None = None,
     ) -> None:
         self.client = client
         self.store = store
+        self.pricer = pricer or Pricer()
         self.queue = Consumer(
             client,
             consumer or f"{socket.gethostname()}-{os.getpid()}",
@@ -310,7 +315,7 @@ class Worker:
         first = spans if self._writing else spans // 5
         parts = list(_parts(entries, spans, first))
         for number, part in enumerate(parts, start=1):
-            decoded = _decode(part)
+            decoded = _decode(part, self.pricer)
             for entry, reason in decoded.poison:
                 self._failed(entry, reason)
             if number == len(parts):

@@ -20,12 +20,24 @@ def span_row(
     error: bool = False,
     session: str | None = None,
 ) -> SpanRow:
-    """A row whose name and content hash follow `content`."""
+    """A row whose name, content hash and GenAI facts follow `content` (`x`: none)."""
     return SpanRow(
         project, trace, span, day, None if root else "0", f"name {content}", "internal",
         2 if error else 0, None, start, end, session, "[]", "[]", "[]", "{}", "{}", "{}",
-        content, received_ms,
+        content, received_ms, *GENAI_FACTS.get(content, ()),
     )  # fmt: skip
+
+
+#: The GenAI facts (SpanRow's fields after the first 20) of a row by its content: an
+#: LLM call, an agent reporting usage of its own, an embedding.
+GENAI_FACTS: dict[str, tuple[object, ...]] = {
+    "y": ("llm", None, "gpt-4o", "openai", "u1", 10, 5, 15, 2, None, None, 0.25, "client",
+          "hi y", "out y"),
+    "z": ("agent", "planner", None, None, "u2", 3, None, 3, None, None, None, None, None,
+          "task z", None),
+    "w": ("embedding", None, "text-embedding-3-small", "openai", None, 7, None, 7, None,
+          None, None, 0.5, "price-table", None, None),
+}  # fmt: skip
 
 
 def sends(window_ms: int) -> st.SearchStrategy[SpanRow]:
@@ -37,7 +49,7 @@ def sends(window_ms: int) -> st.SearchStrategy[SpanRow]:
         trace=st.sampled_from("ab"),
         span=st.sampled_from("123"),
         day=st.sampled_from(["2026-11-23", "2026-11-24"]),
-        content=st.sampled_from("xyz"),
+        content=st.sampled_from("xyzw"),
         received_ms=st.sampled_from(
             [0, 1, window_ms - 1, window_ms, window_ms + 1, window_ms + 2, 5 * window_ms]
         ),

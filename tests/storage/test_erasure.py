@@ -14,7 +14,7 @@ from storage.identity import IdentityStore
 from storage.scores import NewScore, ScoreStore
 from storage.span_rows import rows_of
 from storage.spans import SpanStore
-from storage.trace_summaries import TraceSummaries
+from storage.trace_list import TraceSummaries
 from tests.proto_json.spans import span
 
 WINDOW_MS = 1_200_000

@@ -18,7 +18,7 @@ from storage.database import Database
 from storage.retention import make_partitions, today
 from storage.span_rows import SpanRow
 from storage.spans import SpanStore
-from storage.trace_summaries import Cursor, TraceFilter, page_query
+from storage.trace_list import Cursor, TraceFilter, page_query
 from tests.storage.rows import span_row
 
 PROJECTS = 4

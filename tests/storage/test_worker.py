@@ -389,9 +389,9 @@ def test_parts_are_decoded_while_the_writer_is_behind_up_to_parts_ahead(
     decoded: list[Any] = []
     decode = worker_module._decode
 
-    def counted(part: Any) -> Any:
+    def counted(part: Any, pricer: Any) -> Any:
         decoded.append(part)
-        return decode(part)
+        return decode(part, pricer)
 
     monkeypatch.setattr("storage.worker._decode", counted)
     for i in range(6):

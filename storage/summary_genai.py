@@ -1,0 +1,167 @@
+"""The GenAI part of a trace's summary (storage/trace_summaries.py): LLM calls, models,
+user, tokens and cost, and the input and output previews.
+
+Counting, so that nothing is counted twice: a trace's tokens and cost are those of its
+model calls (spans of GenAI type `llm` or `embedding`, one per provider call); the
+usage other spans report of their own (an agent's, a chain's) is kept apart and shown
+only when no model call of the trace reports any. A sum is None while nothing is known.
+
+Previews: the trace's input is the first user message of its first LLM call, or its
+earliest root's input when it has no LLM call; its output the last LLM call's. Each
+candidate is kept as one text, `tagged`: its span's order (start, span id, start day)
+written so that text order is that order, then the preview; so the earliest is the
+least text, in SQL (MIN, LEAST) as in Python, and two summaries merge by comparison.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import orjson
+
+from storage.span_rows import SpanRow
+
+#: The columns, after trace_summaries' own, with their PostgreSQL types.
+COLUMNS = (
+    ("llm_calls", "bigint"),
+    ("models", "text"),
+    ("user_id", "text"),
+    ("input_tokens", "bigint"),
+    ("output_tokens", "bigint"),
+    ("total_tokens", "bigint"),
+    ("cost_usd", "double precision"),
+    ("other_input_tokens", "bigint"),
+    ("other_output_tokens", "bigint"),
+    ("other_total_tokens", "bigint"),
+    ("other_cost_usd", "double precision"),
+    ("first_llm", "text"),
+    ("last_llm", "text"),
+    ("root_input", "text"),
+    ("root_output", "text"),
+)
+NAMES = tuple(name for name, _ in COLUMNS)
+USAGE = ("input_tokens", "output_tokens", "total_tokens", "cost_usd")
+_MODEL_CALLS = ("llm", "embedding")
+_IN = "('llm', 'embedding')"
+_KEY_LENGTH = 20 + 16 + 10  # start (decimal, zero-padded), span id, start day
+
+
+def aggregates(s: str, postgres: bool) -> list[str]:
+    """SQL aggregates of span rows (`s`: the prefix of their columns, `s.` or empty)
+    giving NAMES, in order."""
+    start = f"lpad({s}start_ns::text, 20, '0')" if postgres else f"printf('%020d', {s}start_ns)"
+    key = f"{start} || {s}span_id || {s}start_day"
+    exact = ' COLLATE "C"' if postgres else ""
+
+    def tagged(column: str) -> str:
+        value = f"{s}{column}"
+        return f"({key} || CASE WHEN {value} IS NULL THEN 'N' ELSE 'P' || {value} END){exact}"
+
+    if postgres:
+        models = (
+            f"to_json(array_agg(DISTINCT {s}model ORDER BY {s}model) "
+            f"FILTER (WHERE {s}model IS NOT NULL))::text"
+        )
+    else:  # SQLite 3.40 orders no aggregate's input: a sorted subquery, for traces with any
+        models = (
+            f"CASE WHEN COUNT({s}model) > 0 THEN (SELECT json_group_array(m) FROM "
+            "(SELECT DISTINCT model AS m FROM spans AS x WHERE x.project_id = s.project_id "
+            "AND x.trace_id = s.trace_id AND x.model IS NOT NULL ORDER BY m)) END"
+        )
+    llm, root = f"{s}llm_type = 'llm'", f"{s}parent_span_id IS NULL"
+    return [
+        f"SUM(CASE WHEN {llm} THEN 1 ELSE 0 END)",
+        models,
+        f"MIN({s}user_id)",
+        *(f"SUM(CASE WHEN {s}llm_type IN {_IN} THEN {s}{c} END)" for c in USAGE),
+        *(f"SUM(CASE WHEN {s}llm_type NOT IN {_IN} THEN {s}{c} END)" for c in USAGE),
+        f"MIN(CASE WHEN {llm} THEN {tagged('input_preview')} END)",
+        f"MAX(CASE WHEN {llm} THEN {tagged('output_preview')} END)",
+        f"MIN(CASE WHEN {root} THEN {tagged('input_preview')} END)",
+        f"MIN(CASE WHEN {root} THEN {tagged('output_preview')} END)",
+    ]
+
+
+def _plus(column: str) -> str:
+    return (
+        f"CASE WHEN added.{column} IS NULL THEN summary.{column} "
+        f"WHEN summary.{column} IS NULL THEN added.{column} "
+        f"ELSE summary.{column} + added.{column} END"
+    )
+
+
+def merge_sets() -> list[str]:
+    """PostgreSQL: the SET clauses that merge `added` (rows' aggregates, named as NAMES)
+    into `summary`, as the aggregate of both rows' sets would give."""
+    models = (
+        "CASE WHEN added.models IS NULL THEN summary.models "
+        "WHEN summary.models IS NULL THEN added.models "
+        "ELSE (SELECT to_json(array_agg(DISTINCT m ORDER BY m))::text FROM "
+        "(SELECT json_array_elements_text(summary.models::json) UNION ALL "
+        "SELECT json_array_elements_text(added.models::json)) AS merged (m)) END"
+    )
+    return [
+        "llm_calls = summary.llm_calls + added.llm_calls",
+        f"models = {models}",
+        "user_id = LEAST(summary.user_id, added.user_id)",
+        *(f"{c} = {_plus(c)}" for c in USAGE),
+        *(f"other_{c} = {_plus('other_' + c)}" for c in USAGE),
+        'first_llm = LEAST(summary.first_llm COLLATE "C", added.first_llm)',
+        'last_llm = GREATEST(summary.last_llm COLLATE "C", added.last_llm)',
+        'root_input = LEAST(summary.root_input COLLATE "C", added.root_input)',
+        'root_output = LEAST(summary.root_output COLLATE "C", added.root_output)',
+    ]
+
+
+def _tagged(row: SpanRow, preview: str | None) -> str:
+    key = f"{row.start_ns:020d}{row.span_id}{row.start_day}"
+    return f"{key}N" if preview is None else f"{key}P{preview}"
+
+
+def _sum(values: Iterable[Any]) -> Any:
+    known = [value for value in values if value is not None]
+    return sum(known) if known else None
+
+
+def summary_of(spans: list[SpanRow]) -> tuple[object, ...]:
+    """NAMES's values for a trace's stored rows, as the SQL aggregates give them."""
+    calls = [row for row in spans if row.llm_type in _MODEL_CALLS]
+    others = [row for row in spans if row.llm_type is not None and row.llm_type not in _MODEL_CALLS]
+    llms = [row for row in calls if row.llm_type == "llm"]
+    models = {row.model for row in spans if row.model is not None}
+    users = [row.user_id for row in spans if row.user_id is not None]
+    roots = [row for row in spans if row.parent_span_id is None]
+    return (
+        len(llms),
+        orjson.dumps(sorted(models)).decode() if models else None,
+        min(users) if users else None,
+        *(_sum(getattr(row, c) for row in calls) for c in USAGE),
+        *(_sum(getattr(row, c) for row in others) for c in USAGE),
+        min((_tagged(row, row.input_preview) for row in llms), default=None),
+        max((_tagged(row, row.output_preview) for row in llms), default=None),
+        min((_tagged(row, row.input_preview) for row in roots), default=None),
+        min((_tagged(row, row.output_preview) for row in roots), default=None),
+    )
+
+
+def plain_summary(spans: list[SpanRow]) -> tuple[object, ...]:
+    """summary_of for rows of which none has a GenAI view (most traces): cheaper."""
+    roots = [row for row in spans if row.parent_span_id is None]
+    root = min((_tagged(row, None) for row in roots), default=None)
+    return (0, None, None, None, None, None, None, None, None, None, None, None, None, root, root)
+
+
+def untagged(text: str | None) -> str | None:
+    """The preview a `tagged` text holds."""
+    if text is None or len(text) <= _KEY_LENGTH or text[_KEY_LENGTH] != "P":
+        return None
+    return text[_KEY_LENGTH + 1 :]
+
+
+def models_of(text: str | None) -> list[str]:
+    """The distinct models a summary's `models` holds, sorted."""
+    if not text:
+        return []
+    found = orjson.loads(text)
+    return sorted({model for model in found if isinstance(model, str)})

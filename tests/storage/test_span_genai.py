@@ -1,0 +1,163 @@
+"""The GenAI view's facts through the worker into the store and the traces' summaries."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import redis
+
+from genai.prices import Pricer, parse_price_file
+from spanqueue.layout import STREAMS_KEY, stream_key
+from storage.database import Database
+from storage.span_rows import rows_of
+from storage.spans import SpanStore
+from storage.trace_list import TraceSummaries, TraceSummary
+from tests.proto_json.spans import span
+from tests.storage.test_worker import WINDOW_S, Queue
+
+TRACE = "0af7651916cd43dd8448eb211c80319c"
+PRICES = parse_price_file(
+    "[[model]]\nmatch = 'house-model'\ninput_per_mtok = 1000000\noutput_per_mtok = 2000000\n"
+)
+
+
+@pytest.fixture
+def queue(redis_url: str) -> Iterator[Queue]:
+    client = redis.Redis.from_url(redis_url)
+    project_id = f"prj_{uuid.uuid4().hex[:12]}"
+    yield Queue(client, project_id)
+    for key in client.scan_iter(match=f"spangate:{{{project_id}}}:*"):
+        client.delete(key)
+    client.srem(STREAMS_KEY, stream_key(project_id))
+    client.close()
+
+
+def _drain(queue: Queue, database: Database) -> None:
+    from storage.worker import Worker
+
+    Worker(queue.client, SpanStore(database), WINDOW_S, block_ms=10, pricer=Pricer(PRICES)).run(
+        burst=True
+    )
+
+
+def _llm(span_id: str, parent: str | None, tokens: tuple[int, int], **more: Any) -> dict[str, Any]:
+    return span(
+        traceId=TRACE,
+        spanId=span_id,
+        parentSpanId=parent,
+        name="chat",
+        kind="client",
+        attributes={
+            "gen_ai.operation.name": "chat",
+            "gen_ai.request.model": more.pop("model", "house-model"),
+            "gen_ai.usage.input_tokens": tokens[0],
+            "gen_ai.usage.output_tokens": tokens[1],
+            "gen_ai.input.messages": more.pop("question", '[{"role":"user","content":"q"}]'),
+            **more.pop("attributes", {}),
+        },
+        **more,
+    )
+
+
+def _agent(span_id: str, **attributes: Any) -> dict[str, Any]:
+    return span(
+        traceId=TRACE,
+        spanId=span_id,
+        name="planner",
+        kind="agent",
+        startTime="2026-11-22T10:00:00Z",
+        attributes=attributes,
+    )
+
+
+def _summary(database: Database, project: str) -> TraceSummary:
+    found = TraceSummaries(database).get(project, TRACE)
+    assert found is not None
+    return found
+
+
+def test_the_worker_stores_each_model_calls_facts_and_their_sums(
+    queue: Queue, database: Database
+) -> None:
+    """Two LLM calls under an agent that reports usage of its own: each call's tokens
+    and cost (from the price file) are stored; the trace adds up the calls only, with
+    its models, its first call's question and its last call's answer."""
+    queue.send(
+        _agent("a" * 16, **{"gen_ai.usage.input_tokens": 999, "user.id": "u-1"}),
+        _llm("1" * 16, "a" * 16, (10, 1), question='[{"role":"user","content":"first?"}]',
+             startTime="2026-11-22T10:00:01Z"),
+        _llm("2" * 16, "a" * 16, (20, 2), model="gpt-4o", startTime="2026-11-22T10:00:02Z",
+             attributes={"gen_ai.output.messages": '[{"role":"assistant","content":"last!"}]'}),
+    )  # fmt: skip
+    _drain(queue, database)
+    with database.transaction() as tx:
+        rows = tx.query(
+            "SELECT span_id, llm_type, model, input_tokens, cost_usd, cost_source FROM spans "
+            "WHERE project_id = ? ORDER BY span_id",
+            (queue.project_id,),
+        )
+    assert rows[0] == ("1" * 16, "llm", "house-model", 10, 10 + 2.0, "price-file")
+    assert rows[1][:5] == ("2" * 16, "llm", "gpt-4o", 20, rows[1][4])
+    assert rows[1][5] == "price-table" and 0 < rows[1][4] < 0.01
+    assert rows[2][:4] == ("a" * 16, "agent", None, 999)
+    found = _summary(database, queue.project_id)
+    assert found.usage[:3] == (30, 3, 33)
+    assert found.usage[3] == pytest.approx(12.0 + rows[1][4])
+    assert (found.models, found.llm_calls, found.user_id) == (["gpt-4o", "house-model"], 2, "u-1")
+    assert (found.input, found.output) == ("first?", "last!")
+
+
+def test_usage_of_a_span_with_no_model_call_below_counts(queue: Queue, database: Database) -> None:
+    """A trace whose only usage is an agent's own shows that usage; its input is the
+    root's input when it has no LLM call."""
+    queue.send(
+        _agent(
+            "a" * 16,
+            **{"gen_ai.usage.input_tokens": 5, "gen_ai.usage.cost": 0.25, "input.value": "do it"},
+        )
+    )
+    _drain(queue, database)
+    found = _summary(database, queue.project_id)
+    assert found.usage == (5, None, 5, 0.25)
+    assert (found.llm_calls, found.input) == (0, "do it")
+
+
+def test_a_resent_span_counts_once_and_a_replaced_one_exactly(
+    queue: Queue, database: Database
+) -> None:
+    """The same span sent again changes no sum; a changed span sent after the window
+    replaces its tokens and cost in the trace's totals."""
+    queue.send(_llm("1" * 16, None, (10, 1)), received_ms=1_000)
+    queue.send(_llm("1" * 16, None, (10, 1)), received_ms=2_000)
+    _drain(queue, database)
+    assert _summary(database, queue.project_id).usage[:3] == (10, 1, 11)
+    queue.send(_llm("1" * 16, None, (40, 4)), received_ms=1_000 + 2 * WINDOW_S * 1000)
+    _drain(queue, database)
+    found = _summary(database, queue.project_id)
+    assert found.usage == (40, 4, 44, 40 + 8.0)
+    assert found.llm_calls == 1
+
+
+def test_a_conversation_id_is_the_session(queue: Queue, database: Database) -> None:
+    """gen_ai.conversation.id puts a span without session.id in that session."""
+    queue.send(_llm("1" * 16, None, (1, 1), attributes={"gen_ai.conversation.id": "conv-9"}))
+    _drain(queue, database)
+    assert _summary(database, queue.project_id).session_id == "conv-9"
+
+
+def test_plain_spans_are_stored_without_facts(database: Database) -> None:
+    """A span no convention describes keeps every GenAI field None, through the same
+    path the worker takes."""
+    from proto_json import convert_spans
+    from storage.span_genai import with_views
+
+    request = convert_spans(
+        b'{"spans": [{"traceId": "' + TRACE.encode() + b'", "spanId": "1111111111111111", '
+        b'"name": "GET /", "startTime": "2026-11-22T10:00:00Z", '
+        b'"attributes": {"http.method": "GET", "note": "\\"key\\":\\"gen_ai.x\\""}}]}'
+    ).request
+    rows = with_views(rows_of(request, "p", 1), Pricer())
+    assert rows[0][20:] == (None,) * 15
