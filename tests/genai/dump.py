@@ -1,9 +1,9 @@
 """Write, as Markdown, every span, attribute, event and log record each library emits.
 
 `python -m tests.genai.dump OUTPUT.md`: for mapping conventions by hand. Long values are
-cut to `LIMIT` characters, except strings holding a JSON array or object (messages, tool
-definitions, request and response bodies), shown whole because their structure is what
-has to be mapped; everything else is exactly what the converter kept.
+cut to `LIMIT` characters, except arrays, maps and strings holding a JSON array or object
+(messages, tool definitions, request and response bodies), shown whole because their
+structure is what has to be mapped; everything else is exactly what the converter kept.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
+from tests.genai import emit, fake_openai
 from tests.genai.emit import LIBRARIES, SCENARIOS
 from tests.genai.instrumented import Emission, Instrumented, every_pair, plain
 
@@ -54,7 +55,8 @@ def _example(value: dict[str, Any]) -> str:
     kind = next(iter(value), "empty")
     example = plain(value)
     text = json.dumps(example, ensure_ascii=False)
-    if len(text) > LIMIT and not _is_json_document(example):
+    structured = kind in ("arrayValue", "kvlistValue") or _is_json_document(example)
+    if len(text) > LIMIT and not structured:
         text = f"{text[:LIMIT]}… ({len(text)} chars)"
     return f"{kind}: `{text}`"
 
@@ -109,7 +111,18 @@ def _emission_lines(emission: Emission) -> list[str]:
 
 def render(harness: Instrumented) -> str:
     """The whole report."""
-    lines = ["# Spans emitted by OpenAI instrumentations", "", "## Versions", ""]
+    lines = [
+        "# Spans emitted by OpenAI instrumentations",
+        "",
+        f"The fake server answers model `{fake_openai.CHAT_MODEL}` (requested: "
+        f"`{emit.REQUEST_MODEL}`) with usage prompt {fake_openai.PROMPT_TOKENS}, completion "
+        f"{fake_openai.COMPLETION_TOKENS}, total {fake_openai.TOTAL_TOKENS}, cached "
+        f"{fake_openai.CACHED_TOKENS}, reasoning {fake_openai.REASONING_TOKENS}; embeddings "
+        f"`{fake_openai.EMBEDDING_MODEL}` with {fake_openai.EMBEDDING_TOKENS} prompt tokens.",
+        "",
+        "## Versions",
+        "",
+    ]
     lines += [f"- {package} {version(package)}" for package in PACKAGES]
     lines += ["", "## Libraries", ""]
     for name, library in LIBRARIES.items():
