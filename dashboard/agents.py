@@ -10,16 +10,18 @@ from __future__ import annotations
 
 import asyncio
 
-from quart import Quart, render_template, request, url_for
+from quart import Quart, Response, render_template, request, url_for
 
 from dashboard.errors import invalid
 from dashboard.explorer import Explorer
+from dashboard.genai_json import agents_json
 from dashboard.signin import current_session
 from dashboard.topology import NODE_KINDS, agent_stats, topology
 from dashboard.topology_svg import render
+from service.web import json_response
 from storage.identity import Project
 from storage.spans import SpanOutline, SpanStore
-from storage.trace_summaries import TraceFilter, TraceSummary
+from storage.trace_list import TraceFilter, TraceSummary
 
 WINDOW_TRACES = 1000
 
@@ -50,6 +52,11 @@ class Agents:
             svg=render(graph, url_for("agent_traces", project=found.name)),
         )
 
+    async def api(self, project: str) -> Response:
+        """`GET /api/v1/projects/{project}/agents`: the page's data as JSON."""
+        _, _, traces = await asyncio.to_thread(self._window, project)
+        return json_response(agents_json(traces, topology(traces)))
+
     async def traces(self, project: str) -> str:
         kind, name = request.args.get("kind", ""), request.args.get("name", "")
         if kind not in NODE_KINDS or not name:
@@ -70,4 +77,10 @@ def install_agents(app: Quart, explorer: Explorer) -> None:
     app.add_url_rule(base, endpoint="agents", view_func=routes.page, methods=["GET"])
     app.add_url_rule(
         f"{base}/traces", endpoint="agent_traces", view_func=routes.traces, methods=["GET"]
+    )
+    app.add_url_rule(
+        "/api/v1/projects/<project>/agents",
+        endpoint="api_agents",
+        view_func=routes.api,
+        methods=["GET"],
     )

@@ -14,6 +14,7 @@ from quart import Quart, Response, request
 from dashboard import params
 from dashboard.errors import invalid
 from dashboard.explorer import Explorer
+from dashboard.genai_json import genai_json, totals_json
 from dashboard.signin import current_session
 from service.web import json_response
 from storage.export import MAX_EXPORT_TRACES, as_csv
@@ -68,6 +69,8 @@ class Api:
                 "traceId": detail.trace_id,
                 "spans": detail.spans,
                 "scores": [score_json(score) for score in detail.scores],
+                "totals": totals_json(detail.summary),
+                "genai": genai_json(detail.spans, detail.costs),
             }
         )
 

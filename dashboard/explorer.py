@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from dashboard.signin import current_session
@@ -19,7 +19,7 @@ from storage.export import export_traces
 from storage.identity import IdentityStore, Project, User
 from storage.scores import Score, ScoreStore
 from storage.spans import SpanOutline, SpanStore
-from storage.trace_summaries import (
+from storage.trace_list import (
     Cursor,
     SessionSummary,
     TraceFilter,
@@ -39,6 +39,8 @@ class TraceDetail:
     trace_id: str
     spans: list[dict[str, Any]]
     scores: list[Score]
+    summary: TraceSummary | None = None
+    costs: dict[str, tuple[float | None, str | None]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,10 +97,17 @@ class Explorer:
     def trace(self, project: Project, trace_id: str) -> TraceDetail:
         """A trace's spans and scores; NotFound when nothing of it is stored."""
         trace_id = _trace_id(trace_id)
-        spans = SpanStore(self.db).trace(project.id, trace_id)
+        store = SpanStore(self.db)
+        spans = store.trace(project.id, trace_id)
         if not spans:
             raise NotFound(f"no trace {trace_id}")
-        return TraceDetail(trace_id, spans, ScoreStore(self.db).for_trace(project.id, trace_id))
+        return TraceDetail(
+            trace_id,
+            spans,
+            ScoreStore(self.db).for_trace(project.id, trace_id),
+            self.summaries.get(project.id, trace_id),
+            store.costs(project.id, trace_id),
+        )
 
     def outline(self, project: Project, trace_id: str) -> TraceOutline:
         """What a trace's page shows of it; NotFound when nothing of it is stored."""

@@ -23,3 +23,24 @@ def millis(value: float | None) -> str:
     if value >= 1000:
         return f"{value / 1000:.2f} s"
     return f"{value:.3f} ms" if value < 1 else f"{value:.1f} ms"
+
+
+def count(value: int | None) -> str:
+    """A token count with thousands separators; "—" when unknown."""
+    return "—" if value is None else f"{value:,}"
+
+
+def usd(value: float | None) -> str:
+    """A cost in US dollars, to four significant places below a cent; "—" when unknown."""
+    if value is None:
+        return "—"
+    if value == 0:
+        return "$0"
+    return f"${value:.2f}" if value >= 1 else f"${value:.4g}"
+
+
+#: Why a cost shows "—" (the title of the dash).
+NO_COST = (
+    "No cost known: the span sent none, and neither the operator's price file "
+    "(SPANGATE_PRICES_FILE) nor the genai-prices table has a price for its model"
+)

@@ -9,7 +9,8 @@ import orjson
 from quart import request
 
 from dashboard.errors import invalid
-from storage.trace_summaries import Cursor, TraceFilter, TraceSummary
+from dashboard.genai_json import summary_genai_json
+from storage.trace_list import Cursor, TraceFilter, TraceSummary
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
@@ -69,4 +70,5 @@ def summary_json(trace: TraceSummary) -> dict[str, Any]:
         "spanCount": trace.span_count,
         "errorCount": trace.error_count,
         "sessionId": trace.session_id,
+        **summary_genai_json(trace),
     }

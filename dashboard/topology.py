@@ -1,10 +1,12 @@
 """Agents and their topology, from the spans of a project's recent traces (pure).
 
-An agent is a span whose SDK kind is `agent`, named by its span name. The topology's
-nodes are agents, tools (`tool_call`), retrievals (`retrieval`) and LLM calls
-(`llm_call`), each by kind and name; an edge runs from the nearest agent above a span
-(through any spans between, such as `delegation` or `think`) to that span's node, and
-its weight counts the spans it stands for. An agent under an agent is a delegation.
+A span's node comes from its GenAI type (genai/, stored with the span; a span stored
+without one by its native SDK kind): an agent, named by the agent's name; a tool, by
+the tool's name; an LLM or embedding call, by its model; a retrieval, by its span name.
+An edge runs from the nearest agent above a span (through any spans between, such as a
+chain or a delegation) to that span's node; it counts the spans it stands for and those
+of them that ended in error. An agent under an agent is a delegation. An agent's tokens
+and cost are those of the LLM and embedding calls it is the nearest agent of.
 """
 
 from __future__ import annotations
@@ -12,18 +14,20 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
+from genai.conventions import NATIVE_TYPES
 from storage.spans import SpanOutline
 
 AGENT = "agent"
-NODE_KINDS = (AGENT, "tool_call", "retrieval", "llm_call")
+NODE_KINDS = (AGENT, "tool", "retrieval", "llm", "embedding")
+_MODEL_CALLS = frozenset(("llm", "embedding"))
 _ERROR = 2
 
-Node = tuple[str, str]  # (kind, name)
+Node = tuple[str, str]  # (type, name)
 
 
 @dataclass(frozen=True, slots=True)
 class AgentStats:
-    """One agent's runs in the window."""
+    """One agent's runs in the window, and its model calls' usage."""
 
     name: str
     runs: int
@@ -31,6 +35,9 @@ class AgentStats:
     p50_ms: float | None
     p95_ms: float | None
     max_ms: float | None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
 
     @property
     def error_rate(self) -> float:
@@ -39,11 +46,36 @@ class AgentStats:
 
 
 @dataclass(frozen=True, slots=True)
+class Edge:
+    """The calls an edge stands for, and how many of them ended in error."""
+
+    count: int
+    errors: int
+
+
+@dataclass(frozen=True, slots=True)
 class Topology:
-    """The graph: nodes with the traces through each, weighted edges."""
+    """The graph: nodes with the traces through each, edges."""
 
     nodes: dict[Node, set[str]]  # node -> ids of the traces through it
-    edges: dict[tuple[Node, Node], int]
+    edges: dict[tuple[Node, Node], Edge]
+
+
+def span_type(span: SpanOutline) -> str | None:
+    """The span's GenAI type, or its native kind's."""
+    return span.llm_type or NATIVE_TYPES.get(span.kind)
+
+
+def node_of(span: SpanOutline) -> Node | None:
+    """The node a span stands for, or None (a chain, a plain span)."""
+    kind = span_type(span)
+    if kind in (AGENT, "tool"):
+        return (kind, span.llm_name or span.name)
+    if kind in _MODEL_CALLS:
+        return (kind, span.model or span.name)
+    if kind == "retrieval":
+        return (kind, span.name)
+    return None
 
 
 def _nearest_agents(spans: list[SpanOutline]) -> list[SpanOutline | None]:
@@ -59,7 +91,7 @@ def _nearest_agents(spans: list[SpanOutline]) -> list[SpanOutline | None]:
                 agent = found[parent]
                 break
             above = by_id[parent]
-            if above.kind == AGENT:
+            if span_type(above) == AGENT:
                 agent = above
                 break
             chain.append(parent)
@@ -71,18 +103,20 @@ def _nearest_agents(spans: list[SpanOutline]) -> list[SpanOutline | None]:
 
 
 def topology(traces: dict[str, list[SpanOutline]]) -> Topology:
-    """The graph of the traces' agent, tool, retrieval and LLM spans."""
+    """The graph of the traces' agent, tool, retrieval and model-call spans."""
     nodes: dict[Node, set[str]] = {}
-    edges: dict[tuple[Node, Node], int] = {}
+    edges: dict[tuple[Node, Node], Edge] = {}
     for trace_id, spans in traces.items():
         for span, agent in zip(spans, _nearest_agents(spans), strict=True):
-            if span.kind not in NODE_KINDS:
+            node = node_of(span)
+            if node is None:
                 continue
-            node = (span.kind, span.name)
             nodes.setdefault(node, set()).add(trace_id)
-            if agent is not None:
-                edge = ((AGENT, agent.name), node)
-                edges[edge] = edges.get(edge, 0) + 1
+            caller = None if agent is None else node_of(agent)
+            if caller is not None:
+                had = edges.get((caller, node), Edge(0, 0))
+                error = int(span.status_code == _ERROR)
+                edges[(caller, node)] = Edge(had.count + 1, had.errors + error)
     return Topology(nodes, edges)
 
 
@@ -94,16 +128,37 @@ def _percentile(values: list[float], fraction: float) -> float | None:
     return statistics.quantiles(values, n=100, method="inclusive")[round(fraction * 100) - 1]
 
 
+def _plus(total: float | None, value: float | None) -> float | None:
+    return total if value is None else value if total is None else total + value
+
+
+def _usage(traces: dict[str, list[SpanOutline]]) -> dict[str, list[float | None]]:
+    """Each agent's model calls' input and output tokens and cost."""
+    usage: dict[str, list[float | None]] = {}
+    for spans in traces.values():
+        for span, agent in zip(spans, _nearest_agents(spans), strict=True):
+            if agent is None or span_type(span) not in _MODEL_CALLS:
+                continue
+            name = (node_of(agent) or (AGENT, agent.name))[1]
+            sums = usage.setdefault(name, [None, None, None])
+            for at, value in enumerate((span.input_tokens, span.output_tokens, span.cost_usd)):
+                sums[at] = _plus(sums[at], value)
+    return usage
+
+
 def agent_stats(traces: dict[str, list[SpanOutline]]) -> list[AgentStats]:
-    """Runs, errors and latency of each agent, busiest first."""
+    """Runs, errors, latency and usage of each agent, busiest first."""
     runs: dict[str, list[SpanOutline]] = {}
     for spans in traces.values():
         for span in spans:
-            if span.kind == AGENT:
-                runs.setdefault(span.name, []).append(span)
+            node = node_of(span)
+            if node is not None and node[0] == AGENT:
+                runs.setdefault(node[1], []).append(span)
+    usage = _usage(traces)
     stats = []
     for name, spans in runs.items():
         durations = sorted((s.end_ns - s.start_ns) / 1e6 for s in spans if s.end_ns is not None)
+        tokens_in, tokens_out, cost = usage.get(name, [None, None, None])
         stats.append(
             AgentStats(
                 name,
@@ -112,6 +167,9 @@ def agent_stats(traces: dict[str, list[SpanOutline]]) -> list[AgentStats]:
                 _percentile(durations, 0.5),
                 _percentile(durations, 0.95),
                 durations[-1] if durations else None,
+                None if tokens_in is None else int(tokens_in),
+                None if tokens_out is None else int(tokens_out),
+                cost,
             )
         )
     return sorted(stats, key=lambda s: (-s.runs, s.name))

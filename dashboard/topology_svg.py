@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 from markupsafe import Markup
 
-from dashboard.topology import AGENT, Node, Topology
+from dashboard.topology import AGENT, Edge, Node, Topology
 
 BOX_W, BOX_H, GAP_X, GAP_Y, MARGIN = 170, 38, 28, 80, 16
 LABEL_CHARS = 22
@@ -90,8 +90,8 @@ def render(topology: Topology, link: str) -> Markup:
         'markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z"/>'
         "</marker></defs>"
     ]
-    for (source, target), count in sorted(topology.edges.items()):
-        parts.append(_edge(at[source], at[target], source, target, count))
+    for (source, target), edge in sorted(topology.edges.items()):
+        parts.append(_edge(at[source], at[target], source, target, edge))
     for node, (x, y) in at.items():
         parts.append(_node(node, x, y, len(topology.nodes[node]), link))
     parts.append("</svg>")
@@ -99,8 +99,9 @@ def render(topology: Topology, link: str) -> Markup:
 
 
 def _edge(
-    start: tuple[float, float], end: tuple[float, float], source: Node, target: Node, count: int
+    start: tuple[float, float], end: tuple[float, float], source: Node, target: Node, edge: Edge
 ) -> str:
+    count = edge.count
     x1, y1 = start[0] + BOX_W / 2, start[1] + BOX_H
     x2, y2 = end[0] + BOX_W / 2, end[1]
     if y2 <= y1:  # a call back up (a cycle) or sideways: curve around the boxes
@@ -113,12 +114,15 @@ def _edge(
         path = f"M{x1:.1f},{y1:.1f} L{x2:.1f},{y2:.1f}"
         label_y = (y1 + y2) / 2
     kind = "delegation" if source[0] == AGENT and target[0] == AGENT else "call"
-    title = f"{escape(source[1])} → {escape(target[1])}: {count}"
+    errors = f", {edge.errors} with errors" if edge.errors else ""
+    title = f"{escape(source[1])} → {escape(target[1])}: {count} calls{errors}"
+    label = f"{count} ({edge.errors}✗)" if edge.errors else str(count)
     return (
-        f'<g class="edge edge-{kind}" data-source="{escape(source[1])}" '
-        f'data-target="{escape(target[1])}" data-count="{count}"><title>{title}</title>'
+        f'<g class="edge edge-{kind}{" has-error" if edge.errors else ""}" '
+        f'data-source="{escape(source[1])}" data-target="{escape(target[1])}" '
+        f'data-count="{count}" data-errors="{edge.errors}"><title>{title}</title>'
         f'<path d="{path}" marker-end="url(#arrow)"/>'
-        f'<text x="{(x1 + x2) / 2:.1f}" y="{label_y:.1f}" class="count">{count}</text></g>'
+        f'<text x="{(x1 + x2) / 2:.1f}" y="{label_y:.1f}" class="count">{label}</text></g>'
     )
 
 

@@ -14,7 +14,7 @@ from html import escape
 
 from markupsafe import Markup
 
-from dashboard.formats import millis
+from dashboard.formats import count, millis
 from dashboard.waterfall import Waterfall
 
 MIN_BAR_PERCENT = 0.15  # a zero-length span still shows as a mark
@@ -28,6 +28,18 @@ def _text(value: str) -> str:
     """`value` escaped for HTML text and attributes (letters and digits need nothing:
     a span id, most often, so the common case costs one C call)."""
     return value if value.isalnum() else escape(value)
+
+
+def _llm_facts(model: str | None, tokens_in: int | None, tokens_out: int | None) -> str:
+    """A model call's model and tokens (in → out), as its row shows them."""
+    if model is None and tokens_in is None and tokens_out is None:
+        return ""
+    tokens = (
+        f" {count(tokens_in)}→{count(tokens_out)} tok"
+        if tokens_in is not None or tokens_out is not None
+        else ""
+    )
+    return f'<span class="llm-facts">{escape(model or "")}{tokens}</span> '
 
 
 def rows_html(
@@ -66,6 +78,7 @@ def rows_html(
             )
             + f'<a href="{link}span={span_id}#detail">{name}</a> '
             f'<span class="kind kind-{kind}">{kind}</span> '
+            + _llm_facts(span.model, span.input_tokens, span.output_tokens)
             + ('<span class="status-error">error</span>' if error else "")
             + (_ORPHAN if orphan else "")
             + '</span><span class="track" aria-hidden="true"><span class="bar'

@@ -15,10 +15,12 @@ from quart.typing import TestClientProtocol
 
 import proto_json
 from dashboard.app import create_app
+from genai.prices import Pricer
 from service.settings import Settings
 from storage.database import Database
 from storage.identity import IdentityStore, Project
 from storage.passwords import Passwords
+from storage.span_genai import with_views
 from storage.span_rows import SpanRow, rows_of
 from storage.spans import SpanStore
 from tests.proto_json.spans import span
@@ -47,7 +49,8 @@ def store(
 ) -> list[SpanRow]:
     """Store native spans as the worker would; the rows the window refused."""
     request = proto_json.convert_spans(orjson.dumps({"spans": spans})).request
-    return SpanStore(db).upsert(rows_of(request, project.id, received_ms), WINDOW_MS)
+    rows = with_views(rows_of(request, project.id, received_ms), Pricer())
+    return SpanStore(db).upsert(rows, WINDOW_MS)
 
 
 def agent_run(trace_id: str, **model: Any) -> list[dict[str, Any]]:

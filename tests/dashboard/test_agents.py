@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from dashboard.topology import Topology, topology
+from dashboard.topology import Edge, Topology, topology
 from dashboard.topology_svg import layers, render
 from storage.spans import SpanOutline
 from tests.dashboard.conftest import Site, sign_in, store
@@ -58,8 +58,8 @@ async def test_agents_page_stats_and_topology(site: Site) -> None:
     assert rows == [("planner", "2", "1"), ("researcher", "1", "0")]
     nodes = set(re.findall(r'data-kind="(\w+)" data-name="([\w ]+)"', page))
     assert nodes == {
-        ("agent", "planner"), ("agent", "researcher"), ("llm_call", "gpt"),
-        ("tool_call", "search"), ("retrieval", "docs"), ("tool_call", "calc"),
+        ("agent", "planner"), ("agent", "researcher"), ("llm", "gpt"),
+        ("tool", "search"), ("retrieval", "docs"), ("tool", "calc"),
     }  # fmt: skip
     edges = re.findall(r'class="edge edge-(\w+)" data-source="(\w+)" data-target="(\w+)" '
                        r'data-count="(\d+)"', page)  # fmt: skip
@@ -69,7 +69,7 @@ async def test_agents_page_stats_and_topology(site: Site) -> None:
         ("call", "researcher", "docs", "1"), ("call", "researcher", "gpt", "1"),
     ])  # fmt: skip
     listed = (
-        await (await client.get("/projects/demo/agents/traces?kind=tool_call&name=calc")).get_data()
+        await (await client.get("/projects/demo/agents/traces?kind=tool&name=calc")).get_data()
     ).decode()
     assert OTHER in listed and RUN not in listed
     bad = await client.get("/projects/demo/agents/traces?kind=thing&name=x")
@@ -79,13 +79,13 @@ async def test_agents_page_stats_and_topology(site: Site) -> None:
 def _graph(nodes: int) -> Topology:
     """An agent calling agents that call tools: `nodes` nodes in all."""
     names = [("agent", "root")] + [
-        ("agent" if n % 3 == 0 else "tool_call", f"a fairly long node name number {n}")
+        ("agent" if n % 3 == 0 else "tool", f"a fairly long node name number {n}")
         for n in range(1, nodes)
     ]
     edges = {}
     for n, node in enumerate(names[1:], start=1):
         caller = names[max(0, (n - 1) // 3 * 3)] if n % 3 else names[0]
-        edges[(caller, node)] = n
+        edges[(caller, node)] = Edge(n, 0)
     return Topology({node: {"t"} for node in names}, edges)
 
 
@@ -104,8 +104,8 @@ def test_thirty_nodes_never_overlap() -> None:
 
 def test_cycles_and_orphans_are_placed() -> None:
     """Agents calling each other in a cycle, and a node nobody calls, all get a layer."""
-    a, b, tool = ("agent", "a"), ("agent", "b"), ("tool_call", "t")
-    graph = Topology({a: {"x"}, b: {"x"}, tool: {"y"}}, {(a, b): 1, (b, a): 1})
+    a, b, tool = ("agent", "a"), ("agent", "b"), ("tool", "t")
+    graph = Topology({a: {"x"}, b: {"x"}, tool: {"y"}}, {(a, b): Edge(1, 0), (b, a): Edge(1, 0)})
     placed = [node for layer in layers(graph) for node in layer]
     assert sorted(placed) == sorted([a, b, tool])
     assert "<path" in str(render(graph, "/x"))
@@ -121,5 +121,5 @@ def test_nearest_agent_skips_the_spans_between() -> None:
         SpanOutline("5", "9", "lost", "llm_call", 0, 1, 2),  # its parent is not stored
     ]
     graph = topology({"t": spans})
-    assert graph.edges == {(("agent", "boss"), ("llm_call", "model")): 1}
-    assert ("llm_call", "lost") in graph.nodes
+    assert graph.edges == {(("agent", "boss"), ("llm", "model")): Edge(1, 0)}
+    assert ("llm", "lost") in graph.nodes

@@ -107,6 +107,15 @@ async def test_list_newest_first_with_its_members(site: Site) -> None:
         "spanCount": 3,
         "errorCount": 0,
         "sessionId": None,
+        "inputTokens": None,
+        "outputTokens": None,
+        "totalTokens": None,
+        "costUsd": None,
+        "models": [],
+        "llmCalls": 0,
+        "userId": None,
+        "input": None,
+        "output": None,
     }
     assert body["traces"][1]["errorCount"] == 1
 

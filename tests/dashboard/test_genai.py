@@ -1,0 +1,133 @@
+"""The LLM view on the dashboard: list, trace and agents JSON and pages."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from tests.dashboard.conftest import Site, sign_in, store
+from tests.proto_json.spans import span
+
+TRACE = "5b8efff798038103d269b633813fc60c"
+QUESTION = '[{"role":"user","parts":[{"type":"text","content":"Where is my order?"}]}]'
+ANSWER = '[{"role":"assistant","parts":[{"type":"text","content":"It **ships** today."}]}]'
+
+
+def _run() -> list[dict[str, Any]]:
+    """An OTel agent (reporting usage of its own) calling a tool and two LLM calls."""
+    base = {"traceId": TRACE, "endTime": "2026-11-22T10:00:09Z"}
+    return [
+        span(**base, spanId="a" * 16, name="invoke_agent support", startTime="2026-11-22T10:00:00Z",
+             attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "support",
+                         "gen_ai.usage.input_tokens": 1000, "user.id": "cust-42",
+                         "gen_ai.conversation.id": "conv-1"}),
+        span(**base, spanId="1" * 16, parentSpanId="a" * 16, name="chat gpt-4o",
+             startTime="2026-11-22T10:00:01Z",
+             attributes={"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai",
+                         "gen_ai.request.model": "gpt-4o", "gen_ai.usage.input_tokens": 100,
+                         "gen_ai.usage.output_tokens": 20, "gen_ai.input.messages": QUESTION}),
+        span(**base, spanId="2" * 16, parentSpanId="a" * 16, name="execute_tool lookup",
+             startTime="2026-11-22T10:00:02Z", status="error",
+             attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup",
+                         "gen_ai.tool.call.arguments": '{"order": 7}'}),
+        span(**base, spanId="3" * 16, parentSpanId="a" * 16, name="chat my-model",
+             startTime="2026-11-22T10:00:03Z",
+             attributes={"gen_ai.operation.name": "chat", "gen_ai.request.model": "my-model",
+                         "gen_ai.usage.input_tokens": 50, "gen_ai.usage.output_tokens": 5,
+                         "gen_ai.usage.cost": 0.5, "gen_ai.output.messages": ANSWER}),
+    ]  # fmt: skip
+
+
+async def test_the_trace_list_json_has_the_llm_fields(site: Site) -> None:
+    """A listed trace has its tokens (model calls only), cost, models, calls, user,
+    and its first question and last answer."""
+    store(site.db, site.demo, _run())
+    client = site.client()
+    await sign_in(client, "viewer@acme.test")
+    listed = orjson.loads(await (await client.get("/api/v1/projects/demo/traces")).get_data())
+    item = listed["traces"][0]
+    assert item["traceId"] == TRACE
+    assert (item["inputTokens"], item["outputTokens"], item["totalTokens"]) == (150, 25, 175)
+    assert item["costUsd"] > 0.5  # the client's 0.5 and gpt-4o's price from the table
+    assert (item["models"], item["llmCalls"], item["userId"]) == (["gpt-4o", "my-model"], 2,
+                                                                  "cust-42")  # fmt: skip
+    assert (item["input"], item["output"]) == ("Where is my order?", "It **ships** today.")
+    assert item["sessionId"] == "conv-1"
+
+
+async def test_the_trace_json_has_totals_and_a_genai_object_per_described_span(
+    site: Site,
+) -> None:
+    """`totals` as the list's; `genai` for each span a convention describes, the agent
+    showing the sums of the calls below it instead of its own usage."""
+    store(site.db, site.demo, _run())
+    client = site.client()
+    await sign_in(client, "viewer@acme.test")
+    trace = orjson.loads(
+        await (await client.get(f"/api/v1/projects/demo/traces/{TRACE}")).get_data()
+    )
+    assert trace["totals"]["totalTokens"] == 175 and trace["totals"]["llmCalls"] == 2
+    by_span = {item["spanId"]: item for item in trace["genai"]}
+    assert set(by_span) == {"a" * 16, "1" * 16, "2" * 16, "3" * 16}
+    agent, first, tool, second = (by_span[k * 16] for k in "a123")
+    assert (agent["type"], agent["name"], agent["inputTokens"]) == ("agent", "support", 150)
+    assert agent["sources"]["inputTokens"] == "spans below"
+    assert agent["costUsd"] == trace["totals"]["costUsd"] and agent["costSource"] is None
+    assert (first["model"], first["costSource"], first["sources"]["model"]) == (
+        "gpt-4o", "price-table", "gen_ai.request.model")  # fmt: skip
+    assert first["inputMessages"] == [{"role": "user", "content": "Where is my order?"}]
+    assert (tool["type"], tool["name"]) == ("tool", "lookup")
+    assert tool["inputMessages"] == [{"role": "assistant", "content": '{"order": 7}'}]
+    assert (second["costUsd"], second["costSource"]) == (0.5, "client")
+    expected = {"spanId", "type", "name", "model", "provider", "inputTokens", "outputTokens",
+                "cacheReadTokens", "cacheWriteTokens", "reasoningTokens", "costUsd",
+                "costSource", "inputMessages", "outputMessages", "sources"}  # fmt: skip
+    assert all(set(item) == expected for item in trace["genai"])
+
+
+async def test_the_agents_json_comes_from_every_convention(site: Site) -> None:
+    """An OTel agent is an agent: its runs and its calls' tokens; LLM nodes named by
+    model, tool nodes by tool name, edges with their counts and errors."""
+    store(site.db, site.demo, _run())
+    client = site.client()
+    await sign_in(client, "viewer@acme.test")
+    found = orjson.loads(await (await client.get("/api/v1/projects/demo/agents")).get_data())
+    assert found["agents"] == [
+        {"name": "support", "runs": 1, "errors": 0, "p50Ms": 9000.0, "p95Ms": 9000.0,
+         "inputTokens": 150, "outputTokens": 25, "costUsd": found["agents"][0]["costUsd"]}
+    ]  # fmt: skip
+    assert found["agents"][0]["costUsd"] > 0.5
+    nodes = {(n["id"], n["type"], n["name"]) for n in found["topology"]["nodes"]}
+    assert nodes == {
+        ("agent:support", "agent", "support"), ("llm:gpt-4o", "llm", "gpt-4o"),
+        ("llm:my-model", "llm", "my-model"), ("tool:lookup", "tool", "lookup"),
+    }  # fmt: skip
+    edges = {(e["from"], e["to"], e["count"], e["errors"]) for e in found["topology"]["edges"]}
+    assert edges == {
+        ("agent:support", "llm:gpt-4o", 1, 0), ("agent:support", "llm:my-model", 1, 0),
+        ("agent:support", "tool:lookup", 1, 1),
+    }  # fmt: skip
+
+
+async def test_the_pages_show_models_tokens_and_cost(site: Site) -> None:
+    """The trace list has model, tokens, cost and user columns; the trace page its
+    totals; an LLM row of the waterfall its model and tokens; a call with no known price
+    shows a dash that says why."""
+    store(site.db, site.demo, _run())
+    client = site.client()
+    await sign_in(client, "viewer@acme.test")
+    listing = (await (await client.get("/projects/demo/traces")).get_data()).decode()
+    for header in ("Model", "Tokens", "Cost", "User"):
+        assert f'<th scope="col">{header}</th>' in listing
+    assert "gpt-4o, my-model" in listing and ">175<" in listing and "cust-42" in listing
+    page = (await (await client.get(f"/projects/demo/traces/{TRACE}")).get_data()).decode()
+    assert "<dt>LLM calls</dt><dd>2</dd>" in page
+    assert "175 (150 in, 25 out)" in page
+    assert '<span class="llm-facts">gpt-4o 100→20 tok</span>' in page
+    store(site.db, site.demo, [span(traceId="c" * 32, spanId="c" * 16, name="chat",
+                                    attributes={"gen_ai.operation.name": "chat",
+                                                "gen_ai.request.model": "nobody-prices-me",
+                                                "gen_ai.usage.input_tokens": 3})])  # fmt: skip
+    listing = (await (await client.get("/projects/demo/traces")).get_data()).decode()
+    assert 'title="No cost known' in listing
