@@ -1,0 +1,120 @@
+"""The GenAI view of the spans the real OpenAI instrumentations emit (tests/genai's
+harness: the openai SDK against a local fake server), and those spans stored."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from genai import GenAIView, view_of
+from genai.prices import Pricer
+from storage.database import Database
+from storage.span_genai import with_views
+from storage.span_rows import rows_of
+from storage.spans import SpanStore
+from storage.trace_list import TraceFilter, TraceSummaries
+from tests.genai import emit, fake_openai
+from tests.genai.emit import LIBRARIES
+from tests.genai.instrumented import Instrumented
+
+EVENT_MODES = ("otel-v2-events", "openllmetry-events")  # content goes to log records
+#: Who reports cached and reasoning tokens (the OTel v2 instrumentation reports neither;
+#: OpenLLMetry no reasoning tokens when streaming).
+CACHED = ("openinference", "openllmetry", "openllmetry-events")
+
+
+def _views(instrumented: Instrumented, library: str, scenario: str) -> list[GenAIView]:
+    spans = instrumented.spans(library, scenario)
+    views = [view_of(s.get("attributes"), s.get("events"), s["name"], None) for s in spans]
+    assert all(view is not None for view in views), library
+    return [view for view in views if view is not None]
+
+
+def _roles(view: GenAIView) -> list[tuple[str, str | None]]:
+    return [(m.role, m.content) for m in view.input_messages]
+
+
+@pytest.mark.parametrize("library", LIBRARIES)
+def test_a_chat_call(instrumented: Instrumented, library: str) -> None:
+    """A chat call: its type, the answering model, the provider, the tokens, the
+    messages in and out (where the mode puts them on the span), a cost."""
+    (view,) = _views(instrumented, library, "chat")
+    assert (view.type, view.model, view.provider) == ("llm", fake_openai.CHAT_MODEL, "openai")
+    assert (view.input_tokens, view.output_tokens) == (
+        fake_openai.PROMPT_TOKENS,
+        fake_openai.COMPLETION_TOKENS,
+    )
+    assert view.total_tokens == fake_openai.TOTAL_TOKENS
+    if library.startswith(CACHED):
+        assert view.cache_read_tokens == fake_openai.CACHED_TOKENS
+    if library == "openinference":
+        assert view.reasoning_tokens == fake_openai.REASONING_TOKENS
+    if library in EVENT_MODES:
+        assert view.input_messages == () and view.output_messages == ()
+    else:
+        assert _roles(view) == [("system", emit.SYSTEM_PROMPT), ("user", emit.USER_PROMPT)]
+        assert view.output_messages[-1].content == fake_openai.ANSWER
+        assert (view.input_preview, view.output_preview) == (emit.USER_PROMPT, fake_openai.ANSWER)
+    assert Pricer().cost(view)[1] == "price-table"
+
+
+@pytest.mark.parametrize("library", [name for name in LIBRARIES if name not in EVENT_MODES])
+def test_a_tool_call_and_its_answer(instrumented: Instrumented, library: str) -> None:
+    """The model asks for a tool (its id, name and arguments); the next call sends the
+    tool's result as a tool message and gets the answer."""
+    asking, answering = _views(instrumented, library, "tools")
+    (call,) = asking.output_messages[-1].tool_calls
+    assert (call.id, call.name) == (fake_openai.TOOL_CALL_ID, "get_weather")
+    assert json.loads(call.arguments or "") == json.loads(fake_openai.TOOL_ARGUMENTS)
+    tool_messages = [m for m in answering.input_messages if m.role == "tool"]
+    assert [json.loads(m.content or "") for m in tool_messages] == [json.loads(emit.TOOL_RESULT)]
+    assert answering.output_messages[-1].content == fake_openai.TOOL_ANSWER
+
+
+@pytest.mark.parametrize("library", LIBRARIES)
+def test_a_streamed_chat_call(instrumented: Instrumented, library: str) -> None:
+    """A streamed call reports its model and usage like a plain one."""
+    (view,) = _views(instrumented, library, "chat-stream")
+    assert (view.type, view.model) == ("llm", fake_openai.CHAT_MODEL)
+    assert view.input_tokens == fake_openai.PROMPT_TOKENS
+    if library not in EVENT_MODES:
+        assert view.output_messages[-1].content == fake_openai.ANSWER
+
+
+@pytest.mark.parametrize("library", LIBRARIES)
+def test_an_embedding_call(instrumented: Instrumented, library: str) -> None:
+    """An embedding call: its type, model and input tokens."""
+    (view,) = _views(instrumented, library, "embedding")
+    assert (view.type, view.model) == ("embedding", fake_openai.EMBEDDING_MODEL)
+    assert view.input_tokens == fake_openai.EMBEDDING_TOKENS
+
+
+def test_every_library_stored_adds_up(instrumented: Instrumented, tmp_path: object) -> None:
+    """Each library's tools run (two calls, a trace each), stored as the worker stores
+    it: each trace one LLM call with the model, its tokens and a cost, the question
+    asked and the answer got."""
+    db = Database(f"sqlite:///{tmp_path}/spans.db")
+    try:
+        from storage.schema import migrate
+
+        migrate(db)
+        for library in LIBRARIES:
+            for request in instrumented.emission(library, "tools").requests:
+                rows = with_views(rows_of(request, library, 1), Pricer())
+                SpanStore(db).upsert(rows, 1_200_000)
+        for library in LIBRARIES:
+            traces, _ = TraceSummaries(db).page(library, TraceFilter(), 10)
+            assert len(traces) == 2, library
+            for trace in traces:
+                assert (trace.llm_calls, trace.models) == (1, [fake_openai.CHAT_MODEL]), library
+                assert trace.usage[:2] == (
+                    fake_openai.PROMPT_TOKENS,
+                    fake_openai.COMPLETION_TOKENS,
+                ), library
+                assert trace.usage[3] is not None and trace.usage[3] > 0, library
+            if library not in EVENT_MODES:
+                assert {t.input for t in traces} == {emit.TOOLS_PROMPT}, library
+                assert fake_openai.TOOL_ANSWER in {t.output for t in traces}, library
+    finally:
+        db.close()
