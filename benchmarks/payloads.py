@@ -40,16 +40,60 @@ def native_span(rng: random.Random, trace_id: str, index: int) -> dict[str, Any]
 
 #: Spans of a trace, in all.
 TRACE_SPANS = 20
+_WORDS = (
+    "order refund shipping parcel customer address invoice delayed warehouse tracking "
+    "number please thanks return label carrier policy days account payment card"
+).split()
+_SYSTEM = (
+    "You are the support agent of an online shop. Answer briefly, cite the order, and "
+    "never promise a refund the policy does not allow. "
+) * 8
 
 
-def native_spans_body(count: int, seed: int = 1, across: int = 1) -> bytes:
+def _words(rng: random.Random, count: int) -> str:
+    return " ".join(rng.choice(_WORDS) for _ in range(count))
+
+
+def genai_span(rng: random.Random, trace_id: str, index: int, prefix: str) -> dict[str, Any]:
+    """One OTel GenAI chat call with messages of a few KB (a 1 KB system prompt, a 1 KB
+    question, a 1 KB answer) and token counts; with `prefix` other than `gen_ai`, the very
+    same attributes under names no LLM convention has (its twin without GenAI)."""
+    span = native_span(rng, trace_id, index)
+    span["kind"] = "client"
+    messages = [
+        {"role": "system", "parts": [{"type": "text", "content": _SYSTEM}]},
+        {"role": "user", "parts": [{"type": "text", "content": _words(rng, 150)}]},
+    ]
+    answer = [{"role": "assistant", "parts": [{"type": "text", "content": _words(rng, 150)}],
+               "finish_reason": "stop"}]  # fmt: skip
+    span["attributes"] = {
+        f"{prefix}.operation.name": "chat",
+        f"{prefix}.provider.name": "openai",
+        f"{prefix}.request.model": "gpt-4o-mini",
+        f"{prefix}.response.model": "gpt-4o-mini-2024-07-18",
+        f"{prefix}.usage.input_tokens": rng.randint(500, 4000),
+        f"{prefix}.usage.output_tokens": rng.randint(10, 1000),
+        f"{prefix}.usage.cache_read.input_tokens": rng.randint(0, 400),
+        f"{prefix}.input.messages": orjson.dumps(messages).decode(),
+        f"{prefix}.output.messages": orjson.dumps(answer).decode(),
+        "server.address": "api.openai.com",
+    }
+    return span
+
+
+def native_spans_body(
+    count: int, seed: int = 1, across: int = 1, genai: str | None = None
+) -> bytes:
     """A /v1/spans body with `count` spans over traces of TRACE_SPANS spans each, whose
     ids are random, as exporters make them (and so spread over the store's primary key).
 
     `across` (a divisor of TRACE_SPANS): each trace's spans come in that many bodies of
     consecutive seeds, as a long trace comes from an agent exporting while it runs;
     body `seed` then ends the traces begun `across - 1` bodies before it and holds a
-    part of every trace begun since."""
+    part of every trace begun since.
+
+    `genai`: the spans are `genai_span`s with that attribute prefix (`gen_ai`, or another
+    for their twins without GenAI attributes)."""
     rng = random.Random(seed)
     if across == 1:
         traces = [f"{rng.getrandbits(128):032x}" for _ in range((count + 19) // TRACE_SPANS)]
@@ -60,7 +104,12 @@ def native_spans_body(count: int, seed: int = 1, across: int = 1) -> bytes:
             for begun in range(seed - across + 1, seed + 1)
         ]
     in_body = TRACE_SPANS // across
-    spans = [native_span(rng, traces[i // in_body], i) for i in range(count)]
+    spans = [
+        native_span(rng, traces[i // in_body], i)
+        if genai is None
+        else genai_span(rng, traces[i // in_body], i, genai)
+        for i in range(count)
+    ]
     return orjson.dumps({"spans": spans})
 
 

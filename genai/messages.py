@@ -9,8 +9,7 @@ thousand indexed message attributes or a 200 KB prompt gives a view of bounded s
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -20,9 +19,10 @@ MAX_TOOL_CALLS = 64
 _TRUNCATED = "…"
 
 
-@dataclass(frozen=True, slots=True)
-class ToolCall:
-    """A call the model asked for: its id, the tool's name, the arguments as JSON text."""
+class ToolCall(NamedTuple):
+    """A call the model asked for: its id, the tool's name, the arguments as JSON text.
+    (NamedTuples here, and for Message: the worker makes them for every model call it
+    stores, and a frozen dataclass costs a setattr a field to build.)"""
 
     id: str | None
     name: str | None
@@ -33,8 +33,7 @@ class ToolCall:
         return {"id": self.id, "name": self.name, "arguments": self.arguments}
 
 
-@dataclass(frozen=True, slots=True)
-class Message:
+class Message(NamedTuple):
     """One chat turn: role, text content (None when it has none) and tool calls."""
 
     role: str

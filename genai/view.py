@@ -10,9 +10,10 @@ its field None; messages are bounded (genai/messages.py).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+import operator
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 from genai import conventions as c
 from genai.indexed import details_messages, event_message, indexed_messages
@@ -30,11 +31,16 @@ PREVIEW_CHARS = 500
 _MAX_TOKENS = 2**62  # beyond any real count; keeps sums inside a BIGINT
 TYPES = ("llm", "embedding", "agent", "tool", "retrieval", "chain")
 MODEL_TYPES = frozenset(("llm", "embedding"))
+_NO_SOURCES: Mapping[str, str] = MappingProxyType({})
 
 
-@dataclass(frozen=True, slots=True)
-class GenAIView:
-    """What an LLM engineer looks for in a span; None where the span does not say."""
+class GenAIView(NamedTuple):
+    """What an LLM engineer looks for in a span; None where the span does not say.
+
+    A NamedTuple rather than the house's frozen dataclass: the worker makes one for
+    every model call it stores, and a frozen dataclass of 16 fields costs a
+    setattr each to build.
+    """
 
     type: str
     name: str | None = None
@@ -52,7 +58,7 @@ class GenAIView:
     input_messages: tuple[Message, ...] = ()
     output_messages: tuple[Message, ...] = ()
     #: field name (the contract's camelCase) -> the attribute or event it came from
-    sources: Mapping[str, str] = field(default_factory=dict)
+    sources: Mapping[str, str] = _NO_SOURCES
 
     @property
     def has_usage(self) -> bool:
@@ -93,6 +99,9 @@ def plain(value: Any) -> Any:
     """An OTLP/JSON AnyValue as a Python value (None for anything else)."""
     if type(value) is not dict or len(value) != 1:
         return None
+    item = value.get("stringValue")
+    if item is not None:
+        return item if type(item) is str else None
     ((kind, item),) = value.items()
     if kind == "stringValue":
         return item if type(item) is str else None
@@ -139,39 +148,138 @@ def attribute_map(attributes: Any) -> dict[str, Any]:
     return found
 
 
+def _text(value: Any) -> str | None:
+    return value if type(value) is str and value.strip() else None
+
+
+def _cost(value: Any) -> float | None:
+    if type(value) is str:
+        value = _float(value)
+    if type(value) is float or type(value) is int:
+        if math.isfinite(value) and 0 <= value < 1e12:
+            return float(value)
+    return None
+
+
+#: Each field read from single attributes: its keys in order, and what makes a value
+#: usable (None: not usable, and the next key is read).
+_FIELDS: dict[str, tuple[tuple[str, ...], Callable[[Any], Any]]] = {
+    "model": (c.MODEL, _text),
+    "provider": (c.PROVIDER, _text),
+    "agentName": (c.AGENT_NAME, _text),
+    "toolName": (c.TOOL_NAME, _text),
+    "userId": (c.USER, _text),
+    "sessionId": (c.SESSION, _text),
+    "inputValue": (c.INPUT_VALUE, _text),
+    "outputValue": (c.OUTPUT_VALUE, _text),
+    "vercelText": (c.VERCEL_TEXT, _text),
+    "inputTokens": (c.INPUT_TOKENS, lambda v: _count(v)),
+    "outputTokens": (c.OUTPUT_TOKENS, lambda v: _count(v)),
+    "totalTokens": (c.TOTAL_TOKENS, lambda v: _count(v)),
+    "cacheReadTokens": (c.CACHE_READ_TOKENS, lambda v: _count(v)),
+    "cacheWriteTokens": (c.CACHE_WRITE_TOKENS, lambda v: _count(v)),
+    "reasoningTokens": (c.REASONING_TOKENS, lambda v: _count(v)),
+    "costUsd": (c.COST, _cost),
+}
+#: Attributes kept as they are, for the readers of messages and types.
+_RAW = frozenset(
+    (
+        *(key for key, _ in c.TYPE_ATTRIBUTES),
+        *(key for key, _ in c.INPUT_MESSAGES),
+        *(key for key, _ in c.OUTPUT_MESSAGES),
+        c.SYSTEM_INSTRUCTIONS,
+        c.VERCEL_TOOL_CALLS,
+    )
+)
+_INDEXED = tuple(prefix for prefix, _ in (*c.INDEXED_INPUT, *c.INDEXED_OUTPUT))
+_MESSAGE_KEYS = _RAW - {key for key, _ in c.TYPE_ATTRIBUTES}
+_IS_INDEXED = operator.methodcaller("startswith", _INDEXED)
+
+
+def _values_by_key(attributes: Any) -> dict[str, Any]:
+    """OTLP/JSON key-values as {key: AnyValue} (the last of a key wins)."""
+    if type(attributes) is not list:
+        return {}
+    try:
+        found = {pair["key"]: pair["value"] for pair in attributes}
+    except (TypeError, KeyError):  # not all well formed: the well formed ones
+        found = {
+            pair["key"]: pair.get("value")
+            for pair in attributes
+            if type(pair) is dict and type(pair.get("key")) is str
+        }
+    return found  # a key that is no text matches no convention's name
+
+
+def _index() -> dict[str, tuple[tuple[str, int, Callable[[Any], Any]], ...]]:
+    index: dict[str, list[tuple[str, int, Callable[[Any], Any]]]] = {}
+    for name, (keys, check) in _FIELDS.items():
+        for rank, key in enumerate(keys):
+            index.setdefault(key, []).append((name, rank, check))
+    for key in _RAW:
+        index.setdefault(key, [])
+    return {key: tuple(slots) for key, slots in index.items()}
+
+
+#: Attribute name -> the fields it may give (field, its rank among the field's keys,
+#: the check of its value): a span's attributes are read in one pass.
+_INDEX = _index()
+
+
 class _Reader:
-    """One span's attributes, read field by field, recording where each came from."""
+    """One span's attributes: the best usable value of each field (with the key it came
+    from), the raw values the message readers want, and every attribute as a Python
+    value when asked for (indexed messages). Only the attributes a convention names
+    are converted: a set intersection finds them."""
 
-    def __init__(self, attributes: dict[str, Any]) -> None:
-        self.attributes = attributes
+    def __init__(self, attributes: Any) -> None:
+        self.values = _values_by_key(attributes)
+        self.best: dict[str, tuple[int, Any, str]] = {}
+        self.raw: dict[str, Any] = {}
         self.sources: dict[str, str] = {}
+        self._all: dict[str, Any] | None = None
+        best = self.best
+        for key in self.values.keys() & _INDEX.keys():
+            value = plain(self.values[key])
+            if key in _RAW:
+                self.raw[key] = value
+            for name, rank, check in _INDEX[key]:
+                had = best.get(name)
+                if had is None or rank < had[0]:
+                    usable = check(value)
+                    if usable is not None:
+                        best[name] = (rank, usable, key)
 
-    def text(self, name: str, keys: Iterable[str]) -> str | None:
-        for key in keys:
-            value = self.attributes.get(key)
-            if isinstance(value, str) and value.strip():
-                self.sources[name] = key
-                return value[:1024]
-        return None
+    @property
+    def indexed(self) -> bool:
+        """Whether any attribute is an indexed message's."""
+        try:
+            return any(map(_IS_INDEXED, self.values))
+        except AttributeError:  # a key that is no text
+            return any(type(key) is str and _IS_INDEXED(key) for key in self.values)
 
-    def count(self, name: str, keys: Iterable[str]) -> int | None:
-        for key in keys:
-            value = _count(self.attributes.get(key))
-            if value is not None:
-                self.sources[name] = key
-                return value
-        return None
+    @property
+    def attributes(self) -> dict[str, Any]:
+        """Every attribute (made when first asked for)."""
+        if self._all is None:
+            self._all = {
+                key: plain(value) for key, value in self.values.items() if type(key) is str
+            }
+        return self._all
 
-    def cost(self) -> float | None:
-        for key in c.COST:
-            value = self.attributes.get(key)
-            if isinstance(value, str):
-                value = _float(value)
-            if isinstance(value, int | float) and not isinstance(value, bool):
-                if math.isfinite(value) and 0 <= value < 1e12:
-                    self.sources["costUsd"] = key
-                    return float(value)
-        return None
+    def take(self, name: str, source: str | None = None) -> Any:
+        """The field's value (None when no key gives a usable one), its key recorded
+        as the source of `source` (the field's own name by default)."""
+        found = self.best.get(name)
+        if found is None:
+            return None
+        self.sources[source or name] = found[2]
+        return found[1]
+
+    def text(self, name: str, source: str | None = None) -> str | None:
+        """A text field, cut to 1,024 characters."""
+        found = self.take(name, source)
+        return None if found is None else str(found)[:1024]
 
 
 def _float(text: str) -> float | None:
@@ -200,7 +308,7 @@ def _type(reader: _Reader, kind: str | None) -> str | None:
         reader.sources["type"] = "spangate.span.kind"
         return c.NATIVE_TYPES[kind]
     for key, types in c.TYPE_ATTRIBUTES:
-        value = reader.attributes.get(key)
+        value = reader.raw.get(key)
         if isinstance(value, str):
             found = types.get(value) or types.get(value.upper()) or types.get(value.lower())
             if found is not None:
@@ -218,22 +326,22 @@ _READERS = {"otel": lambda v: otel_messages(v, "user"), "vercel": vercel_message
 
 
 def _input_messages(reader: _Reader) -> list[Message]:
-    attributes, sources = reader.attributes, reader.sources
+    raw, sources = reader.raw, reader.sources
     inputs: list[Message] = []
     for key, shape in c.INPUT_MESSAGES:
-        if key in attributes:
-            inputs = _READERS.get(shape, vercel_prompt)(attributes[key])
+        if key in raw:
+            inputs = _READERS.get(shape, vercel_prompt)(raw[key])
             if inputs:
                 sources["inputMessages"] = key
                 break
     for prefix, _ in c.INDEXED_INPUT:
-        if inputs:
+        if inputs or not reader.indexed:
             break
-        inputs = indexed_messages(attributes, prefix, "user")
+        inputs = indexed_messages(reader.attributes, prefix, "user")
         if inputs:
             sources["inputMessages"] = f"{prefix}N"
-    if c.SYSTEM_INSTRUCTIONS in attributes:
-        system = otel_instructions(attributes[c.SYSTEM_INSTRUCTIONS])
+    if c.SYSTEM_INSTRUCTIONS in raw:
+        system = otel_instructions(raw[c.SYSTEM_INSTRUCTIONS])
         if system and not inputs:
             sources["inputMessages"] = c.SYSTEM_INSTRUCTIONS
         inputs = system + inputs
@@ -241,14 +349,16 @@ def _input_messages(reader: _Reader) -> list[Message]:
 
 
 def _output_messages(reader: _Reader) -> list[Message]:
-    attributes, sources = reader.attributes, reader.sources
+    raw, sources = reader.raw, reader.sources
     for key, _ in c.OUTPUT_MESSAGES:
-        outputs = otel_messages(attributes.get(key), "assistant")
+        outputs = otel_messages(raw.get(key), "assistant")
         if outputs:
             sources["outputMessages"] = key
             return outputs
     for prefix, _ in c.INDEXED_OUTPUT:
-        outputs = indexed_messages(attributes, prefix, "assistant")
+        if not reader.indexed:
+            break
+        outputs = indexed_messages(reader.attributes, prefix, "assistant")
         if outputs:
             sources["outputMessages"] = f"{prefix}N"
             return outputs
@@ -256,15 +366,13 @@ def _output_messages(reader: _Reader) -> list[Message]:
 
 
 def _vercel_answer(reader: _Reader) -> list[Message]:
-    calls = vercel_tool_calls(reader.attributes.get(c.VERCEL_TOOL_CALLS))
-    text = reader.text("outputMessages", c.VERCEL_TEXT)
+    calls = vercel_tool_calls(reader.raw.get(c.VERCEL_TOOL_CALLS))
+    text = reader.take("vercelText", "outputMessages")
     if calls and text is None:
         reader.sources["outputMessages"] = c.VERCEL_TOOL_CALLS
     if text is None and not calls:
         return []
-    return [
-        Message("assistant", as_text(reader.attributes[c.VERCEL_TEXT[0]]) if text else None, calls)
-    ]
+    return [Message("assistant", as_text(text), calls)]
 
 
 def _messages_of_events(
@@ -302,15 +410,22 @@ MAX_EVENT_MESSAGES = 200
 
 def _values(reader: _Reader, kind: str) -> tuple[list[Message], list[Message]]:
     """A tool's, agent's or chain's input and output values, as messages."""
-    given_in = reader.text("inputMessages", c.INPUT_VALUE)
-    given_out = reader.text("outputMessages", c.OUTPUT_VALUE)
-    attributes = reader.attributes
-    full_in = next((attributes[k] for k in c.INPUT_VALUE if k in attributes), None)
-    full_out = next((attributes[k] for k in c.OUTPUT_VALUE if k in attributes), None)
+    given_in = reader.take("inputValue", "inputMessages")
+    given_out = reader.take("outputValue", "outputMessages")
     roles = ("assistant", "tool") if kind == "tool" else ("user", "assistant")
-    inputs = [Message(roles[0], as_text(full_in))] if given_in is not None else []
-    outputs = [Message(roles[1], as_text(full_out))] if given_out is not None else []
+    inputs = [Message(roles[0], as_text(given_in))] if given_in is not None else []
+    outputs = [Message(roles[1], as_text(given_out))] if given_out is not None else []
     return inputs, outputs
+
+
+_TOKENS = (
+    "inputTokens",
+    "outputTokens",
+    "totalTokens",
+    "cacheReadTokens",
+    "cacheWriteTokens",
+    "reasoningTokens",
+)
 
 
 def view_of(
@@ -319,49 +434,41 @@ def view_of(
     """The GenAI view of a span (its OTLP/JSON attributes and events, or a function
     that gives its events; its name and SDK kind), or None when no convention describes
     it."""
-    reader = _Reader(attribute_map(attributes))
+    reader = _Reader(attributes)
     sources = reader.sources
     span_type = _type(reader, kind)
-    model = reader.text("model", c.MODEL)
-    tokens = {
-        field: reader.count(field, keys)
-        for field, keys in (
-            ("inputTokens", c.INPUT_TOKENS),
-            ("outputTokens", c.OUTPUT_TOKENS),
-            ("totalTokens", c.TOTAL_TOKENS),
-            ("cacheReadTokens", c.CACHE_READ_TOKENS),
-            ("cacheWriteTokens", c.CACHE_WRITE_TOKENS),
-            ("reasoningTokens", c.REASONING_TOKENS),
-        )
-    }
-    inputs, outputs = _messages_of_attributes(reader)
-    if not inputs and not outputs:  # events are read only when needed (`events()`)
+    model = reader.text("model")
+    take = reader.take
+    tokens = {field: take(field) for field in _TOKENS if field in reader.best}
+    inputs: list[Message] = []
+    outputs: list[Message] = []
+    if reader.raw.keys() & _MESSAGE_KEYS or reader.indexed or "vercelText" in reader.best:
+        inputs, outputs = _messages_of_attributes(reader)
+    if not inputs and not outputs and events is not None:  # read only when needed
         inputs, outputs = _messages_of_events(events() if callable(events) else events, sources)
-    if span_type is None and (
-        model or any(v is not None for v in tokens.values()) or inputs or outputs
-    ):
+    if span_type is None and (model or tokens or inputs or outputs):
         span_type = "llm"
     if span_type is None:
         return None
     if not inputs and not outputs and span_type not in MODEL_TYPES:
         inputs, outputs = _values(reader, span_type)
-    total = tokens["totalTokens"]
-    if total is None and (tokens["inputTokens"] is not None or tokens["outputTokens"] is not None):
-        total = (tokens["inputTokens"] or 0) + (tokens["outputTokens"] or 0)
+    total = tokens.get("totalTokens")
+    if total is None and ("inputTokens" in tokens or "outputTokens" in tokens):
+        total = tokens.get("inputTokens", 0) + tokens.get("outputTokens", 0)
     return GenAIView(
         type=span_type,
         name=_name(reader, span_type, name),
         model=model,
-        provider=reader.text("provider", c.PROVIDER),
-        input_tokens=tokens["inputTokens"],
-        output_tokens=tokens["outputTokens"],
+        provider=reader.text("provider"),
+        input_tokens=tokens.get("inputTokens"),
+        output_tokens=tokens.get("outputTokens"),
         total_tokens=total,
-        cache_read_tokens=tokens["cacheReadTokens"],
-        cache_write_tokens=tokens["cacheWriteTokens"],
-        reasoning_tokens=tokens["reasoningTokens"],
-        client_cost=reader.cost(),
-        user_id=reader.text("userId", c.USER),
-        session_id=reader.text("sessionId", c.SESSION),
+        cache_read_tokens=tokens.get("cacheReadTokens"),
+        cache_write_tokens=tokens.get("cacheWriteTokens"),
+        reasoning_tokens=tokens.get("reasoningTokens"),
+        client_cost=reader.take("costUsd"),
+        user_id=reader.text("userId"),
+        session_id=reader.text("sessionId"),
         input_messages=tuple(inputs),
         output_messages=tuple(outputs),
         sources=sources,
@@ -370,10 +477,10 @@ def view_of(
 
 def _name(reader: _Reader, span_type: str, span_name: str | None) -> str | None:
     """An agent's or tool's name: the attribute that names it, else the span's name."""
-    keys = c.AGENT_NAME if span_type == "agent" else c.TOOL_NAME if span_type == "tool" else ()
-    if not keys:
+    field = {"agent": "agentName", "tool": "toolName"}.get(span_type)
+    if field is None:
         return None
-    named = reader.text("name", keys)
+    named = reader.text(field, "name")
     if named is None and span_name:
         reader.sources["name"] = "name"
         return span_name[:1024]

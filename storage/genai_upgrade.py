@@ -61,7 +61,7 @@ def _upgrade_trace(tx: Transaction, pricer: Pricer, project_id: str, trace_id: s
         tx.execute(
             _UPDATE,
             (
-                *found.values(),
+                *found,
                 view.session_id,
                 project_id,
                 trace_id,
