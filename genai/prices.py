@@ -17,7 +17,6 @@ from __future__ import annotations
 import math
 import re
 import tomllib
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -87,11 +86,32 @@ def _header_lines(text: str) -> list[int]:
     ]
 
 
-def _rate(entry: Mapping[str, Any], key: str, line: int, required: bool) -> float | None:
-    value = entry.get(key)
+class _Entry:
+    """One [[model]] table: its values, and the text's lines from its header on."""
+
+    def __init__(self, values: Any, header: int, lines: list[str]) -> None:
+        self.values = values
+        self.header = header
+        self.lines = lines
+
+    def line(self, key: str) -> int:
+        """The line `key` is set on in this table (the header's, if none is found)."""
+        pattern = re.compile(rf"\s*{re.escape(key)}\s*=")
+        for number in range(self.header + 1, len(self.lines) + 1):
+            text = self.lines[number - 1]
+            if re.fullmatch(r"\s*\[.*", text):
+                break
+            if pattern.match(text):
+                return number
+        return self.header
+
+
+def _rate(entry: _Entry, key: str, required: bool) -> float | None:
+    value = entry.values.get(key)
+    line = entry.line(key)
     if value is None:
         if required:
-            raise PriceFileError(f"line {line}: [[model]] needs {key}")
+            raise PriceFileError(f"line {entry.header}: [[model]] needs {key}")
         return None
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise PriceFileError(f"line {line}: {key} must be a number")
@@ -100,8 +120,9 @@ def _rate(entry: Mapping[str, Any], key: str, line: int, required: bool) -> floa
     return float(value)
 
 
-def _pattern(entry: Mapping[str, Any], key: str, line: int, flags: int = 0) -> re.Pattern[str]:
-    value = entry.get(key)
+def _pattern(entry: _Entry, key: str, flags: int = 0) -> re.Pattern[str]:
+    value = entry.values.get(key)
+    line = entry.line(key)
     if not isinstance(value, str) or not value:
         raise PriceFileError(f"line {line}: {key} must be a non-empty string")
     try:
@@ -110,19 +131,18 @@ def _pattern(entry: Mapping[str, Any], key: str, line: int, flags: int = 0) -> r
         raise PriceFileError(f"line {line}: {key} is not a regular expression: {e}") from None
 
 
-def _price(entry: Any, line: int) -> OperatorPrice:
-    if not isinstance(entry, dict):
-        raise PriceFileError(f"line {line}: [[model]] must be a table")
-    unknown = sorted(set(entry) - _KEYS)
+def _price(entry: _Entry) -> OperatorPrice:
+    if not isinstance(entry.values, dict):
+        raise PriceFileError(f"line {entry.header}: [[model]] must be a table")
+    unknown = sorted(set(entry.values) - _KEYS)
     if unknown:
+        line = entry.line(unknown[0])
         raise PriceFileError(f"line {line}: unknown key {unknown[0]!r} in [[model]]")
-    provider = _pattern(entry, "provider", line, re.IGNORECASE) if "provider" in entry else None
-    rates = [_rate(entry, key, line, key in _RATES[:2]) for key in _RATES]
+    match = _pattern(entry, "match")
+    provider = _pattern(entry, "provider", re.IGNORECASE) if "provider" in entry.values else None
+    rates = [_rate(entry, key, key in _RATES[:2]) for key in _RATES]
     return OperatorPrice(
-        _pattern(entry, "match", line),
-        provider,
-        Rates(rates[0] or 0.0, rates[1] or 0.0, rates[2], rates[3]),
-        line,
+        match, provider, Rates(rates[0] or 0.0, rates[1] or 0.0, rates[2], rates[3]), entry.header
     )
 
 
@@ -143,9 +163,10 @@ def parse_price_file(text: str) -> tuple[OperatorPrice, ...]:
     entries = document.get("model", [])
     if not isinstance(entries, list):
         raise PriceFileError("line 1: model must be written as [[model]] tables")
-    lines = _header_lines(text)
+    headers, lines = _header_lines(text), text.splitlines()
     return tuple(
-        _price(entry, lines[at] if at < len(lines) else 1) for at, entry in enumerate(entries)
+        _price(_Entry(entry, headers[at] if at < len(headers) else 1, lines))
+        for at, entry in enumerate(entries)
     )
 
 

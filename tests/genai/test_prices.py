@@ -79,14 +79,14 @@ def test_the_table_agrees_with_its_own_calculation() -> None:
     ("text", "line", "words"),
     [
         ("[[model]]\nmatch = 'a'\ninput_per_mtok = 1\noutput_per_mtok = = 2\n", 4, "line 4"),
-        ("\n\n[[model]]\nmatch = '(unclosed'\ninput_per_mtok = 1\noutput_per_mtok = 2\n", 3,
+        ("\n\n[[model]]\nmatch = '(unclosed'\ninput_per_mtok = 1\noutput_per_mtok = 2\n", 4,
          "regular expression"),
         ("[[model]]\nmatch = 'a'\ninput_per_mtok = 1\noutput_per_mtok = 2\n\n"
          "[[model]]\nmatch = 'b'\ninput_per_mtok = 1\n", 6, "needs output_per_mtok"),
-        ("[[model]]\nmatch = 'a'\ninput_per_mtok = -1\noutput_per_mtok = 2\n", 1, "0 or more"),
-        ("[[model]]\nmatch = 'a'\ninput_per_mtok = 1\noutput_per_mtok = 2\ninput = 3\n", 1,
+        ("[[model]]\nmatch = 'a'\ninput_per_mtok = -1\noutput_per_mtok = 2\n", 3, "0 or more"),
+        ("[[model]]\nmatch = 'a'\ninput_per_mtok = 1\noutput_per_mtok = 2\ninput = 3\n", 5,
          "unknown key 'input'"),
-        ("[[model]]\nmatch = 'a'\ninput_per_mtok = 'cheap'\noutput_per_mtok = 2\n", 1,
+        ("[[model]]\nmatch = 'a'\ninput_per_mtok = 'cheap'\noutput_per_mtok = 2\n", 3,
          "must be a number"),
         ("model_price = 3\n", 1, "unknown key"),
     ],

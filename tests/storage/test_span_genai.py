@@ -6,6 +6,7 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
+import orjson
 import pytest
 import redis
 
@@ -161,3 +162,50 @@ def test_plain_spans_are_stored_without_facts(database: Database) -> None:
     ).request
     rows = with_views(rows_of(request, "p", 1), Pricer())
     assert rows[0][20:] == (None,) * 15
+
+
+def test_spans_stored_before_the_columns_get_their_facts(database_url: str) -> None:
+    """A store that had spans before the GenAI columns: after the migration, the
+    upgrade gives each described span its facts and its trace its sums, keeping the
+    trace's place in the list; run again, it does nothing."""
+    from proto_json import convert_spans
+    from storage.genai_upgrade import upgrade
+    from storage.schema import migrate
+
+    db = Database(database_url)
+    try:
+        migrate(db, until=10)
+        with db.transaction() as tx:
+            tx.execute("INSERT INTO organizations VALUES ('o', 'default', 'then')")
+            tx.execute("INSERT INTO projects VALUES ('p', 'demo', 'o', 'then')")
+        spans = [
+            _agent("a" * 16),
+            _llm("1" * 16, "a" * 16, (10, 1), startTime="2026-11-22T10:00:01Z"),
+            _llm("2" * 16, "a" * 16, (20, 2), model="gpt-4o", startTime="2026-11-22T10:00:02Z"),
+        ]
+        request = convert_spans(orjson.dumps({"spans": spans})).request
+        rows = rows_of(request, "p", 5)
+        with db.transaction() as tx:
+            for row in rows:
+                tx.execute(f"INSERT INTO spans VALUES ({', '.join('?' * 20)})", tuple(row)[:20])
+            tx.execute(
+                "INSERT INTO trace_summaries (project_id, trace_id, sort_ns, start_ns, "
+                "end_ns, span_count, error_count, root_name, session_id, received_ms) "
+                "VALUES ('p', ?, 7, 7, NULL, 3, 0, 'planner', NULL, 5)",
+                (TRACE,),
+            )
+        migrate(db)
+        seen: list[tuple[int, int]] = []
+        assert upgrade(db, Pricer(PRICES), lambda done, total: seen.append((done, total))) == 1
+        assert seen == [(1, 1)]
+        found = _summary(db, "p")
+        assert (found.usage[:3], found.llm_calls, found.sort_ns) == ((30, 3, 33), 2, 7)
+        assert found.models == ["gpt-4o", "house-model"]
+        with db.transaction() as tx:
+            (cost,) = tx.query_one("SELECT cost_usd FROM spans WHERE span_id = ?", ("1" * 16,)) or (
+                None,
+            )
+        assert cost == 12.0
+        assert upgrade(db, Pricer(PRICES)) == 0
+    finally:
+        db.close()
