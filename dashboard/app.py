@@ -14,6 +14,7 @@ from dashboard.datasets import install_datasets
 from dashboard.errors import DashboardError
 from dashboard.explorer import Explorer
 from dashboard.formats import NO_COST, count, millis, nanos, usd
+from dashboard.genai_json import span_view
 from dashboard.notifications import install_notifications
 from dashboard.pages import install_pages
 from dashboard.project_settings import install_settings
@@ -109,6 +110,7 @@ def create_app(settings: Settings) -> Quart:
     app.add_template_filter(millis)
     app.add_template_filter(count)
     app.add_template_filter(usd)
+    app.add_template_filter(span_view, "llm_view")
     app.jinja_env.globals["no_cost"] = NO_COST
     app.add_template_filter(attribute_lines)
     app.add_url_rule("/login", view_func=signin.login_page, methods=["GET"])

@@ -125,6 +125,12 @@ def genai_json(
     return objects
 
 
+def span_view(span: dict[str, Any]) -> dict[str, Any] | None:
+    """One stored span's genai object (without its stored cost), or None."""
+    found = genai_json([span], {})
+    return found[0] if found else None
+
+
 def agents_json(traces: dict[str, list[SpanOutline]], graph: Topology) -> dict[str, Any]:
     """`GET …/agents`: the agents, and the topology's nodes and edges."""
     return {

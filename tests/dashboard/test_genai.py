@@ -131,3 +131,25 @@ async def test_the_pages_show_models_tokens_and_cost(site: Site) -> None:
                                                 "gen_ai.usage.input_tokens": 3})])  # fmt: skip
     listing = (await (await client.get("/projects/demo/traces")).get_data()).decode()
     assert 'title="No cost known' in listing
+
+
+async def test_a_selected_model_call_shows_its_llm_view_escaped(site: Site) -> None:
+    """Selecting an LLM span shows its model, tokens, cost and messages (newlines kept by
+    the stylesheet, markup escaped) and where each field was read from."""
+    run = _run()
+    run[1]["attributes"]["gen_ai.input.messages"] = (
+        '[{"role":"user","parts":[{"type":"text","content":"<script>alert(1)</script>\\nok"}]}]'
+    )
+    store(site.db, site.demo, run)
+    client = site.client()
+    await sign_in(client, "viewer@acme.test")
+    page = (
+        await (await client.get(f"/projects/demo/traces/{TRACE}?span={'1' * 16}")).get_data()
+    ).decode()
+    section = page.split('<section class="llm"', 1)[1].split("</section>", 1)[0]
+    assert "<dt>Model</dt><dd>gpt-4o (openai)</dd>" in section
+    assert "100 in, 20 out" in section
+    assert '<li class="message role-user"><span class="role">user</span>' in section
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;\nok" in section
+    assert "<script>alert" not in page
+    assert "model ← <code>gen_ai.request.model</code>" in section
