@@ -20,6 +20,7 @@ from dashboard.project_settings import install_settings
 from dashboard.signin import SignIn, is_api
 from dashboard.trace_scores import install_trace_scores
 from dashboard.waterfall import attribute_lines
+from service.framing import FramingGuard
 from service.settings import Settings
 from service.web import (
     http_exception_parts,
@@ -123,4 +124,5 @@ def create_app(settings: Settings) -> Quart:
     install_trace_scores(app, explorer)
     install_agents(app, explorer)
     _install_error_handlers(app)
+    app.asgi_app = FramingGuard(app.asgi_app)  # type: ignore[method-assign,assignment]
     return app
