@@ -9,6 +9,7 @@ form's token, bound to a signed-out browser's cookie, before sign-in).
 from __future__ import annotations
 
 import asyncio
+import logging
 import secrets
 import time
 from urllib.parse import urlencode
@@ -16,11 +17,13 @@ from urllib.parse import urlencode
 from quart import Response, g, render_template, request
 
 from dashboard.cookies import LOGIN_COOKIE, SESSION_COOKIE, Signer
-from dashboard.errors import DashboardError, authentication_required
+from dashboard.errors import DashboardError, authentication_required, invalid
+from dashboard.redirects import has_control, same_site_path
 from storage.database import Database
 from storage.passwords import InvalidCredentials, Passwords, TooManyAttempts
 from storage.web_sessions import SESSION_LIFETIME_MS, WebSession, WebSessions
 
+log = logging.getLogger("spangate.dashboard")
 WRITES = frozenset(("POST", "PUT", "PATCH", "DELETE"))
 PUBLIC_PREFIXES = ("/static/", "/health")
 FAILED_MESSAGE = "Invalid email or password"
@@ -33,13 +36,6 @@ def _now_ms() -> int:
 def is_api(path: str) -> bool:
     """Whether a path is under /api/v1 (where only a signed-in browser is answered)."""
     return path == "/api/v1" or path.startswith("/api/v1/")
-
-
-def same_site_path(target: str | None) -> str:
-    """`target` when it is a path on this site, else `/` (no open redirect)."""
-    if not target or not target.startswith("/") or target.startswith(("//", "/\\")):
-        return "/"
-    return target
 
 
 def redirect_to(location: str, status: int = 303) -> Response:
@@ -149,6 +145,11 @@ class SignIn:
     async def login(self) -> Response:
         """POST /login: a session cookie and 303 on success; 401 or 429 else."""
         form = await request.form
+        given = request.args.get("next") or form.get("next")
+        if given is not None and has_control(given):
+            # No page of ours makes such a value: refuse it before anything is checked.
+            log.info("sign-in refused: next holds a control character")
+            raise invalid("next must be a path on this site")
         try:
             user = await asyncio.to_thread(
                 self.passwords.sign_in,
@@ -165,7 +166,7 @@ class SignIn:
         if g.session_token is not None:
             await asyncio.to_thread(self.sessions.end, g.session_token)
         token, _ = await asyncio.to_thread(self.sessions.start, user, _now_ms())
-        response = redirect_to(same_site_path(request.args.get("next") or form.get("next")), 303)
+        response = redirect_to(same_site_path(given), 303)
         self._set_cookie(response, SESSION_COOKIE, token, SESSION_LIFETIME_MS // 1000)
         return response
 

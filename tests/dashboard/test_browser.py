@@ -254,3 +254,13 @@ def test_topology_has_a_node_per_agent_and_an_edge_per_delegation(
     expect(page.get_by_role("heading", name="Traces through agent researcher")).to_be_visible()
     expect(page.get_by_role("link", name=TOPOLOGY_TRACE)).to_be_visible()
     page.close()
+
+
+def test_next_with_a_tab_cannot_lead_to_another_site(browser: Browser, dashboard_url: str) -> None:
+    """Signed in, /login?next=/%09/evil.example/phish stays on the dashboard: Chromium,
+    which drops tabs from URLs, is never sent to evil.example."""
+    page = browser.new_page()
+    _sign_in(page, dashboard_url)
+    page.goto(f"{dashboard_url}/login?next=/%09/evil.example/phish")
+    assert page.url == f"{dashboard_url}/projects"
+    page.close()

@@ -97,6 +97,9 @@ async def test_login_needs_its_csrf_token(site: Site) -> None:
         ("//evil.test/x", "/"),
         ("https://evil.test/", "/"),
         ("/\\evil.test", "/"),
+        ("/a\\..\\\\evil.test", "/"),
+        ("/projects/démo?q=a b", "/projects/d%C3%A9mo?q=a%20b"),
+        ("/%09/evil.test", "/%09/evil.test"),
     ],
 )
 async def test_next_stays_on_site(site: Site, given: str, expected: str) -> None:
@@ -113,6 +116,45 @@ async def test_next_stays_on_site(site: Site, given: str, expected: str) -> None
         },
     )
     assert response.headers["Location"] == expected
+
+
+@pytest.mark.parametrize("given", ["/\t/evil.test/phish", "//evil.test", "http:evil.test"])
+async def test_next_stays_on_site_when_signed_in(site: Site, given: str) -> None:
+    """A signed-in browser opening /login?next=... is sent to this site's home when
+    `next` would lead a browser elsewhere (tabs are dropped by browsers)."""
+    client = site.client()
+    await sign_in(client, "owner@acme.test")
+    response = await client.get("/login", query_string={"next": given})
+    assert response.status_code == 303 and response.headers["Location"] == "/"
+
+
+async def test_login_form_keeps_only_a_same_site_next(site: Site) -> None:
+    """The form of a signed-out browser carries a `next` that browsers read as another
+    site only as `/`."""
+    response = await site.client().get("/login", query_string={"next": "/\t/evil.test/x"})
+    page = (await response.get_data()).decode()
+    assert response.status_code == 200 and 'name="next" value="/"' in page
+
+
+@pytest.mark.parametrize("control", ["\n", "\r", "\x0b", "\x00", "\t"])
+async def test_next_with_a_control_character_is_refused(site: Site, control: str) -> None:
+    """POST /login with a control character in `next` is a 400 refusal, before the
+    password is checked: no session is created."""
+    client = site.client()
+    page = await (await client.get("/login")).get_data()
+    response = await client.post(
+        "/login",
+        form={
+            "email": "owner@acme.test",
+            "password": PASSWORD,
+            "csrf_token": csrf_of(page),
+            "next": f"/projects{control}Set-Cookie: x=1",
+        },
+    )
+    assert response.status_code == 400
+    assert "spangate_session" not in response.headers.get("Set-Cookie", "")
+    with site.db.transaction() as tx:
+        assert tx.query_one("SELECT count(*) FROM web_sessions", ()) == (0,)
 
 
 async def test_signed_out_pages_go_to_login(site: Site) -> None:
