@@ -104,8 +104,10 @@ class SignIn:
             "multipart/form-data",
         ):
             sent = (await request.form).get("csrf_token")
-        expected = self.csrf_token()
-        if not sent or not expected or not secrets.compare_digest(sent, expected):
+        expected = self.csrf_token().encode()
+        # Compared as bytes: compare_digest refuses a str with non-ASCII characters.
+        given = (sent or "").encode(errors="replace")
+        if not given or not expected or not secrets.compare_digest(given, expected):
             raise DashboardError(403, "CSRF_FAILED", "missing or wrong CSRF token: reload the page")
 
     def finish(self, response: Response) -> Response:

@@ -203,3 +203,28 @@ async def test_sessions_survive_a_restart(site: Site, settings: Settings) -> Non
             "/api/v1/projects", headers={"Cookie": f"spangate_session={cookie}"}
         )
     assert response.status_code == 200
+
+
+async def test_a_non_ascii_csrf_token_is_refused(site: Site) -> None:
+    """A CSRF token with non-ASCII characters, in the header or the form, is 403."""
+    client = site.client()
+    await sign_in(client, "owner@acme.test")
+    response = await client.post("/logout", headers={"X-CSRF-Token": "jeton-é"})
+    assert response.status_code == 403
+    response = await client.post("/logout", form={"csrf_token": "jeton-é"})
+    assert response.status_code == 403
+    response = await client.post("/api/v1/projects/demo/api-keys", headers={"X-CSRF-Token": "é"})
+    assert response.status_code == 403
+    assert (await response.get_json())["error"]["code"] == "CSRF_FAILED"
+
+
+async def test_a_non_ascii_cookie_signature_is_signed_out(site: Site) -> None:
+    """A session cookie whose signature has non-ASCII characters (which a page on
+    another port of the host can set) reads as signed out, on pages and the API."""
+    cookie = {"Cookie": "spangate_session=abc.d\xe9f; spangate_login=abc.d\xe9f"}
+    response = await site.client().get("/api/v1/projects", headers=cookie)
+    assert response.status_code == 401
+    response = await site.client().get("/projects", headers=cookie)
+    assert response.status_code == 303 and response.headers["Location"].startswith("/login")
+    response = await site.client().get("/login", headers=cookie)
+    assert response.status_code == 200
