@@ -17,7 +17,7 @@ from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatc
 
 from storage.database import Database, Transaction
 from storage.errors import NotFound, StoreError
-from storage.identity import User, normalise_email
+from storage.identity import User, end_sessions, normalise_email
 
 MIN_PASSWORD_LENGTH = 8
 MAX_PASSWORD_LENGTH = 1024  # hashing is costly: a megabyte "password" is not one
@@ -69,13 +69,15 @@ class Passwords:
         self.db = db
 
     def set_password(self, email: str, password: str) -> User:
-        """Store the hash of a new password for a user; NotFound when there is none."""
+        """Store the hash of a new password for a user, ending every dashboard session
+        signed in with the old one; NotFound when there is no such user."""
         digest = _HASHER.hash(check_password(password))
         with self.db.transaction() as tx:
             found = _user_row(tx, normalise_email(email))
             if found is None:
                 raise NotFound(f"no user {email.strip().lower()}")
             tx.execute("UPDATE users SET password_hash = ? WHERE id = ?", (digest, found[0].id))
+            end_sessions(tx, found[0].id)
         return found[0]
 
     def _reserve_attempt(self, email: str, now_ms: int) -> tuple[User, str | None] | None:

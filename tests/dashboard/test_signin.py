@@ -6,6 +6,8 @@ import pytest
 
 from dashboard.app import create_app
 from service.settings import Settings
+from storage.identity import IdentityStore
+from storage.passwords import Passwords
 from tests.dashboard.conftest import PASSWORD, Site, csrf_of, sign_in
 
 
@@ -228,3 +230,46 @@ async def test_a_non_ascii_cookie_signature_is_signed_out(site: Site) -> None:
     assert response.status_code == 303 and response.headers["Location"].startswith("/login")
     response = await site.client().get("/login", headers=cookie)
     assert response.status_code == 200
+
+
+async def _signed_in_cookie(site: Site, email: str) -> str:
+    client = site.client()
+    await sign_in(client, email)
+    jar = client.cookie_jar  # type: ignore[attr-defined]
+    return str(next(c.value for c in jar if c.name == "spangate_session"))
+
+
+async def _reads(site: Site, cookie: str) -> int:
+    response = await site.client().get(
+        "/api/v1/projects", headers={"Cookie": f"spangate_session={cookie}"}
+    )
+    return response.status_code
+
+
+async def test_a_password_change_ends_every_session(site: Site) -> None:
+    """After a password change, every cookie the user signed in with stops working;
+    other users' sessions go on."""
+    first, second = [await _signed_in_cookie(site, "member@acme.test") for _ in range(2)]
+    other = await _signed_in_cookie(site, "viewer@acme.test")
+    assert await _reads(site, first) == await _reads(site, second) == 200
+    Passwords(site.db).set_password("member@acme.test", "a new password")
+    assert await _reads(site, first) == await _reads(site, second) == 401
+    assert await _reads(site, other) == 200
+
+
+async def test_a_role_change_ends_every_session(site: Site) -> None:
+    """A role change signs the user out; setting the role they already hold does not."""
+    cookie = await _signed_in_cookie(site, "member@acme.test")
+    IdentityStore(site.db).set_role("member@acme.test", "member")
+    assert await _reads(site, cookie) == 200
+    IdentityStore(site.db).set_role("member@acme.test", "viewer")
+    assert await _reads(site, cookie) == 401
+
+
+async def test_sign_out_ends_every_session_of_one_user(site: Site) -> None:
+    """Signing a user out on request ends each of their sessions, and counts them."""
+    cookies = [await _signed_in_cookie(site, "member@acme.test") for _ in range(2)]
+    other = await _signed_in_cookie(site, "viewer@acme.test")
+    assert IdentityStore(site.db).sign_out("Member@acme.test") == 2
+    assert [await _reads(site, cookie) for cookie in cookies] == [401, 401]
+    assert await _reads(site, other) == 200
