@@ -17,6 +17,7 @@ from dashboard.formats import millis, nanos
 from dashboard.notifications import install_notifications
 from dashboard.pages import install_pages
 from dashboard.project_settings import install_settings
+from dashboard.segments import SegmentConverter
 from dashboard.signin import SignIn, is_api
 from dashboard.trace_scores import install_trace_scores
 from dashboard.waterfall import attribute_lines
@@ -86,6 +87,7 @@ def create_app(settings: Settings) -> Quart:
     """The dashboard on the database named by `settings.database_url`."""
     app = Quart(__name__)
     app.config["MAX_CONTENT_LENGTH"] = MAX_FORM_BYTES
+    app.url_map.converters["segment"] = SegmentConverter
     db = Database(settings.database_url, settings.database_statement_timeout_ms)
     signin = SignIn(
         db,
