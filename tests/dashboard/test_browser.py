@@ -296,3 +296,21 @@ def test_a_session_id_with_dot_segments_links_to_its_own_page(
     expect(page.get_by_role("heading", name=f"Session {ODD_SESSION}")).to_be_visible()
     expect(page.get_by_role("link", name=ODD_TRACE)).to_be_visible()
     page.close()
+
+
+def test_a_right_to_left_span_name_leaves_its_row_in_order(
+    browser: Browser, dashboard_url: str
+) -> None:
+    """A span name with an unclosed right-to-left override is isolated: its row's kind
+    and status labels still follow the name, left to right."""
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    _sign_in(page, dashboard_url)
+    page.goto(f"{dashboard_url}/projects/odd/traces/{ODD_TRACE}")
+    row = page.locator('.span-row[data-span-id="2222222222222222"]')
+    name = row.locator(".label a").bounding_box()
+    kind = row.locator(".kind").bounding_box()
+    status = row.locator(".status-error").bounding_box()
+    assert name is not None and kind is not None and status is not None
+    assert name["x"] + name["width"] <= kind["x"] + 1
+    assert kind["x"] + kind["width"] <= status["x"] + 1
+    page.close()

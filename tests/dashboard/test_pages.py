@@ -190,6 +190,16 @@ async def test_session_ids_are_one_segment_in_links(site: Site) -> None:
         assert f"turn {n}</" in _text(await response.get_data())
 
 
+async def test_span_names_are_isolated_in_the_waterfall(site: Site) -> None:
+    """A span name with a right-to-left override is written inside `<bdi>` on its
+    waterfall row, so that the override ends with the name."""
+    store(site.db, site.demo, [span(traceId=TRACE, name="\u202eevil")])
+    client = site.client()
+    await sign_in(client, "viewer@acme.test")
+    page = _text(await (await client.get(f"/projects/demo/traces/{TRACE}")).get_data())
+    assert '#detail"><bdi>\u202eevil</bdi></a>' in page
+
+
 async def test_client_text_is_escaped(site: Site) -> None:
     """Span names, kinds of text and attribute values a client sent are shown as text,
     never as markup, in the list, the waterfall and the span's details."""
