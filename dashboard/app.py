@@ -93,6 +93,7 @@ def create_app(settings: Settings) -> Quart:
         db,
         Signer(session_secret(settings.session_secret, settings.data_dir)),
         settings.app_secure_cookies,
+        settings.trusted_proxies,
     )
     install_lifespan(app, db, log)
     app.before_request(signin.guard)

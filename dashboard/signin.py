@@ -19,6 +19,8 @@ from quart import Response, g, render_template, request
 from dashboard.cookies import LOGIN_COOKIE, SESSION_COOKIE, Signer
 from dashboard.errors import DashboardError, authentication_required, invalid
 from dashboard.redirects import has_control, same_site_path
+from service.client_address import client_ip
+from service.settings import IPNetwork
 from storage.database import Database
 from storage.passwords import InvalidCredentials, Passwords, TooManyAttempts
 from storage.web_sessions import SESSION_LIFETIME_MS, WebSession, WebSessions
@@ -54,11 +56,18 @@ def current_session() -> WebSession:
 class SignIn:
     """Sessions, CSRF and the login and logout routes."""
 
-    def __init__(self, db: Database, signer: Signer, secure_cookies: bool) -> None:
+    def __init__(
+        self,
+        db: Database,
+        signer: Signer,
+        secure_cookies: bool,
+        trusted_proxies: tuple[IPNetwork, ...] = (),
+    ) -> None:
         self.passwords = Passwords(db)
         self.sessions = WebSessions(db)
         self.signer = signer
         self.secure = secure_cookies
+        self.trusted_proxies = trusted_proxies
 
     async def guard(self) -> Response | None:
         """Before each request: API keys out, the session in, CSRF checked, pages gated."""
@@ -158,6 +167,7 @@ class SignIn:
                 form.get("email", ""),
                 form.get("password", ""),
                 _now_ms(),
+                self._client_ip(),
             )
         except InvalidCredentials:
             return await self._form(401, FAILED_MESSAGE)
@@ -171,6 +181,11 @@ class SignIn:
         response = redirect_to(same_site_path(given), 303)
         self._set_cookie(response, SESSION_COOKIE, token, SESSION_LIFETIME_MS // 1000)
         return response
+
+    def _client_ip(self) -> str:
+        """The address signing in: X-Forwarded-For is read only behind a trusted proxy."""
+        forwarded = request.headers.get("X-Forwarded-For") if self.trusted_proxies else None
+        return client_ip(request.remote_addr, forwarded, self.trusted_proxies)
 
     async def logout(self) -> Response:
         """POST /logout: the session ends on the server; its cookie stops working."""

@@ -230,6 +230,10 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             "DROP TABLE spans_unpartitioned",
         )
     ),
+    (  # 11: failed sign-ins are also counted per client address (storage/passwords.py)
+        "ALTER TABLE login_failures ADD COLUMN client_ip TEXT",
+        "CREATE INDEX login_failures_client ON login_failures (client_ip, at_ms)",
+    ),
 )
 
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from ipaddress import ip_network
+
 import pytest
 
 from dashboard.app import create_app
 from service.settings import Settings
 from storage.identity import IdentityStore
-from storage.passwords import Passwords
+from storage.passwords import MAX_FAILURES_PER_IP, Passwords
 from tests.dashboard.conftest import PASSWORD, Site, csrf_of, sign_in
 
 
@@ -273,3 +276,36 @@ async def test_sign_out_ends_every_session_of_one_user(site: Site) -> None:
     assert IdentityStore(site.db).sign_out("Member@acme.test") == 2
     assert [await _reads(site, cookie) for cookie in cookies] == [401, 401]
     assert await _reads(site, other) == 200
+
+
+async def _attempt_from(client: object, email: str, password: str, ip: str) -> int:
+    page = await (await client.get("/login")).get_data()  # type: ignore[attr-defined]
+    response = await client.post(  # type: ignore[attr-defined]
+        "/login",
+        form={"email": email, "password": password, "csrf_token": csrf_of(page)},
+        headers={"X-Forwarded-For": ip},
+        scope_base={"client": ("127.0.0.1", 40000)},  # the socket's peer: a proxy
+    )
+    return int(response.status_code)
+
+
+async def test_failures_from_one_address_are_limited(site: Site, settings: Settings) -> None:
+    """20 failures from one client address within 15 minutes, whatever the emails, make
+    every further attempt from it 429 (a right password too); another address, read
+    from X-Forwarded-For behind a trusted proxy, is not limited."""
+    app = create_app(replace(settings, trusted_proxies=(ip_network("127.0.0.1/32"),)))
+    async with app.test_app():
+        client = app.test_client()
+        for n in range(MAX_FAILURES_PER_IP):
+            assert await _attempt_from(client, f"u{n}@acme.test", "nope", "198.51.100.7") == 401
+        assert await _attempt_from(client, "owner@acme.test", PASSWORD, "198.51.100.7") == 429
+        assert await _attempt_from(client, "owner@acme.test", PASSWORD, "198.51.100.8") == 303
+
+
+async def test_forwarded_for_counts_only_behind_a_trusted_proxy(site: Site) -> None:
+    """Without SPANGATE_TRUSTED_PROXIES, X-Forwarded-For is ignored: changing it does not
+    escape the limit of the socket's address."""
+    client = site.client()
+    for n in range(MAX_FAILURES_PER_IP):
+        assert await _attempt_from(client, f"u{n}@acme.test", "nope", f"203.0.113.{n}") == 401
+    assert await _attempt_from(client, "owner@acme.test", PASSWORD, "203.0.113.99") == 429
