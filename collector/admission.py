@@ -13,7 +13,6 @@ request takes one round trip to Redis instead of two (see collector.ingest).
 
 from __future__ import annotations
 
-import ipaddress
 import math
 import time
 from dataclasses import dataclass
@@ -24,7 +23,6 @@ from redis.exceptions import RedisError
 from collector.errors import GatewayError, redis_refusal, unavailable
 from collector.redis_cluster import QueueLink
 from collector.redis_link import Arg, Script
-from service.settings import IPNetwork
 from spanqueue.layout import depth_key
 
 BURST_SECONDS = 2.0
@@ -120,28 +118,6 @@ def _limit(rps: float) -> tuple[float, float]:
         return 0.0, 0.0
     interval = 1000.0 / rps
     return interval, BURST_SECONDS * 1000.0 - interval
-
-
-def client_ip(peer: str | None, forwarded_for: str | None, trusted: tuple[IPNetwork, ...]) -> str:
-    """The client's address: the socket peer, or, when the peer is a trusted proxy, the
-    rightmost X-Forwarded-For address that is not itself a trusted proxy."""
-    address = peer or "unknown"
-    if not trusted or not forwarded_for:
-        return address
-
-    def is_trusted(text: str) -> bool:
-        try:
-            ip = ipaddress.ip_address(text)
-        except ValueError:
-            return False
-        return any(ip in network for network in trusted)
-
-    if not is_trusted(address):
-        return address
-    for hop in reversed([part.strip() for part in forwarded_for.split(",") if part.strip()]):
-        if not is_trusted(hop):
-            return hop
-    return address
 
 
 class Admission:

@@ -22,6 +22,7 @@ from collector.metrics import Metrics
 from collector.request_tags import RequestTags
 from proto_json import Limits
 from service.cors import install_cors
+from service.framing import FramingGuard
 from service.settings import Settings
 from service.web import http_exception_parts, install_lifespan, json_response
 from storage.database import Database
@@ -96,6 +97,7 @@ def create_app(settings: Settings) -> Quart:
     install_cors(app, settings.cors_allowed_origins)
     routes = {rule.rule: frozenset(rule.methods or ()) for rule in app.url_map.iter_rules()}
     app.asgi_app = RequestTags(app.asgi_app, metrics, routes)  # type: ignore[method-assign,assignment]
+    app.asgi_app = FramingGuard(app.asgi_app)  # type: ignore[method-assign,assignment]
     return app
 
 

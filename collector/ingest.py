@@ -23,7 +23,7 @@ from quart.globals import request_ctx
 from werkzeug.exceptions import RequestEntityTooLarge
 
 import proto_json
-from collector.admission import Admission, client_ip
+from collector.admission import Admission
 from collector.answers import otlp_answer, spans_answer, traces_answer
 from collector.archive import HEADROOM_FRACTION, Archive, ArchiveRecord
 from collector.auth import authenticate
@@ -35,6 +35,7 @@ from collector.metrics import Metrics
 from collector.queue import SpanQueue
 from collector.request_head import RequestHead
 from proto_json import Conversion, EnvelopeError, Limits, fastpath
+from service.client_address import client_ip
 from service.settings import IPNetwork
 from service.web import json_response
 from spanqueue.layout import QueuedRequest

@@ -18,9 +18,11 @@ from dashboard.genai_json import span_view
 from dashboard.notifications import install_notifications
 from dashboard.pages import install_pages
 from dashboard.project_settings import install_settings
+from dashboard.segments import SegmentConverter
 from dashboard.signin import SignIn, is_api
 from dashboard.trace_scores import install_trace_scores
 from dashboard.waterfall import attribute_lines
+from service.framing import FramingGuard
 from service.settings import Settings
 from service.web import (
     http_exception_parts,
@@ -86,11 +88,13 @@ def create_app(settings: Settings) -> Quart:
     """The dashboard on the database named by `settings.database_url`."""
     app = Quart(__name__)
     app.config["MAX_CONTENT_LENGTH"] = MAX_FORM_BYTES
+    app.url_map.converters["segment"] = SegmentConverter
     db = Database(settings.database_url, settings.database_statement_timeout_ms)
     signin = SignIn(
         db,
         Signer(session_secret(settings.session_secret, settings.data_dir)),
         settings.app_secure_cookies,
+        settings.trusted_proxies,
     )
     install_lifespan(app, db, log)
     app.before_request(signin.guard)
@@ -128,4 +132,5 @@ def create_app(settings: Settings) -> Quart:
     install_trace_scores(app, explorer)
     install_agents(app, explorer)
     _install_error_handlers(app)
+    app.asgi_app = FramingGuard(app.asgi_app)  # type: ignore[method-assign,assignment]
     return app

@@ -66,7 +66,9 @@ class Signer:
         if not signed or "." not in signed:
             return None
         value, signature = signed.rsplit(".", 1)
-        return value if hmac.compare_digest(signature, self.mac("cookie", value)) else None
+        # Compared as bytes: compare_digest refuses a str with non-ASCII characters.
+        expected = self.mac("cookie", value).encode()
+        return value if hmac.compare_digest(signature.encode(), expected) else None
 
     def login_token(self, browser_id: str) -> str:
         """The login form's CSRF token for a signed-out browser."""

@@ -141,7 +141,7 @@ def install_pages(app: Quart, explorer: Explorer, ingest_url: str) -> None:
         (f"{base}/traces/<trace_id>", pages.trace),
         (f"{base}/traces/<trace_id>/spans/<span_id>", pages.span),
         (f"{base}/sessions", pages.sessions),
-        (f"{base}/sessions/<path:session_id>", pages.session),
+        (f"{base}/sessions/<segment:session_id>", pages.session),
         (f"{base}/evaluations", pages.evaluations),
     ):
         app.add_url_rule(rule, endpoint=view.__name__, view_func=view, methods=["GET"])

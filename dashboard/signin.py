@@ -9,6 +9,7 @@ form's token, bound to a signed-out browser's cookie, before sign-in).
 from __future__ import annotations
 
 import asyncio
+import logging
 import secrets
 import time
 from urllib.parse import urlencode
@@ -16,11 +17,15 @@ from urllib.parse import urlencode
 from quart import Response, g, render_template, request
 
 from dashboard.cookies import LOGIN_COOKIE, SESSION_COOKIE, Signer
-from dashboard.errors import DashboardError, authentication_required
+from dashboard.errors import DashboardError, authentication_required, invalid
+from dashboard.redirects import has_control, same_site_path
+from service.client_address import client_ip
+from service.settings import IPNetwork
 from storage.database import Database
 from storage.passwords import InvalidCredentials, Passwords, TooManyAttempts
 from storage.web_sessions import SESSION_LIFETIME_MS, WebSession, WebSessions
 
+log = logging.getLogger("spangate.dashboard")
 WRITES = frozenset(("POST", "PUT", "PATCH", "DELETE"))
 PUBLIC_PREFIXES = ("/static/", "/health")
 FAILED_MESSAGE = "Invalid email or password"
@@ -33,13 +38,6 @@ def _now_ms() -> int:
 def is_api(path: str) -> bool:
     """Whether a path is under /api/v1 (where only a signed-in browser is answered)."""
     return path == "/api/v1" or path.startswith("/api/v1/")
-
-
-def same_site_path(target: str | None) -> str:
-    """`target` when it is a path on this site, else `/` (no open redirect)."""
-    if not target or not target.startswith("/") or target.startswith(("//", "/\\")):
-        return "/"
-    return target
 
 
 def redirect_to(location: str, status: int = 303) -> Response:
@@ -58,11 +56,18 @@ def current_session() -> WebSession:
 class SignIn:
     """Sessions, CSRF and the login and logout routes."""
 
-    def __init__(self, db: Database, signer: Signer, secure_cookies: bool) -> None:
+    def __init__(
+        self,
+        db: Database,
+        signer: Signer,
+        secure_cookies: bool,
+        trusted_proxies: tuple[IPNetwork, ...] = (),
+    ) -> None:
         self.passwords = Passwords(db)
         self.sessions = WebSessions(db)
         self.signer = signer
         self.secure = secure_cookies
+        self.trusted_proxies = trusted_proxies
 
     async def guard(self) -> Response | None:
         """Before each request: API keys out, the session in, CSRF checked, pages gated."""
@@ -108,8 +113,10 @@ class SignIn:
             "multipart/form-data",
         ):
             sent = (await request.form).get("csrf_token")
-        expected = self.csrf_token()
-        if not sent or not expected or not secrets.compare_digest(sent, expected):
+        expected = self.csrf_token().encode()
+        # Compared as bytes: compare_digest refuses a str with non-ASCII characters.
+        given = (sent or "").encode(errors="replace")
+        if not given or not expected or not secrets.compare_digest(given, expected):
             raise DashboardError(403, "CSRF_FAILED", "missing or wrong CSRF token: reload the page")
 
     def finish(self, response: Response) -> Response:
@@ -149,12 +156,18 @@ class SignIn:
     async def login(self) -> Response:
         """POST /login: a session cookie and 303 on success; 401 or 429 else."""
         form = await request.form
+        given = request.args.get("next") or form.get("next")
+        if given is not None and has_control(given):
+            # No page of ours makes such a value: refuse it before anything is checked.
+            log.info("sign-in refused: next holds a control character")
+            raise invalid("next must be a path on this site")
         try:
             user = await asyncio.to_thread(
                 self.passwords.sign_in,
                 form.get("email", ""),
                 form.get("password", ""),
                 _now_ms(),
+                self._client_ip(),
             )
         except InvalidCredentials:
             return await self._form(401, FAILED_MESSAGE)
@@ -165,9 +178,14 @@ class SignIn:
         if g.session_token is not None:
             await asyncio.to_thread(self.sessions.end, g.session_token)
         token, _ = await asyncio.to_thread(self.sessions.start, user, _now_ms())
-        response = redirect_to(same_site_path(request.args.get("next") or form.get("next")), 303)
+        response = redirect_to(same_site_path(given), 303)
         self._set_cookie(response, SESSION_COOKIE, token, SESSION_LIFETIME_MS // 1000)
         return response
+
+    def _client_ip(self) -> str:
+        """The address signing in: X-Forwarded-For is read only behind a trusted proxy."""
+        forwarded = request.headers.get("X-Forwarded-For") if self.trusted_proxies else None
+        return client_ip(request.remote_addr, forwarded, self.trusted_proxies)
 
     async def logout(self) -> Response:
         """POST /logout: the session ends on the server; its cookie stops working."""

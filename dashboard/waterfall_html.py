@@ -5,7 +5,8 @@ environment) they cost 20-25 ms a page, several times the page's database read, 
 ruled the page's time (`benchmarks/bench_dashboard.py`). Written here in one pass over
 the tree order, with every value that comes from a client escaped (html.escape, quotes
 too), they cost a few milliseconds. The markup is the one the stylesheet and
-dashboard.js expect; the page around it is a template.
+dashboard.js expect; the page around it is a template. A span's name is isolated
+(`<bdi>`): a right-to-left override in it cannot reverse the labels after it.
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ def rows_html(
                 if children
                 else '<span class="toggle-space"></span> '
             )
-            + f'<a href="{link}span={span_id}#detail">{name}</a> '
+            + f'<a href="{link}span={span_id}#detail"><bdi>{name}</bdi></a> '
             f'<span class="kind kind-{kind}">{kind}</span> '
             + _llm_facts(span.model, span.input_tokens, span.output_tokens)
             + ('<span class="status-error">error</span>' if error else "")

@@ -14,6 +14,7 @@ from scores_sidecar.errors import ApiError, render
 from scores_sidecar.gates import install_gates
 from scores_sidecar.validation import parse_score
 from service.cors import install_cors
+from service.framing import FramingGuard
 from service.settings import Settings
 from service.web import (
     http_exception_parts,
@@ -125,4 +126,5 @@ def create_app(settings: Settings) -> Quart:
     install_gates(app)
     _install_error_handlers(app)
     install_cors(app, settings.cors_allowed_origins)
+    app.asgi_app = FramingGuard(app.asgi_app)  # type: ignore[method-assign,assignment]
     return app

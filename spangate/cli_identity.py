@@ -39,7 +39,7 @@ def _users_add(args: argparse.Namespace) -> int:
 def _users_set_password(args: argparse.Namespace) -> int:
     def action(db: Database) -> int:
         user = Passwords(db).set_password(args.email, _read_password())
-        print(f"password set for {user.email}")
+        print(f"password set for {user.email}; their dashboard sessions have ended")
         return 0
 
     return with_database(action)
@@ -49,6 +49,15 @@ def _users_set_role(args: argparse.Namespace) -> int:
     def action(db: Database) -> int:
         user = IdentityStore(db).set_role(args.email, args.role)
         print(f"user {user.email} is now {user.role}; their keys act as {user.role} within 5 s")
+        return 0
+
+    return with_database(action)
+
+
+def _users_sign_out(args: argparse.Namespace) -> int:
+    def action(db: Database) -> int:
+        ended = IdentityStore(db).sign_out(args.email)
+        print(f"ended {ended} dashboard sessions of {args.email.strip().lower()}")
         return 0
 
     return with_database(action)
@@ -143,14 +152,20 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     add.set_defaults(handler=_users_add)
     set_password = users.add_parser(
-        "set-password", help="set a user's dashboard password (read from stdin)"
+        "set-password",
+        help="set a user's dashboard password (read from stdin); ends their sessions",
     )
     set_password.add_argument("email")
     set_password.set_defaults(handler=_users_set_password)
-    set_role = users.add_parser("set-role", help="change a user's role")
+    set_role = users.add_parser(
+        "set-role", help="change a user's role (ends their dashboard sessions)"
+    )
     set_role.add_argument("email")
     set_role.add_argument("role", choices=ROLES)
     set_role.set_defaults(handler=_users_set_role)
+    sign_out = users.add_parser("sign-out", help="end every dashboard session of a user")
+    sign_out.add_argument("email")
+    sign_out.set_defaults(handler=_users_sign_out)
 
     projects = commands.add_parser("projects", help="projects").add_subparsers(
         dest="projects_command", metavar="ACTION", required=True

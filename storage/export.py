@@ -1,5 +1,11 @@
 """The trace export (at most 100 traces): one JSON or CSV document,
-the same from the CLI and from the dashboard."""
+the same from the CLI and from the dashboard.
+
+Span text is written by strangers, and a spreadsheet runs a cell that starts with `=`,
+`+`, `-` or `@` (or a tab or carriage return before one) as a formula: such a CSV cell
+is written behind a `'` (OWASP's advice), which spreadsheets show as text. The JSON
+export keeps every value exact.
+"""
 
 from __future__ import annotations
 
@@ -50,13 +56,21 @@ def export_traces(
     ]
 
 
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def neutralised(text: str) -> str:
+    """`text` as a CSV cell that no spreadsheet reads as a formula."""
+    return "'" + text if text.startswith(FORMULA_STARTS) else text
+
+
 def _csv_cell(span: dict[str, Any], column: str) -> str:
     value = span.get(column)
     if column == "status":
         return str(span["status"]["code"])
     if isinstance(value, list | dict):
         return orjson.dumps(value).decode()
-    return "" if value is None else str(value)
+    return "" if value is None else neutralised(str(value))
 
 
 def as_csv(traces: list[dict[str, Any]]) -> str:

@@ -109,6 +109,12 @@ def check_name(name: str, what: str) -> str:
     return name
 
 
+def end_sessions(tx: Transaction, user_id: str) -> int:
+    """End every dashboard session of a user (storage/web_sessions.py), in the caller's
+    transaction: each of their cookies stops working at once. How many ended."""
+    return tx.execute("DELETE FROM web_sessions WHERE user_id = ?", (user_id,))
+
+
 class IdentityStore:
     """The operations on identity, each in one transaction."""
 
@@ -155,13 +161,26 @@ class IdentityStore:
             raise NotFound(f"no user {email.strip().lower()}")
         return User(row[0], row[1], row[2], row[3])
 
+    def user(self, email: str) -> User:
+        """The user of an email; NotFound when there is none."""
+        with self.db.transaction() as tx:
+            return self._user(tx, email)
+
     def set_role(self, email: str, role: str) -> User:
-        """Change a user's role; every key the user created acts with it from then on."""
+        """Change a user's role; every key the user created acts with it from then on.
+        A change ends the user's dashboard sessions (they sign in again with it)."""
         checked_role = check_role(role)
         with self.db.transaction(immediate=True) as tx:
             user = self._user(tx, email)
-            tx.execute("UPDATE users SET role = ? WHERE id = ?", (checked_role, user.id))
+            if user.role != checked_role:
+                tx.execute("UPDATE users SET role = ? WHERE id = ?", (checked_role, user.id))
+                end_sessions(tx, user.id)
         return User(user.id, user.email, user.org, checked_role)
+
+    def sign_out(self, email: str) -> int:
+        """End every dashboard session of a user: how many there were."""
+        with self.db.transaction(immediate=True) as tx:
+            return end_sessions(tx, self._user(tx, email).id)
 
     # -- projects ------------------------------------------------------------------
 

@@ -1,7 +1,11 @@
-"""Dashboard passwords: argon2id hashes, and sign-in checks throttled per email.
+"""Dashboard passwords: argon2id hashes, and sign-in checks throttled per email and
+per client address.
 
 After MAX_FAILURES failed attempts for one email within FAILURE_WINDOW_MS, every attempt
-for it (a right password too) is refused until the oldest failure leaves the window.
+for it (a right password too) is refused until the oldest failure leaves the window;
+after MAX_FAILURES_PER_IP failed attempts from one client address, whatever the emails,
+so is every attempt from that address (one password cannot be tried against many
+emails). The address limit is higher: many people may share an address behind NAT.
 An attempt is counted as failed before its password is checked (and forgiven if it
 was right), so attempts made in parallel cannot slip past the limit. Unknown emails are
 counted and checked against a dummy hash like known ones, so neither the answer nor its
@@ -17,11 +21,12 @@ from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatc
 
 from storage.database import Database, Transaction
 from storage.errors import NotFound, StoreError
-from storage.identity import User, normalise_email
+from storage.identity import User, end_sessions, normalise_email
 
 MIN_PASSWORD_LENGTH = 8
 MAX_PASSWORD_LENGTH = 1024  # hashing is costly: a megabyte "password" is not one
 MAX_FAILURES = 5
+MAX_FAILURES_PER_IP = 20
 FAILURE_WINDOW_MS = 15 * 60 * 1000
 _HASHER = PasswordHasher()  # argon2id with the library's (RFC 9106 low-memory) settings
 
@@ -37,10 +42,11 @@ class InvalidCredentials(StoreError):
 
 
 class TooManyAttempts(StoreError):
-    """Too many failed sign-ins for this email lately; `retry_after_s` until the next try."""
+    """Too many failed sign-ins for this email, or from this address, lately;
+    `retry_after_s` until the next try."""
 
     def __init__(self, retry_after_s: int) -> None:
-        super().__init__("too many failed sign-in attempts for this email; try again later")
+        super().__init__("too many failed sign-in attempts lately; try again later")
         self.retry_after_s = retry_after_s
 
 
@@ -62,6 +68,22 @@ def _user_row(tx: Transaction, email: str) -> tuple[User, str | None] | None:
     return None if row is None else (User(row[0], row[1], row[2], row[3]), row[4])
 
 
+def _check_limit(tx: Transaction, column: str, value: str, most: int, now_ms: int) -> None:
+    """TooManyAttempts when `most` failures within the window have this `column` value
+    (`email` or `client_ip`, never text from a request), after forgetting older ones."""
+    since = now_ms - FAILURE_WINDOW_MS
+    tx.execute(f"DELETE FROM login_failures WHERE {column} = ? AND at_ms <= ?", (value, since))
+    failures = [
+        at
+        for (at,) in tx.query(
+            f"SELECT at_ms FROM login_failures WHERE {column} = ? ORDER BY at_ms", (value,)
+        )
+    ]
+    if len(failures) >= most:
+        oldest = failures[-most]
+        raise TooManyAttempts(max(1, -(-(oldest + FAILURE_WINDOW_MS - now_ms) // 1000)))
+
+
 class Passwords:
     """Setting passwords and checking sign-ins."""
 
@@ -69,40 +91,39 @@ class Passwords:
         self.db = db
 
     def set_password(self, email: str, password: str) -> User:
-        """Store the hash of a new password for a user; NotFound when there is none."""
+        """Store the hash of a new password for a user, ending every dashboard session
+        signed in with the old one; NotFound when there is no such user."""
         digest = _HASHER.hash(check_password(password))
         with self.db.transaction() as tx:
             found = _user_row(tx, normalise_email(email))
             if found is None:
                 raise NotFound(f"no user {email.strip().lower()}")
             tx.execute("UPDATE users SET password_hash = ? WHERE id = ?", (digest, found[0].id))
+            end_sessions(tx, found[0].id)
         return found[0]
 
-    def _reserve_attempt(self, email: str, now_ms: int) -> tuple[User, str | None] | None:
-        """Count this attempt as failed, unless the limit is reached (TooManyAttempts)."""
-        since = now_ms - FAILURE_WINDOW_MS
+    def _reserve_attempt(
+        self, email: str, client_ip: str | None, now_ms: int
+    ) -> tuple[User, str | None] | None:
+        """Count this attempt as failed, unless a limit is reached (TooManyAttempts)."""
         with self.db.transaction(immediate=True) as tx:
-            tx.execute("DELETE FROM login_failures WHERE email = ? AND at_ms <= ?", (email, since))
-            failures = [
-                at
-                for (at,) in tx.query(
-                    "SELECT at_ms FROM login_failures WHERE email = ? ORDER BY at_ms", (email,)
-                )
-            ]
-            if len(failures) >= MAX_FAILURES:
-                oldest = failures[-MAX_FAILURES]
-                raise TooManyAttempts(max(1, -(-(oldest + FAILURE_WINDOW_MS - now_ms) // 1000)))
-            tx.execute("INSERT INTO login_failures (email, at_ms) VALUES (?, ?)", (email, now_ms))
+            _check_limit(tx, "email", email, MAX_FAILURES, now_ms)
+            if client_ip is not None:
+                _check_limit(tx, "client_ip", client_ip, MAX_FAILURES_PER_IP, now_ms)
+            tx.execute(
+                "INSERT INTO login_failures (email, client_ip, at_ms) VALUES (?, ?, ?)",
+                (email, client_ip, now_ms),
+            )
             return _user_row(tx, email)
 
-    def sign_in(self, email: str, password: str, now_ms: int) -> User:
-        """The user whose email and password these are; InvalidCredentials or
-        TooManyAttempts otherwise."""
+    def sign_in(self, email: str, password: str, now_ms: int, client_ip: str | None = None) -> User:
+        """The user whose email and password these are, signing in from `client_ip`;
+        InvalidCredentials or TooManyAttempts otherwise."""
         try:
             email = normalise_email(email)
         except ValueError:
             email = email.strip().lower()[:320]
-        found = self._reserve_attempt(email, now_ms)
+        found = self._reserve_attempt(email, client_ip, now_ms)
         digest = found[1] if found is not None else None
         try:
             _HASHER.verify(digest or _dummy_hash(), password[:MAX_PASSWORD_LENGTH])

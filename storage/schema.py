@@ -244,6 +244,10 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             for name, kind in summary_genai.COLUMNS
         ),
     ),
+    (  # 12: failed sign-ins are also counted per client address (storage/passwords.py)
+        "ALTER TABLE login_failures ADD COLUMN client_ip TEXT",
+        "CREATE INDEX login_failures_client ON login_failures (client_ip, at_ms)",
+    ),
 )
 
 

@@ -24,11 +24,15 @@ class Webhook:
 
     @property
     def shown_url(self) -> str:
-        """The URL without its query or credentials (they may hold a secret)."""
+        """The scheme, host and port, with the path masked and no query or credentials:
+        any of those may hold the secret (Slack's webhooks keep it in the path)."""
         parts = urlsplit(self.url)
         host = parts.hostname or ""
+        if ":" in host:
+            host = f"[{host}]"
         port = f":{parts.port}" if parts.port else ""
-        return f"{parts.scheme}://{host}{port}{parts.path}"
+        path = "/…" if parts.path.strip("/") else "/"
+        return f"{parts.scheme}://{host}{port}{path}"
 
 
 def check_url(url: str) -> str:

@@ -10,9 +10,9 @@ import orjson
 import pytest
 import redis
 
-from collector.admission import client_ip
 from collector.errors import GatewayError
 from collector.inflight import InflightBudget
+from service.client_address import client_ip
 from service.settings import Settings
 from spanqueue.layout import depth_key
 from storage.database import Database

@@ -236,3 +236,33 @@ async def test_export(site: Site) -> None:
         assert response.status_code == 400
         assert orjson.loads(await response.get_data())["error"]["code"] == "VALIDATION_ERROR"
     assert (await client.get(f"{base}?limit=100")).status_code == 200
+
+
+FORMULAS = ('=HYPERLINK("http://evil.example/s","s")', "+1+2", "-3-4", "@SUM(1)", "\tx", "\rx")
+
+
+async def test_csv_export_neutralises_formulas(site: Site) -> None:
+    """A span name or session id that a spreadsheet would run as a formula is written
+    to the CSV export behind a `'`; the JSON export keeps the text exact."""
+    spans = [
+        span(
+            traceId="f" * 32,
+            spanId=f"{n + 1:016x}",
+            parentSpanId=None if n == 0 else "1".zfill(16),
+            name=formula,
+            startTime="2026-11-22T11:00:00Z",
+            attributes={"session.id": FORMULAS[0]},
+        )
+        for n, formula in enumerate(FORMULAS)
+    ]
+    store(site.db, site.demo, spans)
+    client = site.client()
+    await sign_in(client, "viewer@acme.test")
+    base = "/api/v1/projects/demo/traces/export"
+    text = (await (await client.get(f"{base}?format=csv")).get_data()).decode()
+    rows = list(csv.DictReader(io.StringIO(text, newline="")))
+    assert sorted(r["name"] for r in rows) == sorted("'" + f for f in FORMULAS)
+    assert {r["sessionId"] for r in rows} == {"'" + FORMULAS[0]}
+    exported = orjson.loads(await (await client.get(f"{base}?format=json")).get_data())
+    assert sorted(s["name"] for s in exported[0]["spans"]) == sorted(FORMULAS)
+    assert {s["sessionId"] for s in exported[0]["spans"]} == {FORMULAS[0]}

@@ -29,6 +29,9 @@ from tests.proto_json.spans import span
 CHROMIUM = Path("/usr/bin/chromium-headless-shell")
 TOPOLOGY_TRACE = "cd" * 16
 TRACE = "ef" * 16
+ODD_TRACE = "0d" * 16
+ODD_SESSION = "x/../../settings"
+RIGHT_TO_LEFT = "\u202eevil name"  # a right-to-left override, never closed
 
 if not CHROMIUM.exists():
     if os.environ.get("CI") == "true":
@@ -55,6 +58,19 @@ def topology_run() -> list[dict[str, object]]:
              name=name, kind=kind, startTime=f"2026-11-22T12:00:0{sid}Z",
              endTime=f"2026-11-22T12:00:0{sid}.5Z")
         for sid, parent, name, kind in specs
+    ]  # fmt: skip
+
+
+def odd_run() -> list[dict[str, object]]:
+    """A trace in session `x/../../settings` whose child span's name overrides the
+    direction of the text after it."""
+    return [
+        span(traceId=ODD_TRACE, spanId="1" * 16, name="root", kind="agent",
+             startTime="2026-11-22T13:00:00Z", endTime="2026-11-22T13:00:02Z",
+             attributes={"session.id": ODD_SESSION}),
+        span(traceId=ODD_TRACE, spanId="2" * 16, parentSpanId="1" * 16, name=RIGHT_TO_LEFT,
+             kind="tool_call", status="error", startTime="2026-11-22T13:00:01Z",
+             endTime="2026-11-22T13:00:02Z"),
     ]  # fmt: skip
 
 
@@ -93,6 +109,8 @@ def served(tmp_path_factory: pytest.TempPathFactory, redis_url: str) -> Iterator
         ],
     )
     store(db, project, topology_run())
+    odd = IdentityStore(db).create_project("odd", "acme")
+    store(db, odd, odd_run())
     db.close()
     port, ingest_port = _free_port(), _free_port()
     env = {
@@ -253,4 +271,46 @@ def test_topology_has_a_node_per_agent_and_an_edge_per_delegation(
     svg.locator('g.node[data-name="researcher"]').click()
     expect(page.get_by_role("heading", name="Traces through agent researcher")).to_be_visible()
     expect(page.get_by_role("link", name=TOPOLOGY_TRACE)).to_be_visible()
+    page.close()
+
+
+def test_next_with_a_tab_cannot_lead_to_another_site(browser: Browser, dashboard_url: str) -> None:
+    """Signed in, /login?next=/%09/evil.example/phish stays on the dashboard: Chromium,
+    which drops tabs from URLs, is never sent to evil.example."""
+    page = browser.new_page()
+    _sign_in(page, dashboard_url)
+    page.goto(f"{dashboard_url}/login?next=/%09/evil.example/phish")
+    assert page.url == f"{dashboard_url}/projects"
+    page.close()
+
+
+def test_a_session_id_with_dot_segments_links_to_its_own_page(
+    browser: Browser, dashboard_url: str
+) -> None:
+    """The session `x/../../settings` is linked to its own page, which Chromium reaches
+    (not the project's settings page the dot segments would lead to)."""
+    page = browser.new_page()
+    _sign_in(page, dashboard_url)
+    page.goto(f"{dashboard_url}/projects/odd/sessions")
+    page.get_by_role("link", name=ODD_SESSION).click()
+    expect(page.get_by_role("heading", name=f"Session {ODD_SESSION}")).to_be_visible()
+    expect(page.get_by_role("link", name=ODD_TRACE)).to_be_visible()
+    page.close()
+
+
+def test_a_right_to_left_span_name_leaves_its_row_in_order(
+    browser: Browser, dashboard_url: str
+) -> None:
+    """A span name with an unclosed right-to-left override is isolated: its row's kind
+    and status labels still follow the name, left to right."""
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    _sign_in(page, dashboard_url)
+    page.goto(f"{dashboard_url}/projects/odd/traces/{ODD_TRACE}")
+    row = page.locator('.span-row[data-span-id="2222222222222222"]')
+    name = row.locator(".label a").bounding_box()
+    kind = row.locator(".kind").bounding_box()
+    status = row.locator(".status-error").bounding_box()
+    assert name is not None and kind is not None and status is not None
+    assert name["x"] + name["width"] <= kind["x"] + 1
+    assert kind["x"] + kind["width"] <= status["x"] + 1
     page.close()

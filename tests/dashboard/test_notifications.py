@@ -58,11 +58,18 @@ async def test_no_route_creates_or_changes_what_operators_add(site: Site) -> Non
 
 
 async def test_webhooks_are_listed_without_secrets(site: Site) -> None:
-    """The list shows a webhook's URL without its query or credentials, and no controls."""
-    WebhookStore(site.db).add(site.demo.id, "https://user:pw@hooks.example.com/in?token=s3cret")
+    """The list shows a webhook's scheme and host with its path masked, never its path,
+    query or credentials (services such as Slack put the secret in the path), and no
+    controls."""
+    hooks = WebhookStore(site.db)
+    hooks.add(site.demo.id, "https://user:pw@hooks.example.com/in?token=s3cret")
+    hooks.add(site.demo.id, "https://hooks.slack.com/services/T0AAA/B0BBB/xoxSecretPart")
+    hooks.add(site.demo.id, "http://10.0.0.7:8080")
     client = site.client()
     await sign_in(client, "owner@acme.test")
     page = (await (await client.get("/projects/demo/webhooks")).get_data()).decode()
-    assert "https://hooks.example.com/in" in page and "alert.triggered" in page
-    assert "s3cret" not in page and "pw@" not in page
+    assert "https://hooks.example.com/…" in page and "alert.triggered" in page
+    assert "https://hooks.slack.com/…" in page and "http://10.0.0.7:8080/<" in page
+    for secret in ("s3cret", "pw@", "/in", "services", "T0AAA", "xoxSecretPart"):
+        assert secret not in page
     assert "<form" not in page.split("<main>")[1] and "delivery is off" in page

@@ -156,6 +156,50 @@ async def test_sessions_pages(site: Site) -> None:
     assert (await client.get("/projects/demo/sessions/none")).status_code == 404
 
 
+ODD_SESSIONS = {
+    "x/../../settings": "x%2F..%2F..%2Fsettings",
+    "..": "~..",
+    ".": "~.",
+    "~..": "~~..",
+    "~x": "~x",
+    "a//b": "a%2F%2Fb",
+    "/lead": "%2Flead",
+    "trail/": "trail%2F",
+    "%2F?q#f": "%252F%3Fq%23f",
+    "a b é": "a%20b%20%C3%A9",
+}
+
+
+async def test_session_ids_are_one_segment_in_links(site: Site) -> None:
+    """A session id with slashes, dot segments, `%`, `?` or `#` is linked as one encoded
+    path segment, and that link leads to the session's own page."""
+    for n, session in enumerate(ODD_SESSIONS):
+        store(
+            site.db,
+            site.demo,
+            [span(traceId=f"{n + 1:032x}", name=f"turn {n}", attributes={"session.id": session})],
+        )
+    client = site.client()
+    await sign_in(client, "viewer@acme.test")
+    listing = _text(await (await client.get("/projects/demo/sessions")).get_data())
+    for n, (session, segment) in enumerate(ODD_SESSIONS.items()):
+        link = f"/projects/demo/sessions/{segment}"
+        assert f'href="{link}"' in listing, session
+        response = await client.get(link)
+        assert response.status_code == 200, session
+        assert f"turn {n}</" in _text(await response.get_data())
+
+
+async def test_span_names_are_isolated_in_the_waterfall(site: Site) -> None:
+    """A span name with a right-to-left override is written inside `<bdi>` on its
+    waterfall row, so that the override ends with the name."""
+    store(site.db, site.demo, [span(traceId=TRACE, name="\u202eevil")])
+    client = site.client()
+    await sign_in(client, "viewer@acme.test")
+    page = _text(await (await client.get(f"/projects/demo/traces/{TRACE}")).get_data())
+    assert '#detail"><bdi>\u202eevil</bdi></a>' in page
+
+
 async def test_client_text_is_escaped(site: Site) -> None:
     """Span names, kinds of text and attribute values a client sent are shown as text,
     never as markup, in the list, the waterfall and the span's details."""

@@ -139,3 +139,28 @@ def test_passwords_from_stdin(
         db.close()
     # the user whose password was refused was not added: adding it now works
     assert main(["users", "add", "q@x.io", "--role", "viewer"]) == 0
+
+
+def test_users_sign_out(capsys: pytest.CaptureFixture[str], data_dir: Path) -> None:
+    """users sign-out EMAIL ends every dashboard session of that user and says how many;
+    an unknown email is an error."""
+    from storage.database import Database
+    from storage.identity import IdentityStore
+    from storage.web_sessions import WebSessions
+
+    run(capsys, "users", "add", "ann@x.io", "--role", "owner")
+    run(capsys, "users", "add", "bob@x.io", "--role", "owner")
+    db = Database(f"sqlite:///{data_dir / 'spangate.db'}")
+    try:
+        sessions, identity = WebSessions(db), IdentityStore(db)
+        ann, bob = identity.user("ann@x.io"), identity.user("bob@x.io")
+        tokens = [sessions.start(ann, 0)[0] for _ in range(2)]
+        kept = sessions.start(bob, 0)[0]
+        code, out, _ = run(capsys, "users", "sign-out", "ann@x.io")
+        assert code == 0 and "ended 2 dashboard sessions of ann@x.io" in out
+        assert [sessions.find(token, 1) for token in tokens] == [None, None]
+        assert sessions.find(kept, 1) is not None
+    finally:
+        db.close()
+    code, _, err = run(capsys, "users", "sign-out", "nobody@x.io")
+    assert code == 1 and "no user nobody@x.io" in err

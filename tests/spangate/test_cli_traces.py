@@ -105,6 +105,28 @@ def test_export_json_and_csv(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 2 and "at most 100 traces" in err
 
 
+def test_csv_export_neutralises_formulas(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """traces export --format csv writes a cell that a spreadsheet would run as a
+    formula behind a `'`; --format json keeps it exact."""
+    db = Database(f"sqlite:///{tmp_path / 'db.db'}")
+    formula = '=HYPERLINK("http://evil.example/s","s")'
+    newest = "2026-11-22T11:00:00Z"
+    attributes = {"session.id": "@x"}
+    body = {
+        "spans": [span(traceId="f" * 32, name=formula, startTime=newest, attributes=attributes)]
+    }
+    request = proto_json.convert_spans(orjson.dumps(body)).request
+    SpanStore(db).upsert(rows_of(request, IdentityStore(db).project("demo").id, 1), 1_200_000)
+    db.close()
+    args = ("traces", "export", "--project", "demo", "--limit", "1", "--format")
+    row = next(csv.DictReader(io.StringIO(run(capsys, *args, "csv")[1], newline="")))
+    assert (row["name"], row["sessionId"]) == ("'" + formula, "'@x")
+    (exported,) = orjson.loads(run(capsys, *args, "json")[1])
+    assert exported["spans"][0]["name"] == formula
+
+
 def test_unknown_project(capsys: pytest.CaptureFixture[str]) -> None:
     """An unknown project is one clear error line."""
     code, _, err = run(capsys, "traces", "list", "--project", "nope")
