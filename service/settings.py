@@ -141,6 +141,7 @@ class Settings:
     log_level: str = "info"
     archive_dir: Path | None = None
     ingestion_record: bool = True
+    worker_metrics_port: int = 4321
     app_secure_cookies: bool = False
     session_secret: str | None = field(default=None, repr=False)
 
@@ -204,6 +205,7 @@ class Settings:
             log_level=read("LOG_LEVEL", _log_level, d.log_level),
             archive_dir=read("ARCHIVE_DIR", Path, None),
             ingestion_record=read("INGESTION_RECORD", _flag, d.ingestion_record),
+            worker_metrics_port=read("WORKER_METRICS_PORT", _port, d.worker_metrics_port),
             app_secure_cookies=read("APP_SECURE_COOKIES", _flag, d.app_secure_cookies),
             session_secret=read("SESSION_SECRET", _secret, None),
         )

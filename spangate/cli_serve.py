@@ -105,14 +105,19 @@ def worker_process() -> Iterator[None]:
 def _worker(args: argparse.Namespace) -> int:
     import redis
 
+    from spangate import worker_health
     from spanqueue.connect import queue_client
     from storage.spans import SpanStore
     from storage.worker import Worker
+    from storage.worker_metrics import WorkerMetrics
+    from storage.worker_record import WorkerRecord
 
     try:
         settings = load_settings()
     except SettingsError as e:
         return fail(str(e), 2)
+    if args.check:
+        return worker_health.check(settings, args.consumer)
     configure_logging(settings.log_level)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -126,15 +131,22 @@ def _worker(args: argparse.Namespace) -> int:
         migrate(db)
         with redis_url_for(settings) as resolved:
             client = queue_client(str(resolved.redis_url), socket_timeout=30)
+            metrics = WorkerMetrics()
             worker = Worker(
                 client,
                 SpanStore(db),
                 settings.dedup_window_seconds,
                 consumer=args.consumer,
                 claim_idle_ms=args.claim_idle_ms,
+                record=WorkerRecord(settings.ingestion_record, metrics),
             )
-            with worker_process():
-                stats = worker.run(stop, burst=args.burst)
+            port = settings.worker_metrics_port if args.metrics_port is None else args.metrics_port
+            stop_metrics = worker_health.serve_metrics(settings.host, port, metrics)
+            try:
+                with worker_process():
+                    stats = worker.run(stop, burst=args.burst)
+            finally:
+                stop_metrics()
             client.close()
     except (StoreError, EmbeddedRedisError) as e:
         return fail(str(e))
@@ -289,6 +301,19 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         default=None,
         help="its name in the consumer groups (default: host-pid); a worker started "
         "with the name of one that stopped takes up that one's pending entries at once",
+    )
+    worker.add_argument(
+        "--check",
+        action="store_true",
+        help="exit 0 when the worker (--consumer NAME, else any of this host) has beaten "
+        "within 60 s, else 1: for a container's health check",
+    )
+    worker.add_argument(
+        "--metrics-port",
+        type=int,
+        default=None,
+        help="serve Prometheus metrics on this port (default SPANGATE_WORKER_METRICS_PORT, "
+        "4321; 0: none)",
     )
     worker.add_argument(
         "--claim-idle-ms",
