@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 
 import orjson
 import pytest
@@ -14,11 +15,13 @@ from collector.ingestion_record import record_keys
 from collector.redis_cluster import QueueLink
 from collector.redis_link import Script
 from service.settings import Settings
+from spanqueue import heartbeat
 from spanqueue.ingestion import KEEP, RECORDS, RequestRecord, minute_field
 from spanqueue.ingestion_read import IngestionView, read_ingestion
 from spanqueue.layout import minutes_key, requests_key
 from tests.collector.conftest import ADMISSIONS, Tenant, make_app, sent
 from tests.proto_json.spans import span
+from tests.redis_server import RedisServer
 
 TWO = orjson.dumps({"spans": [span(), span(spanId="1" * 16)]})
 WAIT_S = 10.0
@@ -176,3 +179,24 @@ async def test_the_requests_kept_are_capped(tenant: Tenant) -> None:
     assert KEEP <= kept <= KEEP + 100
     newest = view(tenant, limit=3).requests
     assert [r.accepted for r in newest] == [KEEP + 999, KEEP + 998, KEEP + 997]
+
+
+async def test_ready_asks_for_a_worker_when_told(settings: Settings, tmp_path: Path) -> None:
+    """/health/ready?workers=1 is 503 while no worker beats and 200 once one does; plain
+    /health/ready does not ask."""
+    server = RedisServer(tmp_path / "own-redis").start()
+    try:
+        async with make_app(settings, redis_url=server.url).test_app() as app:
+            client = app.test_client()
+            plain = await client.get("/health/ready")
+            silent = await client.get("/health/ready?workers=1")
+            beat = heartbeat.Beat("w-1", "h", 1, int(time.time() * 1000), "running", 0, 0)
+            heartbeat.beat(server.client(), beat)
+            beating = await client.get("/health/ready?workers=1")
+    finally:
+        server.stop()
+    assert plain.status_code == 200 and "workers" not in (await plain.get_json())["checks"]
+    assert silent.status_code == 503
+    assert (await silent.get_json())["checks"]["workers"] == "unavailable: NoWorkerAlive"
+    assert beating.status_code == 200
+    assert (await beating.get_json())["checks"]["workers"] == "ok"
