@@ -14,6 +14,7 @@ from dashboard.datasets import install_datasets
 from dashboard.errors import DashboardError
 from dashboard.explorer import Explorer
 from dashboard.formats import millis, nanos
+from dashboard.ingestion import install_ingestion
 from dashboard.notifications import install_notifications
 from dashboard.pages import install_pages
 from dashboard.project_settings import install_settings
@@ -122,5 +123,6 @@ def create_app(settings: Settings) -> Quart:
     install_datasets(app, explorer)
     install_trace_scores(app, explorer)
     install_agents(app, explorer)
+    install_ingestion(app, explorer, settings.redis_url)
     _install_error_handlers(app)
     return app
