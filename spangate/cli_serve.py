@@ -78,8 +78,9 @@ def _dashboard(args: argparse.Namespace) -> int:
     try:
         settings = load_settings()
         configure_logging(settings.log_level)
-        run(create_app(settings), settings.host, settings.app_port)
-    except (SettingsError, OSError) as e:
+        with redis_url_for(settings) as resolved:  # the ingestion page reads the queue store
+            run(create_app(resolved), resolved.host, resolved.app_port)
+    except (SettingsError, EmbeddedRedisError, OSError) as e:
         return fail(str(e))
     return 0
 
