@@ -78,6 +78,10 @@ def _entries(reply: Any, read: Callable[[dict[bytes, bytes]], T]) -> tuple[T, ..
     return tuple(found)
 
 
+def _at(record: RequestRecord) -> int:
+    return record.at_ms
+
+
 def _lags(samples: list[bytes], now_ms: int) -> list[int]:
     """The lags stored within LAG_WINDOW_MS of now, sorted."""
     lags = []
@@ -141,7 +145,10 @@ def read_ingestion(
     except ValueError:
         queue_depth = 0
     return IngestionView(
-        requests=_entries(requests, RequestRecord.from_fields),
+        # by time: a refusal's record is written up to 50 ms after later requests' records
+        requests=tuple(
+            sorted(_entries(requests, RequestRecord.from_fields), key=_at, reverse=True)
+        ),
         refused=_entries(refused, RefusedSpan.from_fields),
         dead_letters=int(dead),
         dead_notes=_entries(notes, DeadLetterNote.from_fields),

@@ -200,3 +200,18 @@ async def test_ready_asks_for_a_worker_when_told(settings: Settings, tmp_path: P
     assert (await silent.get_json())["checks"]["workers"] == "unavailable: NoWorkerAlive"
     assert beating.status_code == 200
     assert (await beating.get_json())["checks"]["workers"] == "ok"
+
+
+async def test_records_read_newest_first_by_their_time(tenant: Tenant) -> None:
+    """A refusal's record, written in a batch after a later request's, still reads in
+    the order the requests came."""
+    link = QueueLink(tenant.redis_url, 5.0, 1.0)
+    now = int(time.time() * 1000)
+    try:
+        for at, status in ((now, 200), (now - 30, 429)):  # the later one written first
+            one = RequestRecord(at, "/v1/spans", status, None, 0, None, 0, 1, "sgk_abcdefgh")
+            keys = record_keys(tenant.project_id, at)
+            await link.evalsha(Script.of(RECORDS), keys, list(one.field_values()))
+    finally:
+        await link.close()
+    assert [r.status for r in view(tenant).requests] == [200, 429]
