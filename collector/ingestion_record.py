@@ -53,7 +53,7 @@ def record_keys(project_id: str, at_ms: int) -> tuple[str, str]:
     return requests_key(project_id), minutes_key(project_id, day_of(at_ms))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: one a request, and frozen fields are set slowly
 class Requester:
     """Who sent a request, where and when, as its record names them."""
 
