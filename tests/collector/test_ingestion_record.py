@@ -11,7 +11,14 @@ import orjson
 import pytest
 import redis
 
-from collector.ingestion_record import record_keys
+from collector.errors import GatewayError
+from collector.ingestion_record import (
+    MAX_PENDING,
+    RECORDS_PER_CALL,
+    Requester,
+    RequestRecorder,
+    record_keys,
+)
 from collector.redis_cluster import QueueLink
 from collector.redis_link import Script
 from service.settings import Settings
@@ -215,3 +222,29 @@ async def test_records_read_newest_first_by_their_time(tenant: Tenant) -> None:
     finally:
         await link.close()
     assert [r.status for r in view(tenant).requests] == [200, 429]
+
+
+async def test_refusals_are_written_in_batches(tenant: Tenant, tmp_path: Path) -> None:
+    """A flood of refused requests costs Redis one call per RECORDS_PER_CALL records of
+    a project, not one a request, and past MAX_PENDING waiting they are dropped and
+    counted rather than held."""
+    server = RedisServer(tmp_path / "own-redis").start()
+    link = QueueLink(server.url, 5.0, 1.0)
+    dropped: list[int] = []
+    recorder = RequestRecorder(link, dropped.append)
+    who = Requester(tenant.project_id, "/v1/spans", "sgk_abcdefgh", int(time.time() * 1000))
+    refusal = GatewayError(429, "RATE_LIMIT_EXCEEDED", "too many requests; slow down")
+    try:
+        await link.execute("SCRIPT", "LOAD", RECORDS)  # no NOSCRIPT among the calls
+        server.client().config_resetstat()
+        for _ in range(MAX_PENDING + 5):
+            recorder.refused(who, 10, None, refusal)
+        await recorder.close()
+        stats = server.client().info("commandstats")
+        kept = server.client().xlen(requests_key(tenant.project_id))
+    finally:
+        await link.close()
+        server.stop()
+    assert stats["cmdstat_evalsha"]["calls"] == MAX_PENDING // RECORDS_PER_CALL
+    assert stats["cmdstat_xadd"]["calls"] == MAX_PENDING
+    assert kept <= KEEP + 100 and dropped == [1] * 5
