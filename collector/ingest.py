@@ -312,7 +312,7 @@ class Ingest:
             conversion, queued, data = await self._converted(incoming, caller, codings, convert)
             if queued is not None:
                 item = QueuedRequest(
-                    caller.project_id, route, caller.who.at_ms, conversion.accepted, queued
+                    caller.project_id, route, int(time.time() * 1000), conversion.accepted, queued
                 )
                 record = None
                 if self.recorder is not None:
