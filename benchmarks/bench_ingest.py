@@ -3,6 +3,7 @@
     python -m benchmarks.bench_ingest [--seconds 3] [--rounds 5] [--connections 8]
                                       [--only 1-span] [--together]
     python -m benchmarks.bench_ingest --cluster     # a Redis Cluster against one server
+    python -m benchmarks.bench_ingest --record      # the ingestion record on against off
 
 Both servers are single Hypercorn processes pinned to core 0; this load generator and
 Redis (append-only on, rewriting its log as the embedded server does) share core 1.
@@ -19,6 +20,10 @@ only when the collector's share of the two servers' CPU (printed) is near 0.5: w
 1,000-span bodies the load generator, not core 0, runs out first.
 Target: >= 0.7 on every body (1-span, and 1,000-span native, OTLP, NDJSON and native
 traces).
+
+`--record` measures what the ingestion record costs: the baseline is then the same
+collector with the record off (SPANGATE_INGESTION_RECORD=0) instead of the echo app,
+driven the same way. Target: >= 0.95 on the 1,000-span bodies, >= 0.90 on 1-span.
 """
 
 from __future__ import annotations
@@ -116,7 +121,7 @@ def drain(client: redis.Redis) -> None:
     and the parent then writes what is left in its own thread. Not waited for, the
     rewrite ran on into the next round; when that was a collector's round, Redis's log
     showed 245 MB taken twice and the parent blocked 0.46 s writing the rest."""
-    for pattern in ("spangate:{*}:spans", "spangate:{*}:depth"):
+    for pattern in ("spangate:{*}:spans", "spangate:{*}:depth", "spangate:{*}:ingest:*"):
         for key in client.scan_iter(match=pattern):
             client.delete(key)
     rewritten(client)
@@ -133,6 +138,16 @@ def rewritten(client: redis.Redis) -> None:
         time.sleep(0.05)
 
 
+def start_baseline(record: bool, redis_url: str, db_url: str, port: int) -> subprocess.Popen[bytes]:
+    """The baseline server: the echo app, or with `record` the collector with the
+    ingestion record off."""
+    if record:
+        env = {**collector_env(redis_url, db_url, port), "SPANGATE_INGESTION_RECORD": "0"}
+        health = f"http://127.0.0.1:{port}/health/ready"
+        return start(["-m", "spangate.cli", "collector"], env, health)
+    return start(["-m", "benchmarks.echo_app", str(port)], {}, f"http://127.0.0.1:{port}/health")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seconds", type=float, default=3.0, help="per round")
@@ -141,6 +156,11 @@ def main() -> None:
     parser.add_argument("--only", default="", help="run the cases whose label contains this")
     parser.add_argument(
         "--together", action="store_true", help="drive both servers at once (see above)"
+    )
+    parser.add_argument(
+        "--record",
+        action="store_true",
+        help="the baseline is the collector with the ingestion record off (see above)",
     )
     parser.add_argument(
         "--cluster",
@@ -163,9 +183,7 @@ def main() -> None:
     collector = start(
         ["-m", "spangate.cli", "collector"], env, f"http://127.0.0.1:{collector_port}/health/ready"
     )
-    echo = start(
-        ["-m", "benchmarks.echo_app", str(echo_port)], {}, f"http://127.0.0.1:{echo_port}/health"
-    )
+    echo = start_baseline(args.record, server.url, db_url, echo_port)
     pin(os.getpid(), LOAD_CORE)
     client = server.client()
     auth = {"Authorization": f"Bearer {key}"}
@@ -178,7 +196,8 @@ def main() -> None:
     ]
     cases = [case for case in cases if args.only in case[0]]
     print(
-        f"{args.rounds} paired rounds of {args.seconds:g} s, {args.connections} connections; "
+        ("baseline: the collector with the ingestion record off; " if args.record else "")
+        + f"{args.rounds} paired rounds of {args.seconds:g} s, {args.connections} connections; "
         f"servers on core 0{' at once' if args.together else ''}, load and Redis on core 1"
     )
 
@@ -194,6 +213,7 @@ def main() -> None:
         baseline = load(echo_port, request, args.seconds, args.connections)
         return baseline, load(collector_port, request, args.seconds, args.connections)
 
+    sides = ("record off", "record on") if args.record else ("echo", "collector")
     try:
         for label, path, body, spans in cases:
             request = build_request(path, body, auth)
@@ -218,9 +238,9 @@ def main() -> None:
                 collector_rates.append(measured.requests_per_second * spans)
                 ratios.append(collector_rates[-1] / echo_rates[-1])
             print(
-                f"{label:17s} echo {statistics.median(echo_rates):9,.0f} spans/s  "
-                f"collector {statistics.median(collector_rates):9,.0f} spans/s  "
-                f"ratio {statistics.median(ratios):.2f}"
+                f"{label:17s} {sides[0]} {statistics.median(echo_rates):9,.0f} spans/s  "
+                f"{sides[1]} {statistics.median(collector_rates):9,.0f} spans/s  "
+                f"ratio {statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f})"
                 + (
                     f"  (collector's CPU share {statistics.median(shares):.2f})"
                     if args.together

@@ -1,12 +1,16 @@
 """Instructions per 1-span request, collector and echo app, counted by callgrind.
 
     python -m benchmarks.bench_instructions [--requests 200]
+    python -m benchmarks.bench_instructions --record [--spans 1000 --requests 20]
 
 Where bench_ingest's rates move with whatever else the host runs, an instruction count
 does not: each app runs under `valgrind --tool=callgrind` with counting off until it
 has answered 50 requests, then counts exactly `--requests` sequential requests on one
 keep-alive connection. Same binary and inputs, same count (within about 0.2%), so a
 change of 1% in what a request costs shows. Needs valgrind (and its callgrind_control).
+
+`--record` counts the collector with the ingestion record off (SPANGATE_INGESTION_RECORD=0)
+as the baseline instead of the echo app, on bodies of `--spans` spans.
 """
 
 from __future__ import annotations
@@ -56,7 +60,9 @@ def _total(counts: Path) -> int:
     raise SystemExit(f"no totals in {counts}")
 
 
-def instructions(argv: list[str], env: dict[str, str], port: int, requests: int, key: str) -> float:
+def instructions(
+    argv: list[str], env: dict[str, str], port: int, requests: int, key: str, spans: int = 1
+) -> float:
     """Instructions per request of the app `argv` starts on `port`."""
     counts = Path(tempfile.mkdtemp(prefix="spangate-callgrind-")) / "callgrind.out"
     app = subprocess.Popen(
@@ -72,7 +78,7 @@ def instructions(argv: list[str], env: dict[str, str], port: int, requests: int,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    body = native_spans_body(1)
+    body = native_spans_body(spans)
     headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
     try:
         connection = _connected(port, body, headers)
@@ -93,7 +99,12 @@ def instructions(argv: list[str], env: dict[str, str], port: int, requests: int,
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--requests", type=int, default=200)
+    parser.add_argument("--record", action="store_true", help="the record on against off")
+    parser.add_argument("--spans", type=int, default=1, help="spans a request (--record)")
     args = parser.parse_args()
+    if args.record:
+        record(args.requests, args.spans)
+        return
     work = Path(tempfile.mkdtemp(prefix="spangate-bench-"))
     server = RedisServer(work / "redis").start()
     try:
@@ -108,6 +119,26 @@ def main() -> None:
     print(f"echo       {echo:12,.0f} instructions a request")
     print(f"collector  {collector:12,.0f} instructions a request")
     print(f"ratio {echo / collector:.3f} (the request rate's ratio on one core, host noise aside)")
+
+
+def record(requests: int, spans: int) -> None:
+    """Instructions a request of the collector with the ingestion record on and off."""
+    work = Path(tempfile.mkdtemp(prefix="spangate-bench-"))
+    server = RedisServer(work / "redis").start()
+    argv = ["-m", "spangate.cli", "collector"]
+    try:
+        db_url, key = database_with_key(work)
+        port = free_port()
+        env = collector_env(server.url, db_url, port)
+        off = {**env, "SPANGATE_INGESTION_RECORD": "0"}
+        without = instructions(argv, off, port, requests, key, spans)
+        with_record = instructions(argv, env, port, requests, key, spans)
+    finally:
+        server.stop()
+    print(f"{requests} sequential {spans}-span requests after {WARM_UP} of warm-up")
+    print(f"record off {without:14,.0f} instructions a request")
+    print(f"record on  {with_record:14,.0f} instructions a request")
+    print(f"ratio {without / with_record:.3f} (the request rate's ratio on one core)")
 
 
 if __name__ == "__main__":

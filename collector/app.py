@@ -17,6 +17,7 @@ from collector.errors import GatewayError
 from collector.health import Health
 from collector.inflight import InflightBudget
 from collector.ingest import Ingest
+from collector.ingestion_record import RequestRecorder
 from collector.memory_watch import MemoryWatch
 from collector.metrics import Metrics
 from collector.request_tags import RequestTags
@@ -64,6 +65,9 @@ def create_app(settings: Settings) -> Quart:
     archive = Archive(settings.archive_dir) if settings.archive_dir is not None else None
     metrics.watch(lambda: inflight.used, lambda: memory.used_ratio)
     queue.client.node_failed = lambda node: metrics.redis_node_errors.inc((node,))
+    recorder = None
+    if settings.ingestion_record:
+        recorder = RequestRecorder(queue.client, lambda n: metrics.records_dropped.inc((), n))
     ingest = Ingest(
         limits,
         settings.max_body_bytes,
@@ -76,9 +80,10 @@ def create_app(settings: Settings) -> Quart:
         settings.trusted_proxies,
         archive,
         settings.queue_max_spans_per_project,
+        recorder,
     )
     health = Health(queue, db)
-    closers = [queue.close]
+    closers = [queue.close] if recorder is None else [recorder.close, queue.close]
     if archive is not None:
         app.before_serving(_start_archive(archive))
         closers.append(lambda: asyncio.to_thread(archive.stop))

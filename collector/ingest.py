@@ -30,9 +30,10 @@ from collector.auth import authenticate
 from collector.bodies import content_codings, decode
 from collector.errors import GatewayError, unavailable
 from collector.inflight import InflightBudget
+from collector.ingestion_record import Requester, RequestRecorder, requester
 from collector.memory_watch import MemoryWatch
 from collector.metrics import Metrics
-from collector.queue import SpanQueue
+from collector.queue import RecordArgs, SpanQueue
 from collector.request_head import RequestHead
 from proto_json import Conversion, EnvelopeError, Limits, fastpath
 from service.client_address import client_ip
@@ -54,7 +55,6 @@ _REFUSALS = {
     "TOO_MANY_SPANS": "the request has {count} spans; at most {limit} are accepted per request",
     "TOO_MANY_ATTRIBUTES": "the request has over {limit} attribute pairs; send fewer per request",
 }
-
 #: Converts a decoded body; True when the body was OTLP/JSON (answered in the OTLP form).
 Converter = Callable[[bytes, Limits], tuple[Conversion, bool]]
 
@@ -63,12 +63,20 @@ class _Incoming:
     """One ingest request: Quart's request object and its head, each looked up once,
     and the form its answer takes."""
 
-    __slots__ = ("request", "head", "otlp_form")
+    __slots__ = ("request", "head", "otlp_form", "received", "conversion")
 
     def __init__(self) -> None:
         self.request: Request = request_ctx.request
         self.head = RequestHead.of(self.request.scope)
         self.otlp_form = False
+        self.received: int | None = None  # the body's bytes as received, once read
+        self.conversion: Conversion | None = None  # once the body is converted
+
+    def received_bytes(self) -> int:
+        """The body's size as received; before it is read, as announced (else 0)."""
+        if self.received is not None:
+            return self.received
+        return self.head.content_length or 0
 
     def answer_in_otlp_form(self) -> None:
         if not self.otlp_form:
@@ -84,12 +92,14 @@ class _Caller:
     """Whom a request is admitted as: its project and client address, and whether it
     has been admitted yet."""
 
-    __slots__ = ("project_id", "ip", "admitted")
+    __slots__ = ("project_id", "ip", "admitted", "who", "recorded")
 
-    def __init__(self, project_id: str, ip: str) -> None:
-        self.project_id = project_id
+    def __init__(self, ip: str, who: Requester) -> None:
+        self.project_id = who.project_id
         self.ip = ip
         self.admitted = False
+        self.who = who  # as the ingestion record names the request
+        self.recorded = False  # its record is written with its spans
 
 
 class _OtlpEnvelopeError(Exception):
@@ -141,6 +151,7 @@ class Ingest:
         trusted_proxies: tuple[IPNetwork, ...] = (),
         archive: Archive | None = None,
         max_queued_spans: int = 0,
+        recorder: RequestRecorder | None = None,
     ) -> None:
         self.limits = limits
         self.max_body_bytes = max_body_bytes
@@ -151,6 +162,7 @@ class Ingest:
         self.memory = memory
         self.metrics = metrics
         self.archive = archive
+        self.recorder = recorder
         self.archive_headroom = int(max_queued_spans * HEADROOM_FRACTION)
         self.trusted_proxies = trusted_proxies
         # Parsing expands a body about tenfold in memory: cap the large ones in flight.
@@ -209,6 +221,7 @@ class Ingest:
     async def _body(self, incoming: _Incoming) -> bytes:
         try:
             data: bytes = await incoming.request.body
+            incoming.received = len(data)
             return data
         except RequestEntityTooLarge as e:
             raise GatewayError(
@@ -258,12 +271,39 @@ class Ingest:
         answer: Callable[[Conversion], dict[str, Any]],
     ) -> Response:
         head = incoming.head
-        codings = self._check_headers(incoming)
+        try:
+            codings = self._check_headers(incoming)
+        except GatewayError as e:
+            if self.recorder is not None:  # recorded when its key is valid
+                received = incoming.received_bytes()
+                await self.recorder.refused_early(self.verifier, head, route, received, e)
+            raise
         identity = await authenticate(self.verifier, head.authorization)
-        self.memory.check()
         forwarded = head.forwarded_for if self.trusted_proxies else None
         ip = client_ip(incoming.request.remote_addr, forwarded, self.trusted_proxies)
-        caller = _Caller(identity.project_id, ip)
+        caller = _Caller(ip, requester(identity.project_id, route, head.authorization))
+        try:
+            conversion = await self._ingest_as(incoming, caller, route, codings, convert)
+        except Exception as e:
+            if self.recorder is not None and not caller.recorded:
+                received, converted = incoming.received_bytes(), incoming.conversion
+                self.recorder.refused(caller.who, received, converted, e)
+            raise
+        self.metrics.spans.inc((route, "accepted"), conversion.accepted)
+        self.metrics.spans.inc((route, "rejected"), conversion.rejected)
+        return json_response(otlp_answer(conversion) if incoming.otlp_form else answer(conversion))
+
+    async def _ingest_as(
+        self,
+        incoming: _Incoming,
+        caller: _Caller,
+        route: str,
+        codings: list[str],
+        convert: Converter,
+    ) -> Conversion:
+        """The request of an authenticated caller, through to its spans queued."""
+        head = incoming.head
+        self.memory.check()
         # A small plain body is read and converted first, then admitted by the script that
         # queues it: one round trip to Redis. Any other is admitted before it is read, so
         # a refused one is never read or inflated.
@@ -275,16 +315,19 @@ class Ingest:
                 item = QueuedRequest(
                     caller.project_id, route, int(time.time() * 1000), conversion.accepted, queued
                 )
-                await self._enqueue(caller, item)
+                record = None
+                if self.recorder is not None:
+                    record = self.recorder.queued(caller.who, incoming.received_bytes(), conversion)
+                await self._enqueue(caller, item, record)
                 if self.archive is not None:
                     self.archive.append(
                         ArchiveRecord(
                             item.received_ms, item.project_id, route, head.content_type, data
                         )
                     )
-        self.metrics.spans.inc((route, "accepted"), conversion.accepted)
-        self.metrics.spans.inc((route, "rejected"), conversion.rejected)
-        return json_response(otlp_answer(conversion) if incoming.otlp_form else answer(conversion))
+            elif self.recorder is not None:
+                self.recorder.answered(caller.who, incoming.received_bytes(), conversion)
+        return conversion
 
     def _admits_late(self, head: RequestHead, codings: list[str]) -> bool:
         """Whether the request is admitted by the script that queues it (see _ingest)."""
@@ -314,6 +357,7 @@ class Ingest:
         except GatewayError:
             await self._admit(caller)
             raise
+        incoming.conversion = conversion
         if was_otlp:
             incoming.answer_in_otlp_form()
         if queued is None or conversion.refusal is not None:
@@ -347,12 +391,16 @@ class Ingest:
             return self.limits.max_spans
         return self.limits.max_attributes
 
-    async def _enqueue(self, caller: _Caller, item: QueuedRequest) -> None:
-        """XADD, admitting the caller in the same script when not admitted yet."""
+    async def _enqueue(
+        self, caller: _Caller, item: QueuedRequest, record: RecordArgs | None
+    ) -> None:
+        """XADD (and the request's record), admitting the caller in the same script when
+        not admitted yet."""
         started = time.perf_counter()
         if caller.admitted:
-            await self.queue.enqueue(item)
+            await self.queue.enqueue(item, record)
         else:
             checks = self.admission.checks(caller.project_id, caller.ip)
-            self._admitted(caller, await self.queue.admit_and_enqueue(item, checks))
+            self._admitted(caller, await self.queue.admit_and_enqueue(item, checks, record))
+        caller.recorded = record is not None
         self.metrics.enqueue_seconds.observe(time.perf_counter() - started)

@@ -125,6 +125,11 @@ class Metrics:
             "silent, or an error reply other than a redirection)",
             ("node",),
         )
+        self.records_dropped = Counts(
+            "spangate_ingestion_records_dropped",
+            "Records of the ingestion record not written (too many waiting, or Redis failed)",
+            (),
+        )
         self._read_at_scrape: list[tuple[str, str, Callable[[], float]]] = []
         self.registry = CollectorRegistry()
         self.registry.register(_Export(self))
@@ -152,6 +157,7 @@ class Metrics:
         yield from self.enqueue_seconds.families()
         yield self.queue_depth.gauge()
         yield self.redis_node_errors.counter()
+        yield self.records_dropped.counter()
         for name, documentation, read in self._read_at_scrape:
             yield GaugeMetricFamily(name, documentation, value=read())
 

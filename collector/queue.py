@@ -24,6 +24,7 @@ from collector.admission import CHECKS, Checks, ip_checked_apart, verdict
 from collector.errors import redis_refusal, unavailable
 from collector.redis_cluster import QueueLink
 from collector.redis_link import Arg, Script
+from spanqueue.ingestion import RECORD, RECORD_ARGS, RequestRecord
 from spanqueue.layout import STREAMS_KEY, QueuedRequest
 from spanqueue.producer import ADD, REGISTER_EVERY_S, entry_args, entry_keys
 
@@ -33,6 +34,10 @@ CONNECT_TIMEOUT_S = 1.0
 #: a WAIT at its next timer tick after the timeout (10 a second by default).
 WAIT_SHARE = 0.8
 WAIT_LATE_MS = 100
+
+
+#: A request's record and its keys (requests, minutes: collector.ingestion_record).
+RecordArgs = tuple[tuple[str, str], RequestRecord]
 
 
 def _refused(reply: Any) -> bool:
@@ -52,6 +57,19 @@ _ENQUEUE = Script.of(ADD + "add(KEYS[1], KEYS[2], 1)\nreturn 1")
 #: the stream (KEYS[4]), the span count (ARGV[7]) and the fields. Answers as the checks
 #: do, or {0, depth} once the entry is added.
 _ADMIT_AND_ENQUEUE = Script.of(CHECKS + ADD + "add(KEYS[3], KEYS[4], 7)\nreturn {0, depth}")
+#: The same two with the request's record (spanqueue.ingestion) after the entry: its keys
+#: (requests, minutes) after the others, its RECORD_ARGS arguments before the span count.
+_ENQUEUE_RECORDED = Script.of(
+    RECORD
+    + ADD
+    + f"add(KEYS[1], KEYS[2], {RECORD_ARGS + 1})\nrecord(KEYS[3], KEYS[4], 1)\nreturn 1"
+)
+_ADMIT_AND_ENQUEUE_RECORDED = Script.of(
+    CHECKS
+    + RECORD
+    + ADD
+    + f"add(KEYS[3], KEYS[4], {RECORD_ARGS + 7})\nrecord(KEYS[5], KEYS[6], 7)\nreturn {{0, depth}}"
+)
 
 
 class SpanQueue:
@@ -63,21 +81,34 @@ class SpanQueue:
         self.replica_acks = replica_acks
         self._registered: dict[str, float] = {}  # stream -> when it was last registered
 
-    async def enqueue(self, item: QueuedRequest) -> None:
-        """XADD the request's entry and raise the project's queue depth; returns once
-        Redis confirmed both."""
+    async def enqueue(self, item: QueuedRequest, record: RecordArgs | None = None) -> None:
+        """XADD the request's entry and raise the project's queue depth (and write its
+        record, when given); returns once Redis confirmed them."""
         keys = entry_keys(item)
-        await self._run(_ENQUEUE, keys[1], keys, entry_args(item))
+        if record is None:
+            await self._run(_ENQUEUE, keys[1], keys, entry_args(item))
+            return
+        record_keys, fields = record
+        args = (*fields.field_values(), *entry_args(item))
+        await self._run(_ENQUEUE_RECORDED, keys[1], (*keys, *record_keys), args)
 
-    async def admit_and_enqueue(self, item: QueuedRequest, checks: Checks) -> int:
-        """Admit the request (collector.admission) and enqueue it in one script: the
-        project's queue depth before it, once Redis confirmed; else admission's refusal."""
+    async def admit_and_enqueue(
+        self, item: QueuedRequest, checks: Checks, record: RecordArgs | None = None
+    ) -> int:
+        """Admit the request (collector.admission) and enqueue it in one script, with its
+        record when given: the project's queue depth before it, once Redis confirmed;
+        else admission's refusal (and no record written)."""
         _, stream = entry_keys(item)
         if self.client.clustered is not False:  # one server: nothing to await
             checks = await self._checked_apart(checks)
-        keys = (*checks.keys, stream)
-        args = (*checks.args, *entry_args(item))
-        return verdict(await self._run(_ADMIT_AND_ENQUEUE, stream, keys, args))
+        if record is None:
+            keys: tuple[Arg, ...] = (*checks.keys, stream)
+            args: tuple[Arg, ...] = (*checks.args, *entry_args(item))
+            return verdict(await self._run(_ADMIT_AND_ENQUEUE, stream, keys, args))
+        record_keys, fields = record
+        keys = (*checks.keys, stream, *record_keys)
+        args = (*checks.args, *fields.field_values(), *entry_args(item))
+        return verdict(await self._run(_ADMIT_AND_ENQUEUE_RECORDED, stream, keys, args))
 
     async def _checked_apart(self, checks: Checks) -> Checks:
         """In a cluster, the client address's rate limit, checked in a call of its own

@@ -15,6 +15,7 @@ from dashboard.errors import DashboardError
 from dashboard.explorer import Explorer
 from dashboard.formats import NO_COST, count, millis, nanos, usd
 from dashboard.genai_json import span_view
+from dashboard.ingestion import install_ingestion
 from dashboard.notifications import install_notifications
 from dashboard.pages import install_pages
 from dashboard.project_settings import install_settings
@@ -131,6 +132,7 @@ def create_app(settings: Settings) -> Quart:
     install_datasets(app, explorer)
     install_trace_scores(app, explorer)
     install_agents(app, explorer)
+    install_ingestion(app, explorer, settings.redis_url)
     _install_error_handlers(app)
     app.asgi_app = FramingGuard(app.asgi_app)  # type: ignore[method-assign,assignment]
     return app

@@ -140,6 +140,8 @@ class Settings:
     cors_allowed_origins: tuple[str, ...] = field(default=())
     log_level: str = "info"
     archive_dir: Path | None = None
+    ingestion_record: bool = True
+    worker_metrics_port: int = 4321
     app_secure_cookies: bool = False
     session_secret: str | None = field(default=None, repr=False)
     prices_file: Path | None = None
@@ -203,6 +205,8 @@ class Settings:
             cors_allowed_origins=read("CORS_ALLOWED_ORIGINS", _origins, d.cors_allowed_origins),
             log_level=read("LOG_LEVEL", _log_level, d.log_level),
             archive_dir=read("ARCHIVE_DIR", Path, None),
+            ingestion_record=read("INGESTION_RECORD", _flag, d.ingestion_record),
+            worker_metrics_port=read("WORKER_METRICS_PORT", _port, d.worker_metrics_port),
             app_secure_cookies=read("APP_SECURE_COOKIES", _flag, d.app_secure_cookies),
             session_secret=read("SESSION_SECRET", _secret, None),
             prices_file=read("PRICES_FILE", Path, None),

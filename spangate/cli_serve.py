@@ -79,8 +79,9 @@ def _dashboard(args: argparse.Namespace) -> int:
     try:
         settings = load_settings()
         configure_logging(settings.log_level)
-        run(create_app(settings), settings.host, settings.app_port)
-    except (SettingsError, OSError) as e:
+        with redis_url_for(settings) as resolved:  # the ingestion page reads the queue store
+            run(create_app(resolved), resolved.host, resolved.app_port)
+    except (SettingsError, EmbeddedRedisError, OSError) as e:
         return fail(str(e))
     return 0
 
@@ -106,15 +107,20 @@ def worker_process() -> Iterator[None]:
 def _worker(args: argparse.Namespace) -> int:
     import redis
 
+    from spangate import worker_health
     from spanqueue.connect import queue_client
     from storage.spans import SpanStore
     from storage.worker import Worker
+    from storage.worker_metrics import WorkerMetrics
+    from storage.worker_record import WorkerRecord
 
     try:
         settings = load_settings()
         pricer = load_pricer(settings)
     except (SettingsError, PriceFileError) as e:
         return fail(str(e), 2)
+    if args.check:
+        return worker_health.check(settings, args.consumer)
     configure_logging(settings.log_level)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -129,6 +135,7 @@ def _worker(args: argparse.Namespace) -> int:
         upgrade_stored_spans(db, pricer)
         with redis_url_for(settings) as resolved:
             client = queue_client(str(resolved.redis_url), socket_timeout=30)
+            metrics = WorkerMetrics()
             worker = Worker(
                 client,
                 SpanStore(db),
@@ -136,9 +143,15 @@ def _worker(args: argparse.Namespace) -> int:
                 consumer=args.consumer,
                 claim_idle_ms=args.claim_idle_ms,
                 pricer=pricer,
+                record=WorkerRecord(settings.ingestion_record, metrics),
             )
-            with worker_process():
-                stats = worker.run(stop, burst=args.burst)
+            port = settings.worker_metrics_port if args.metrics_port is None else args.metrics_port
+            stop_metrics = worker_health.serve_metrics(settings.host, port, metrics)
+            try:
+                with worker_process():
+                    stats = worker.run(stop, burst=args.burst)
+            finally:
+                stop_metrics()
             client.close()
     except (StoreError, EmbeddedRedisError) as e:
         return fail(str(e))
@@ -296,6 +309,19 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         default=None,
         help="its name in the consumer groups (default: host-pid); a worker started "
         "with the name of one that stopped takes up that one's pending entries at once",
+    )
+    worker.add_argument(
+        "--check",
+        action="store_true",
+        help="exit 0 when the worker (--consumer NAME, else any of this host) has beaten "
+        "within 60 s, else 1: for a container's health check",
+    )
+    worker.add_argument(
+        "--metrics-port",
+        type=int,
+        default=None,
+        help="serve Prometheus metrics on this port (default SPANGATE_WORKER_METRICS_PORT, "
+        "4321; 0: none)",
     )
     worker.add_argument(
         "--claim-idle-ms",

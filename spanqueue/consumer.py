@@ -18,11 +18,13 @@ from typing import Any, cast
 
 import redis
 
+from spanqueue.ingestion import KEEP, DeadLetterNote
 from spanqueue.layout import (
     GROUP,
     STREAMS_KEY,
     attempts_key,
     dead_letter_key,
+    dead_notes_key,
     depth_key,
     project_of_stream,
 )
@@ -340,14 +342,18 @@ class Consumer:
 
     def _dead_letter(self, entry: Entry, reason: str) -> None:
         project = project_of_stream(entry.stream)
+        now_ms = int(time.time() * 1000)
         moved: dict[Any, Any] = {
             **entry.fields,
             b"reason": reason.encode(),
             b"stream_id": entry.id,
-            b"failed_ms": str(int(time.time() * 1000)),
+            b"failed_ms": str(now_ms),
         }
+        # the ingestion record's note: the entry's id, spans and reason, not its body
+        note = DeadLetterNote(now_ms, entry.id.decode(), entry.span_count, reason)
         move = self.client.pipeline(transaction=True)
         move.xadd(dead_letter_key(project), moved)
+        move.xadd(dead_notes_key(project), note.fields(), maxlen=KEEP, approximate=True)  # type: ignore[arg-type]
         self.acknowledge([entry], move)
         move.execute()
         log.error(

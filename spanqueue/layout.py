@@ -38,6 +38,43 @@ def attempts_key(project_id: str) -> str:
     return f"spangate:{{{project_id}}}:attempts"
 
 
+def requests_key(project_id: str) -> str:
+    """The ingestion record's stream of a project's requests (capped: spanqueue.ingestion)."""
+    return f"spangate:{{{project_id}}}:ingest:requests"
+
+
+def refused_key(project_id: str) -> str:
+    """The ingestion record's stream of the spans the worker refused after a 200 (capped)."""
+    return f"spangate:{{{project_id}}}:ingest:refused"
+
+
+def dead_notes_key(project_id: str) -> str:
+    """The ingestion record's notes of entries moved to the dead letters (capped; the
+    dead-letter stream itself holds the bodies)."""
+    return f"spangate:{{{project_id}}}:ingest:dead"
+
+
+def lag_key(project_id: str) -> str:
+    """The ingestion record's recent lags from a 200 to its spans stored (a capped list)."""
+    return f"spangate:{{{project_id}}}:ingest:lag"
+
+
+def minutes_key(project_id: str, day: int) -> str:
+    """The ingestion record's spans per minute of one UTC day (days since 1970), a hash
+    that expires after two days."""
+    return f"spangate:{{{project_id}}}:ingest:minutes:{day}"
+
+
+#: The workers' names, each scored by its last heartbeat (ms): how `--check` and the
+#: collector's readiness find them without scanning the keyspace.
+WORKERS_KEY = "spangate:workers"
+
+
+def heartbeat_key(consumer: str) -> str:
+    """A worker's heartbeat: what it last did, expiring unless it beats again."""
+    return f"spangate:worker:{{{consumer}}}:heartbeat"
+
+
 def project_of_stream(key: str) -> str:
     """The project id in a stream key."""
     return key[key.index("{") + 1 : key.rindex("}")]

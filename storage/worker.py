@@ -51,6 +51,7 @@ from itertools import chain
 import redis
 
 from genai.prices import Pricer
+from spanqueue import heartbeat
 from spanqueue.consumer import UNAVAILABLE, Consumer, Entry, ReadAhead
 from spanqueue.layout import QueuedRequest
 from storage.checkpoints import BackgroundCheckpoints
@@ -61,6 +62,7 @@ from storage.span_copy import Batch
 from storage.span_genai import with_views
 from storage.span_rows import SpanRow, rows_of_json
 from storage.spans import SpanStore
+from storage.worker_record import WorkerRecord
 
 log = logging.getLogger("spangate.worker")
 UNAVAILABLE_BACKOFF_S = 1.0
@@ -206,8 +208,12 @@ class Worker:
         claim_idle_ms: int = 30_000,
         max_attempts: int = 5,
         pricer: Pricer | None = None,
+        record: WorkerRecord | None = None,
     ) -> None:
         self.client = client
+        #: the ingestion record's part written with each batch, and the metrics
+        self.record = record or WorkerRecord()
+        self.metrics = self.record.metrics
         self.store = store
         self.pricer = pricer or Pricer()
         self.queue = Consumer(
@@ -231,16 +237,23 @@ class Worker:
         # entries pending under this consumer's name: left by a failed write, or by a
         # worker of the same name that stopped (looked for when run starts)
         self._own_pending = False
+        self._pulse = heartbeat.Pulse(client, self.queue.consumer)
+        self._state = "running"  # what its heartbeat says
 
     def _failed(self, entry: Entry, reason: str) -> None:
         if self.queue.failed(entry, reason):
             self.stats.dead_lettered += 1
+            if self.metrics is not None:
+                self.metrics.dead_letters.inc()
 
     def _store(self, rows: list[SpanRow] | Batch) -> list[SpanRow]:
         """Write rows by the re-sending rules (on the writer thread); the refused ones."""
         if self._checkpoints is not None:
             self._checkpoints.before_write()
+        started = time.perf_counter()
         refused = self.store.upsert(rows, self.window_ms)
+        if self.metrics is not None:
+            self.metrics.batch_seconds.observe(time.perf_counter() - started)
         if self._checkpoints is not None:
             self._checkpoints.committed()
         return refused
@@ -294,6 +307,9 @@ class Worker:
             )
         for project_id, count in by_project.items():
             done.incrby(refused_counter(project_id), count)
+        self.record.stored(done, written.entries, refused)
+        if self.metrics is not None:
+            self.metrics.spans_stored.inc(written.spans - len(refused))
         self.queue.acknowledge(written.entries, done)
         done.execute()
         self.stats.entries += len(written.entries)
@@ -449,12 +465,15 @@ class Worker:
         try:
             while not stop.is_set():
                 self._make_partitions()
+                self._pulse.beat_if_due(self._state, self.stats.entries, self.stats.spans_written)
                 try:
                     seen = self.run_once(block=not burst)
+                    self._state = "running"
                 except (StoreUnavailable, *UNAVAILABLE) as e:
                     self._drop_ahead()  # its entries stay pending: taken up again later
                     self._own_pending = True
                     what = "database" if isinstance(e, StoreUnavailable) else "queue"
+                    self._state = f"{what} unavailable"
                     log.warning(f"{what} unavailable; retrying", extra={"error": str(e)})
                     stop.wait(UNAVAILABLE_BACKOFF_S)
                     continue
@@ -477,6 +496,7 @@ class Worker:
             self._reading_ahead = False
             self._drop_ahead()
             self._stop_writers()
+            self._pulse.stop()
             if self._checkpoints is not None:
                 self._checkpoints.stop()
                 self._checkpoints = None

@@ -24,6 +24,7 @@ from service.settings import Settings
 from spangate.embedded_redis import free_port
 from spanqueue.connect import queue_client
 from spanqueue.consumer import POLL_STREAMS
+from spanqueue.ingestion_read import read_ingestion
 from spanqueue.layout import GROUP, STREAMS_KEY, QueuedRequest, dead_letter_key, stream_key
 from storage.database import Database
 from storage.identity import IdentityStore
@@ -402,3 +403,33 @@ def test_a_burst_worker_reads_past_many_idle_streams(
             client.srem(STREAMS_KEY, stream_key(project))
             client.delete(stream_key(project))
         client.close()
+
+
+@pytest.mark.parametrize("admission", ADMISSIONS)
+async def test_the_ingestion_record_is_kept_on_the_cluster(
+    tmp_path: Path, cluster: RedisClusterServers, admission: str
+) -> None:
+    """On the cluster each project's requests, queued or refused, are recorded beside
+    its stream; the worker adds their lags; one pipeline reads a project's record."""
+    projects = _projects(tmp_path, cluster, 3)
+    one = orjson.dumps({"spans": [span()]})
+    two = orjson.dumps({"spans": [span(), span(spanId="1" * 16)]})
+    app = create_app(dataclasses.replace(projects.settings, max_spans_per_request=1))
+    async with app.test_app() as test_app:  # stopping writes the refusals kept
+        client = test_app.test_client()
+        for project in projects.keys:
+            auth = projects.auth(project)
+            queued = await client.post("/v1/spans", **sent(one, admission, auth))
+            refused = await client.post("/v1/spans", **sent(two, admission, auth))
+            assert (queued.status_code, refused.status_code) == (200, 503)
+    assert _drain(projects) == dict.fromkeys(projects.keys, 1)
+    queue = queue_client(cluster.url, socket_timeout=10)
+    try:
+        views = [
+            read_ingestion(queue, project, 10, int(time.time() * 1000)) for project in projects.keys
+        ]
+    finally:
+        queue.close()
+    for view in views:
+        assert [(r.status, r.code) for r in view.requests] == [(503, "TOO_MANY_SPANS"), (200, None)]
+        assert view.lag_p50_ms is not None and view.queue_depth == 0

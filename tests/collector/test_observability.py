@@ -121,6 +121,7 @@ def test_metrics_text_is_prometheus_clients_own() -> None:
     )
     depth = prom.Gauge(*ours_spec(ours.queue_depth), registry=registry)
     node_errors = prom.Counter(*ours_spec(ours.redis_node_errors), registry=registry)
+    dropped = prom.Counter(*ours_spec(ours.records_dropped), registry=registry)
     prom.Gauge(
         "spangate_inflight_bytes",
         "Request body bytes held by requests in progress",
@@ -148,6 +149,8 @@ def test_metrics_text_is_prometheus_clients_own() -> None:
     for node in ("10.0.0.1:6379", "10.0.0.2:6379", "10.0.0.1:6379"):
         ours.redis_node_errors.inc((node,))
         node_errors.labels(node).inc()
+    ours.records_dropped.inc((), 2)
+    dropped.inc(2)
 
     def without_created(text: bytes) -> list[str]:
         return [line for line in text.decode().splitlines() if "_created" not in line]

@@ -131,8 +131,9 @@ async def test_redis_error_reply_is_storage_error(
 async def test_one_round_trip_for_a_small_request(
     settings: Settings, tenant: Tenant, own_redis: RedisServer
 ) -> None:
-    """A small plain request is admitted and queued by one script call; a compressed one
-    is admitted by a call of its own first. Counted by Redis itself."""
+    """A small plain request is admitted and queued by one script call, its ingestion
+    record included (a second XADD in that script); a compressed one is admitted by a
+    call of its own first. Counted by Redis itself."""
     app = make_app(settings, redis_url=own_redis.url)
     redis_client = own_redis.client()
 
@@ -150,8 +151,8 @@ async def test_one_round_trip_for_a_small_request(
         compressed = await client.post("/v1/spans", **sent(BODY, "first", tenant.auth()))
         after_compressed = calls()
     assert (small.status_code, compressed.status_code) == (200, 200)
-    assert after_small == {"evalsha": 1, "exec": 0, "xadd": 1, "incrby": 1}
-    assert after_compressed == {"evalsha": 3, "exec": 0, "xadd": 2, "incrby": 2}
+    assert after_small == {"evalsha": 1, "exec": 0, "xadd": 2, "incrby": 1}
+    assert after_compressed == {"evalsha": 3, "exec": 0, "xadd": 4, "incrby": 2}
     assert redis_client.xlen(stream_key(tenant.project_id)) == 3
     assert redis_client.get(depth_key(tenant.project_id)) == b"3"
 

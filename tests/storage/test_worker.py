@@ -26,6 +26,7 @@ from spanqueue.layout import (
     attempts_key,
     dead_letter_key,
     depth_key,
+    lag_key,
     stream_key,
 )
 from storage.checkpoints import BackgroundCheckpoints
@@ -243,11 +244,14 @@ def test_a_span_twice_in_one_batch_is_judged_against_its_first_send(
 def test_the_window_keeps_no_key_per_span_in_redis(
     client: redis.Redis, queue: Queue, store: SpanStore
 ) -> None:
-    """The stored rows are the window: Redis holds nothing per span once entries are done."""
+    """The stored rows are the window: Redis holds nothing per span once entries are done
+    (the ingestion record's lags are a list per project, of one lag per request)."""
     queue.send(*[span(spanId=f"{i + 1:016x}") for i in range(50)])
     drain(client, store)
     keys = {key.decode() for key in client.scan_iter(match=f"spangate:{{{queue.project_id}}}:*")}
-    assert keys <= {stream_key(queue.project_id), depth_key(queue.project_id)}
+    lags = lag_key(queue.project_id)
+    assert keys <= {stream_key(queue.project_id), depth_key(queue.project_id), lags}
+    assert client.llen(lags) == 1
 
 
 def test_stream_deleted_and_written_again_is_read_again(
