@@ -37,7 +37,9 @@ class Agents:
         self, name: str
     ) -> tuple[Project, list[TraceSummary], dict[str, list[SpanOutline]]]:
         project = self.explorer.project(current_session().user, name)
-        recent, _ = self.explorer.summaries.page(project.id, TraceFilter(), WINDOW_TRACES)
+        recent, _ = self.explorer.summaries.page(
+            project.id, TraceFilter(), WINDOW_TRACES, ends=False
+        )
         return project, recent, self.spans.outlines(project.id, [t.trace_id for t in recent])
 
     async def page(self, project: str) -> str:

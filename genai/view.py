@@ -148,6 +148,27 @@ def attribute_map(attributes: Any) -> dict[str, Any]:
     return found
 
 
+def _float(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _count(value: Any) -> int | None:
+    """A token count: a whole number, 0 or more (numeric text too)."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, str):
+        text = value.strip()
+        value = int(text) if text.isdigit() and len(text) < 19 else None
+    elif isinstance(value, float):
+        value = int(value) if math.isfinite(value) and value.is_integer() else None
+    if isinstance(value, int) and 0 <= value < _MAX_TOKENS:
+        return value
+    return None
+
+
 def _text(value: Any) -> str | None:
     return value if type(value) is str and value.strip() else None
 
@@ -173,12 +194,12 @@ _FIELDS: dict[str, tuple[tuple[str, ...], Callable[[Any], Any]]] = {
     "inputValue": (c.INPUT_VALUE, _text),
     "outputValue": (c.OUTPUT_VALUE, _text),
     "vercelText": (c.VERCEL_TEXT, _text),
-    "inputTokens": (c.INPUT_TOKENS, lambda v: _count(v)),
-    "outputTokens": (c.OUTPUT_TOKENS, lambda v: _count(v)),
-    "totalTokens": (c.TOTAL_TOKENS, lambda v: _count(v)),
-    "cacheReadTokens": (c.CACHE_READ_TOKENS, lambda v: _count(v)),
-    "cacheWriteTokens": (c.CACHE_WRITE_TOKENS, lambda v: _count(v)),
-    "reasoningTokens": (c.REASONING_TOKENS, lambda v: _count(v)),
+    "inputTokens": (c.INPUT_TOKENS, _count),
+    "outputTokens": (c.OUTPUT_TOKENS, _count),
+    "totalTokens": (c.TOTAL_TOKENS, _count),
+    "cacheReadTokens": (c.CACHE_READ_TOKENS, _count),
+    "cacheWriteTokens": (c.CACHE_WRITE_TOKENS, _count),
+    "reasoningTokens": (c.REASONING_TOKENS, _count),
     "costUsd": (c.COST, _cost),
 }
 #: Attributes kept as they are, for the readers of messages and types.
@@ -194,6 +215,14 @@ _RAW = frozenset(
 _INDEXED = tuple(prefix for prefix, _ in (*c.INDEXED_INPUT, *c.INDEXED_OUTPUT))
 _MESSAGE_KEYS = _RAW - {key for key, _ in c.TYPE_ATTRIBUTES}
 _IS_INDEXED = operator.methodcaller("startswith", _INDEXED)
+#: Attributes that make a span an LLM call's when nothing else types it: the messages
+#: as JSON, and the first indexed message's role or content (a set test, where looking
+#: for any indexed message tests every attribute's name).
+_SAYING = _MESSAGE_KEYS | {
+    f"{prefix}0.{member}"
+    for prefix, _ in (*c.INDEXED_INPUT, *c.INDEXED_OUTPUT)
+    for member in ("role", "content", "message.role", "message.content")
+}
 
 
 def _values_by_key(attributes: Any) -> dict[str, Any]:
@@ -216,39 +245,60 @@ def _index() -> dict[str, tuple[tuple[str, int, Callable[[Any], Any]], ...]]:
     for name, (keys, check) in _FIELDS.items():
         for rank, key in enumerate(keys):
             index.setdefault(key, []).append((name, rank, check))
-    for key in _RAW:
-        index.setdefault(key, [])
     return {key: tuple(slots) for key, slots in index.items()}
 
 
 #: Attribute name -> the fields it may give (field, its rank among the field's keys,
 #: the check of its value): a span's attributes are read in one pass.
 _INDEX = _index()
+_INDEX_KEYS = frozenset(_INDEX)
 
 
 class _Reader:
     """One span's attributes: the best usable value of each field (with the key it came
-    from), the raw values the message readers want, and every attribute as a Python
-    value when asked for (indexed messages). Only the attributes a convention names
-    are converted: a set intersection finds them."""
+    from), any attribute's value when asked for, and every attribute as a Python value
+    when asked for (indexed messages). Only the attributes that give a field are
+    converted here: a set intersection finds them."""
+
+    __slots__ = ("values", "best", "sources", "_all")
 
     def __init__(self, attributes: Any) -> None:
-        self.values = _values_by_key(attributes)
-        self.best: dict[str, tuple[int, Any, str]] = {}
-        self.raw: dict[str, Any] = {}
+        values = self.values = _values_by_key(attributes)
+        best: dict[str, tuple[int, Any, str]] = {}
+        self.best = best
         self.sources: dict[str, str] = {}
         self._all: dict[str, Any] | None = None
-        best = self.best
-        for key in self.values.keys() & _INDEX.keys():
-            value = plain(self.values[key])
-            if key in _RAW:
-                self.raw[key] = value
+        for key in values.keys() & _INDEX_KEYS:
+            item = values[key]
+            if type(item) is not dict or len(item) != 1:
+                continue
             for name, rank, check in _INDEX[key]:
                 had = best.get(name)
-                if had is None or rank < had[0]:
-                    usable = check(value)
-                    if usable is not None:
-                        best[name] = (rank, usable, key)
+                if had is not None and had[0] <= rank:
+                    continue
+                # the common cases inline (a call is most of a field's cost): text, and
+                # counts sent as OTLP's decimal text; anything else through `check`
+                if check is _text:
+                    value = item.get("stringValue")
+                    if type(value) is not str or not value or value.isspace():
+                        continue
+                else:
+                    number = item.get("intValue") if check is _count else None
+                    if type(number) is str and number.isdigit() and len(number) < 19:
+                        value = int(number)
+                    else:
+                        value = check(plain(item))
+                        if value is None:
+                            continue
+                best[name] = (rank, value, key)
+
+    def raw(self, key: str) -> Any:
+        """One attribute's value (None when the span has no such attribute)."""
+        return plain(self.values.get(key))
+
+    def has(self, key: str) -> bool:
+        """Whether the span has the attribute."""
+        return key in self.values
 
     @property
     def indexed(self) -> bool:
@@ -282,33 +332,12 @@ class _Reader:
         return None if found is None else str(found)[:1024]
 
 
-def _float(text: str) -> float | None:
-    try:
-        return float(text)
-    except ValueError:
-        return None
-
-
-def _count(value: Any) -> int | None:
-    """A token count: a whole number, 0 or more (numeric text too)."""
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, str):
-        text = value.strip()
-        value = int(text) if text.isdigit() and len(text) < 19 else None
-    elif isinstance(value, float):
-        value = int(value) if math.isfinite(value) and value.is_integer() else None
-    if isinstance(value, int) and 0 <= value < _MAX_TOKENS:
-        return value
-    return None
-
-
 def _type(reader: _Reader, kind: str | None) -> str | None:
     if kind is not None and kind in c.NATIVE_TYPES:
         reader.sources["type"] = "spangate.span.kind"
         return c.NATIVE_TYPES[kind]
     for key, types in c.TYPE_ATTRIBUTES:
-        value = reader.raw.get(key)
+        value = reader.raw(key) if reader.has(key) else None
         if isinstance(value, str):
             found = types.get(value) or types.get(value.upper()) or types.get(value.lower())
             if found is not None:
@@ -326,11 +355,11 @@ _READERS = {"otel": lambda v: otel_messages(v, "user"), "vercel": vercel_message
 
 
 def _input_messages(reader: _Reader) -> list[Message]:
-    raw, sources = reader.raw, reader.sources
+    sources = reader.sources
     inputs: list[Message] = []
     for key, shape in c.INPUT_MESSAGES:
-        if key in raw:
-            inputs = _READERS.get(shape, vercel_prompt)(raw[key])
+        if reader.has(key):
+            inputs = _READERS.get(shape, vercel_prompt)(reader.raw(key))
             if inputs:
                 sources["inputMessages"] = key
                 break
@@ -340,8 +369,8 @@ def _input_messages(reader: _Reader) -> list[Message]:
         inputs = indexed_messages(reader.attributes, prefix, "user")
         if inputs:
             sources["inputMessages"] = f"{prefix}N"
-    if c.SYSTEM_INSTRUCTIONS in raw:
-        system = otel_instructions(raw[c.SYSTEM_INSTRUCTIONS])
+    if reader.has(c.SYSTEM_INSTRUCTIONS):
+        system = otel_instructions(reader.raw(c.SYSTEM_INSTRUCTIONS))
         if system and not inputs:
             sources["inputMessages"] = c.SYSTEM_INSTRUCTIONS
         inputs = system + inputs
@@ -349,9 +378,9 @@ def _input_messages(reader: _Reader) -> list[Message]:
 
 
 def _output_messages(reader: _Reader) -> list[Message]:
-    raw, sources = reader.raw, reader.sources
+    sources = reader.sources
     for key, _ in c.OUTPUT_MESSAGES:
-        outputs = otel_messages(raw.get(key), "assistant")
+        outputs = otel_messages(reader.raw(key), "assistant")
         if outputs:
             sources["outputMessages"] = key
             return outputs
@@ -366,7 +395,7 @@ def _output_messages(reader: _Reader) -> list[Message]:
 
 
 def _vercel_answer(reader: _Reader) -> list[Message]:
-    calls = vercel_tool_calls(reader.raw.get(c.VERCEL_TOOL_CALLS))
+    calls = vercel_tool_calls(reader.raw(c.VERCEL_TOOL_CALLS))
     text = reader.take("vercelText", "outputMessages")
     if calls and text is None:
         reader.sources["outputMessages"] = c.VERCEL_TOOL_CALLS
@@ -429,11 +458,16 @@ _TOKENS = (
 
 
 def view_of(
-    attributes: Any, events: Any = None, name: str | None = None, kind: str | None = None
+    attributes: Any,
+    events: Any = None,
+    name: str | None = None,
+    kind: str | None = None,
+    messages: bool = True,
 ) -> GenAIView | None:
     """The GenAI view of a span (its OTLP/JSON attributes and events, or a function
     that gives its events; its name and SDK kind), or None when no convention describes
-    it."""
+    it. `messages=False` leaves the messages out (the worker stores none of them): the
+    view is the same but for its messages and their sources."""
     reader = _Reader(attributes)
     sources = reader.sources
     span_type = _type(reader, kind)
@@ -442,42 +476,59 @@ def view_of(
     tokens = {field: take(field) for field in _TOKENS if field in reader.best}
     inputs: list[Message] = []
     outputs: list[Message] = []
-    if reader.raw.keys() & _MESSAGE_KEYS or reader.indexed or "vercelText" in reader.best:
+    said = not reader.values.keys().isdisjoint(_SAYING) or "vercelText" in reader.best
+    if messages and (said or reader.indexed):
         inputs, outputs = _messages_of_attributes(reader)
-    if not inputs and not outputs and events is not None:  # read only when needed
-        inputs, outputs = _messages_of_events(events() if callable(events) else events, sources)
-    if span_type is None and (model or tokens or inputs or outputs):
+    if not said and events is not None:  # read only when needed
+        listed = events() if callable(events) else events
+        if messages:
+            inputs, outputs = _messages_of_events(listed, sources)
+        said = _has_message_events(listed)
+    if span_type is None and (model or tokens or said or inputs or outputs):
         span_type = "llm"
     if span_type is None:
         return None
-    if not inputs and not outputs and span_type not in MODEL_TYPES:
+    if messages and not inputs and not outputs and span_type not in MODEL_TYPES:
         inputs, outputs = _values(reader, span_type)
     total = tokens.get("totalTokens")
     if total is None and ("inputTokens" in tokens or "outputTokens" in tokens):
         total = tokens.get("inputTokens", 0) + tokens.get("outputTokens", 0)
     return GenAIView(
-        type=span_type,
-        name=_name(reader, span_type, name),
-        model=model,
-        provider=reader.text("provider"),
-        input_tokens=tokens.get("inputTokens"),
-        output_tokens=tokens.get("outputTokens"),
-        total_tokens=total,
-        cache_read_tokens=tokens.get("cacheReadTokens"),
-        cache_write_tokens=tokens.get("cacheWriteTokens"),
-        reasoning_tokens=tokens.get("reasoningTokens"),
-        client_cost=reader.take("costUsd"),
-        user_id=reader.text("userId"),
-        session_id=reader.text("sessionId"),
-        input_messages=tuple(inputs),
-        output_messages=tuple(outputs),
-        sources=sources,
+        span_type,
+        _name(reader, span_type, name),
+        model,
+        reader.text("provider"),
+        tokens.get("inputTokens"),
+        tokens.get("outputTokens"),
+        total,
+        tokens.get("cacheReadTokens"),
+        tokens.get("cacheWriteTokens"),
+        tokens.get("reasoningTokens"),
+        reader.take("costUsd"),
+        reader.text("userId"),
+        reader.text("sessionId"),
+        tuple(inputs),
+        tuple(outputs),
+        sources,
     )
+
+
+def _has_message_events(events: Any) -> bool:
+    """Whether span events hold messages a convention reads (the events mode)."""
+    return isinstance(events, list) and any(
+        isinstance(event, Mapping) and event.get("name") in _MESSAGE_EVENTS for event in events
+    )
+
+
+_MESSAGE_EVENTS = frozenset((*c.MESSAGE_EVENTS, c.CHOICE_EVENT, c.DETAILS_EVENT))
+
+
+_NAMED = {"agent": "agentName", "tool": "toolName"}
 
 
 def _name(reader: _Reader, span_type: str, span_name: str | None) -> str | None:
     """An agent's or tool's name: the attribute that names it, else the span's name."""
-    field = {"agent": "agentName", "tool": "toolName"}.get(span_type)
+    field = _NAMED.get(span_type)
     if field is None:
         return None
     named = reader.text(field, "name")

@@ -59,15 +59,15 @@ def facts(view: GenAIView, pricer: Pricer) -> tuple[object, ...]:
         view.reasoning_tokens,
         cost,
         source,
-        view.input_preview,
-        view.output_preview,
     )
 
 
 def stored_view(name: str, kind: str, attributes: str, events: str) -> GenAIView | None:
-    """The view of a span as stored: its name, SDK kind, attributes' and events' texts."""
+    """The view of a span as stored (its name, SDK kind, attributes' and events'
+    texts), without its messages: the store keeps none of them (the pages read them
+    from the attributes)."""
     read = (lambda: orjson.loads(events)) if _EVENT_MARKER in events else None
-    return view_of(orjson.loads(attributes), read, name, kind)
+    return view_of(orjson.loads(attributes), read, name, kind, messages=False)
 
 
 def with_view(row: SpanRow, pricer: Pricer) -> SpanRow:

@@ -77,8 +77,6 @@ class SpanRow(NamedTuple):
     reasoning_tokens: int | None = None
     cost_usd: float | None = None
     cost_source: str | None = None
-    input_preview: str | None = None
-    output_preview: str | None = None
 
 
 def utc_day(nanos: int) -> str:

@@ -1,16 +1,18 @@
 """The GenAI part of a trace's summary (storage/trace_summaries.py): LLM calls, models,
-user, tokens and cost, and the input and output previews.
+user, tokens and cost, and which spans give its input and output.
 
 Counting, so that nothing is counted twice: a trace's tokens and cost are those of its
 model calls (spans of GenAI type `llm` or `embedding`, one per provider call); the
 usage other spans report of their own (an agent's, a chain's) is kept apart and shown
 only when no model call of the trace reports any. A sum is None while nothing is known.
 
-Previews: the trace's input is the first user message of its first LLM call, or its
-earliest root's input when it has no LLM call; its output the last LLM call's. Each
-candidate is kept as one text, `tagged`: its span's order (start, span id, start day)
-written so that text order is that order, then the preview; so the earliest is the
-least text, in SQL (MIN, LEAST) as in Python, and two summaries merge by comparison.
+Input and output: a trace's input is the first user message of its first LLM call, or
+its earliest root's input when it has no LLM call; its output the last LLM call's. The
+summary keeps which spans those are, each as one text, its `key`: the span's order
+(start, span id, start day) written so that text order is that order, so the earliest
+is the least text in SQL (MIN, LEAST) as in Python, and two summaries merge by
+comparison. The list reads the messages from those spans' attributes when it shows
+them (storage/trace_list.py): the worker stores no message.
 """
 
 from __future__ import annotations
@@ -37,26 +39,21 @@ COLUMNS = (
     ("other_cost_usd", "double precision"),
     ("first_llm", "text"),
     ("last_llm", "text"),
-    ("root_input", "text"),
-    ("root_output", "text"),
+    ("first_root", "text"),
 )
 NAMES = tuple(name for name, _ in COLUMNS)
 USAGE = ("input_tokens", "output_tokens", "total_tokens", "cost_usd")
 _MODEL_CALLS = ("llm", "embedding")
 _IN = "('llm', 'embedding')"
-_KEY_LENGTH = 20 + 16 + 10  # start (decimal, zero-padded), span id, start day
+KEY_LENGTH = 20 + 16 + 10  # start (decimal, zero-padded), span id, start day
 
 
 def aggregates(s: str, postgres: bool) -> list[str]:
     """SQL aggregates of span rows (`s`: the prefix of their columns, `s.` or empty)
     giving NAMES, in order."""
     start = f"lpad({s}start_ns::text, 20, '0')" if postgres else f"printf('%020d', {s}start_ns)"
-    key = f"{start} || {s}span_id || {s}start_day"
     exact = ' COLLATE "C"' if postgres else ""
-
-    def tagged(column: str) -> str:
-        value = f"{s}{column}"
-        return f"({key} || CASE WHEN {value} IS NULL THEN 'N' ELSE 'P' || {value} END){exact}"
+    key = f"({start} || {s}span_id || {s}start_day){exact}"
 
     if postgres:
         models = (
@@ -76,10 +73,9 @@ def aggregates(s: str, postgres: bool) -> list[str]:
         f"MIN({s}user_id)",
         *(f"SUM(CASE WHEN {s}llm_type IN {_IN} THEN {s}{c} END)" for c in USAGE),
         *(f"SUM(CASE WHEN {s}llm_type NOT IN {_IN} THEN {s}{c} END)" for c in USAGE),
-        f"MIN(CASE WHEN {llm} THEN {tagged('input_preview')} END)",
-        f"MAX(CASE WHEN {llm} THEN {tagged('output_preview')} END)",
-        f"MIN(CASE WHEN {root} THEN {tagged('input_preview')} END)",
-        f"MIN(CASE WHEN {root} THEN {tagged('output_preview')} END)",
+        f"MIN(CASE WHEN {llm} THEN {key} END)",
+        f"MAX(CASE WHEN {llm} THEN {key} END)",
+        f"MIN(CASE WHEN {root} THEN {key} END)",
     ]
 
 
@@ -109,14 +105,18 @@ def merge_sets() -> list[str]:
         *(f"other_{c} = {_plus('other_' + c)}" for c in USAGE),
         'first_llm = LEAST(summary.first_llm COLLATE "C", added.first_llm)',
         'last_llm = GREATEST(summary.last_llm COLLATE "C", added.last_llm)',
-        'root_input = LEAST(summary.root_input COLLATE "C", added.root_input)',
-        'root_output = LEAST(summary.root_output COLLATE "C", added.root_output)',
+        'first_root = LEAST(summary.first_root COLLATE "C", added.first_root)',
     ]
 
 
-def _tagged(row: SpanRow, preview: str | None) -> str:
-    key = f"{row.start_ns:020d}{row.span_id}{row.start_day}"
-    return f"{key}N" if preview is None else f"{key}P{preview}"
+def key(row: SpanRow) -> str:
+    """A span row's order as one text (its start, span id and start day)."""
+    return f"{row.start_ns:020d}{row.span_id}{row.start_day}"
+
+
+def span_of(text: str) -> tuple[str, str]:
+    """The span id and start day a `key` names."""
+    return text[20:36], text[36:KEY_LENGTH]
 
 
 def _sum(values: Iterable[Any]) -> Any:
@@ -138,25 +138,17 @@ def summary_of(spans: list[SpanRow]) -> tuple[object, ...]:
         min(users) if users else None,
         *(_sum(getattr(row, c) for row in calls) for c in USAGE),
         *(_sum(getattr(row, c) for row in others) for c in USAGE),
-        min((_tagged(row, row.input_preview) for row in llms), default=None),
-        max((_tagged(row, row.output_preview) for row in llms), default=None),
-        min((_tagged(row, row.input_preview) for row in roots), default=None),
-        min((_tagged(row, row.output_preview) for row in roots), default=None),
+        min(map(key, llms), default=None),
+        max(map(key, llms), default=None),
+        min(map(key, roots), default=None),
     )
 
 
 def plain_summary(spans: list[SpanRow]) -> tuple[object, ...]:
     """summary_of for rows of which none has a GenAI view (most traces): cheaper."""
     roots = [row for row in spans if row.parent_span_id is None]
-    root = min((_tagged(row, None) for row in roots), default=None)
-    return (0, None, None, None, None, None, None, None, None, None, None, None, None, root, root)
-
-
-def untagged(text: str | None) -> str | None:
-    """The preview a `tagged` text holds."""
-    if text is None or len(text) <= _KEY_LENGTH or text[_KEY_LENGTH] != "P":
-        return None
-    return text[_KEY_LENGTH + 1 :]
+    root = min(map(key, roots), default=None)
+    return (0, None, None, None, None, None, None, None, None, None, None, None, None, root)
 
 
 def models_of(text: str | None) -> list[str]:

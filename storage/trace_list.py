@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import base64
 import binascii
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+import orjson
+
+from genai import GenAIView, view_of
 from storage import summary_genai
-from storage.database import Database
+from storage.database import Database, Transaction
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,8 +39,11 @@ class TraceSummary:
     other_usage: tuple[int | None, int | None, int | None, float | None] = (None,) * 4
     first_llm: str | None = None
     last_llm: str | None = None
-    root_input: str | None = None
-    root_output: str | None = None
+    first_root: str | None = None
+    #: the input and output messages' text (at most PREVIEW_CHARS), read from the spans
+    #: that give them when the summary is read (`conversation_ends`)
+    input: str | None = None
+    output: str | None = None
 
     @classmethod
     def of_row(cls, row: tuple[Any, ...]) -> TraceSummary:
@@ -60,8 +66,7 @@ class TraceSummary:
             other_usage=_usage(genai[7:11]),
             first_llm=genai[11],
             last_llm=genai[12],
-            root_input=genai[13],
-            root_output=genai[14],
+            first_root=genai[13],
         )
 
     @property
@@ -83,15 +88,63 @@ class TraceSummary:
         return summary_genai.models_of(self.models_text)
 
     @property
-    def input(self) -> str | None:
-        """The first LLM call's first user message, or the earliest root's input when
-        the trace has no LLM call."""
-        return summary_genai.untagged(self.first_llm if self.llm_calls else self.root_input)
+    def input_span(self) -> str | None:
+        """The key (storage/summary_genai.py) of the span whose input is the trace's:
+        its first LLM call, or its earliest root when it has no LLM call."""
+        return self.first_llm if self.llm_calls else self.first_root
 
     @property
-    def output(self) -> str | None:
-        """The last LLM call's output, or the earliest root's output without one."""
-        return summary_genai.untagged(self.last_llm if self.llm_calls else self.root_output)
+    def output_span(self) -> str | None:
+        """The key of the span whose output is the trace's: its last LLM call, or its
+        earliest root."""
+        return self.last_llm if self.llm_calls else self.first_root
+
+
+_KEYS_ASKED = 300  # (trace, span, day) triples in one query: 900 parameters
+
+
+def conversation_ends(
+    tx: Transaction, project_id: str, traces: list[TraceSummary]
+) -> list[TraceSummary]:
+    """The traces with their `input` and `output`: the first user message of the span
+    that gives the input, the last output message of the one that gives the output,
+    read from their attributes (the worker stores no message)."""
+    wanted = {
+        (trace.trace_id, *summary_genai.span_of(key))
+        for trace in traces
+        for key in (trace.input_span, trace.output_span)
+        if key is not None
+    }
+    views: dict[tuple[str, str, str], GenAIView | None] = {}
+    asked = sorted(wanted)
+    for at in range(0, len(asked), _KEYS_ASKED):
+        chunk = asked[at : at + _KEYS_ASKED]
+        rows = tx.query(
+            "SELECT trace_id, span_id, start_day, name, kind, attributes, events FROM spans "
+            "WHERE project_id = ? AND (trace_id, span_id, start_day) IN (VALUES "
+            + ", ".join("(?, ?, ?)" for _ in chunk)
+            + ")",
+            (project_id, *(value for triple in chunk for value in triple)),
+        )
+        for trace_id, span_id, day, name, kind, attributes, events in rows:
+            views[(trace_id, span_id, day)] = view_of(
+                orjson.loads(attributes), orjson.loads(events), name, kind
+            )
+    return [_with_ends(trace, views) for trace in traces]
+
+
+def _with_ends(
+    trace: TraceSummary, views: dict[tuple[str, str, str], GenAIView | None]
+) -> TraceSummary:
+    def view(key: str | None) -> GenAIView | None:
+        return None if key is None else views.get((trace.trace_id, *summary_genai.span_of(key)))
+
+    first, last = view(trace.input_span), view(trace.output_span)
+    return replace(
+        trace,
+        input=None if first is None else first.input_preview,
+        output=None if last is None else last.output_preview,
+    )
 
 
 def _usage(values: tuple[Any, ...]) -> tuple[int | None, int | None, int | None, float | None]:
@@ -184,14 +237,21 @@ class TraceSummaries:
         self.db = db
 
     def page(
-        self, project_id: str, filters: TraceFilter, limit: int, after: Cursor | None = None
+        self,
+        project_id: str,
+        filters: TraceFilter,
+        limit: int,
+        after: Cursor | None = None,
+        ends: bool = True,
     ) -> tuple[list[TraceSummary], Cursor | None]:
         """Up to `limit` traces, newest first, after `after`; and the next page's cursor
-        (None when this page is the last)."""
+        (None when this page is the last). `ends`: with their input and output."""
         sql, params = page_query(project_id, filters, limit + 1, after)
         with self.db.transaction() as tx:
             rows = tx.query(sql, params)
-        traces = [TraceSummary.of_row(row) for row in rows[:limit]]
+            traces = [TraceSummary.of_row(row) for row in rows[:limit]]
+            if ends:
+                traces = conversation_ends(tx, project_id, traces)
         last = traces[-1] if len(rows) > limit else None
         return traces, None if last is None else Cursor(last.sort_ns, last.trace_id)
 
@@ -202,7 +262,7 @@ class TraceSummaries:
                 f"{_SELECT} AND session_id = ? ORDER BY sort_ns, trace_id LIMIT ?",
                 (project_id, session_id, limit),
             )
-        return [TraceSummary.of_row(row) for row in rows]
+            return conversation_ends(tx, project_id, [TraceSummary.of_row(row) for row in rows])
 
     def sessions(self, project_id: str, limit: int) -> list[SessionSummary]:
         """The `limit` sessions whose latest trace is most recent, most recent first."""
@@ -219,4 +279,6 @@ class TraceSummaries:
         """One trace's summary, or None when nothing of it is stored."""
         with self.db.transaction() as tx:
             row = tx.query_one(f"{_SELECT} AND trace_id = ?", (project_id, trace_id))
-        return None if row is None else TraceSummary.of_row(row)
+            if row is None:
+                return None
+            return conversation_ends(tx, project_id, [TraceSummary.of_row(row)])[0]

@@ -31,12 +31,10 @@ def span_row(
 #: The GenAI facts (SpanRow's fields after the first 20) of a row by its content: an
 #: LLM call, an agent reporting usage of its own, an embedding.
 GENAI_FACTS: dict[str, tuple[object, ...]] = {
-    "y": ("llm", None, "gpt-4o", "openai", "u1", 10, 5, 15, 2, None, None, 0.25, "client",
-          "hi y", "out y"),
-    "z": ("agent", "planner", None, None, "u2", 3, None, 3, None, None, None, None, None,
-          "task z", None),
+    "y": ("llm", None, "gpt-4o", "openai", "u1", 10, 5, 15, 2, None, None, 0.25, "client"),
+    "z": ("agent", "planner", None, None, "u2", 3, None, 3, None, None, None, None, None),
     "w": ("embedding", None, "text-embedding-3-small", "openai", None, 7, None, 7, None,
-          None, None, 0.5, "price-table", None, None),
+          None, None, 0.5, "price-table"),
 }  # fmt: skip
 
 

@@ -161,7 +161,7 @@ def test_plain_spans_are_stored_without_facts(database: Database) -> None:
         b'"attributes": {"http.method": "GET", "note": "\\"key\\":\\"gen_ai.x\\""}}]}'
     ).request
     rows = with_views(rows_of(request, "p", 1), Pricer())
-    assert rows[0][20:] == (None,) * 15
+    assert rows[0][20:] == (None,) * 13
 
 
 def test_spans_stored_before_the_columns_get_their_facts(database_url: str) -> None:
