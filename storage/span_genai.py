@@ -27,8 +27,8 @@ log = logging.getLogger("spangate.worker")
 #: regular expression, which scans the text once, where a search a name scanned the few
 #: KB of a prompt seven times.
 _MARKED = re.compile(
-    r'"key":"(?:gen_ai\.|llm\.|traceloop\.|ai\.model\.|openinference\.span\.kind"'
-    r'|ai\.operationId"|embedding\.model_name")'
+    r'"key":"(?:gen_ai\.|llm\.|traceloop\.|openinference\.span\.kind"'
+    r'|embedding\.model_name"|ai\.(?:operationId"|model\.|usage\.|prompt|response\.))'
 )
 _EVENT_MARKER = '"name":"gen_ai.'
 _FIRST_FIELDS = 20  # SpanRow's fields before the GenAI ones

@@ -9,6 +9,8 @@ from typing import Any
 import orjson
 import pytest
 import redis
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 from genai.prices import Pricer, parse_price_file
 from spanqueue.layout import STREAMS_KEY, stream_key
@@ -16,6 +18,7 @@ from storage.database import Database
 from storage.span_rows import rows_of
 from storage.spans import SpanStore
 from storage.trace_list import TraceSummaries, TraceSummary
+from tests.fuzz import FUZZ
 from tests.proto_json.spans import span
 from tests.storage.test_worker import WINDOW_S, Queue
 
@@ -209,3 +212,58 @@ def test_spans_stored_before_the_columns_get_their_facts(database_url: str) -> N
         assert upgrade(db, Pricer(PRICES)) == 0
     finally:
         db.close()
+
+
+_KEYS = st.sampled_from(
+    [
+        "gen_ai.operation.name", "gen_ai.request.model", "gen_ai.response.model",
+        "gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens", "gen_ai.usage.cost",
+        "gen_ai.input.messages", "gen_ai.agent.name", "gen_ai.tool.name", "llm.model",
+        "llm.token_count.prompt", "openinference.span.kind", "traceloop.span.kind",
+        "llm.input_messages.0.message.role", "ai.operationId", "ai.response.text",
+        "input.value", "user.id", "gen_ai.conversation.id", "session.id", "http.method",
+    ]
+)  # fmt: skip
+_VALUES = st.one_of(
+    st.text(max_size=12),
+    st.sampled_from(["chat", "LLM", "agent", "invoke_agent", "12", "-3", " ", "1e3"]),
+    st.integers(-(2**63), 2**63 - 1),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.booleans(),
+    st.lists(st.integers(0, 9), max_size=2),
+    st.dictionaries(st.sampled_from("ab"), st.integers(0, 9), max_size=2),
+)
+
+
+@FUZZ
+@given(
+    st.lists(
+        st.tuples(
+            st.dictionaries(_KEYS, _VALUES, max_size=6),
+            st.sampled_from(["llm_call", "agent", "internal", "client"]),
+        ),
+        min_size=1,
+        max_size=4,
+    )
+)
+@example([({"ai.response.text": "hi"}, "internal")])  # the Vercel AI SDK's names
+@example([({"ai.usage.promptTokens": 3}, "client")])
+def test_the_quick_test_misses_no_span_a_convention_describes(
+    spans: list[tuple[dict[str, Any], str]],
+) -> None:
+    """The worker reads a span only when a quick test of its text says a convention may
+    describe it: that test passes every span whose view is not None."""
+    from proto_json import convert_spans
+    from storage.span_genai import described, stored_view
+
+    body = orjson.dumps(
+        {
+            "spans": [
+                span(spanId=f"{n + 1:016x}", kind=kind, attributes=attributes)
+                for n, (attributes, kind) in enumerate(spans)
+            ]
+        }
+    )
+    for row in rows_of(convert_spans(body).request, "p", 1):
+        seen = stored_view(row.name, row.kind, row.attributes, row.events)
+        assert seen is None or described(row.kind, row.attributes, row.events), row.attributes
