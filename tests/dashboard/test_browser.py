@@ -23,6 +23,8 @@ from storage.identity import IdentityStore
 from storage.passwords import Passwords
 from storage.schema import migrate
 from tests.dashboard.conftest import PASSWORD, agent_run, store
+from tests.dashboard.test_genai import TRACE as LLM_TRACE
+from tests.dashboard.test_genai import _run as llm_run
 from tests.processes import spawn, stop, wait_healthy
 from tests.proto_json.spans import span
 
@@ -111,6 +113,7 @@ def served(tmp_path_factory: pytest.TempPathFactory, redis_url: str) -> Iterator
     store(db, project, topology_run())
     odd = IdentityStore(db).create_project("odd", "acme")
     store(db, odd, odd_run())
+    store(db, IdentityStore(db).create_project("llm", "acme"), llm_run())
     db.close()
     port, ingest_port = _free_port(), _free_port()
     env = {
@@ -314,3 +317,32 @@ def test_a_right_to_left_span_name_leaves_its_row_in_order(
     assert name["x"] + name["width"] <= kind["x"] + 1
     assert kind["x"] + kind["width"] <= status["x"] + 1
     page.close()
+
+
+def test_an_llm_run_shows_its_models_tokens_cost_and_messages(
+    browser: Browser, dashboard_url: str, tmp_path: Path
+) -> None:
+    """An OTel GenAI agent run: the list shows its models, tokens and cost; the trace its
+    totals; its LLM call's row its model and tokens; selecting the call shows its
+    messages role by role, with newlines kept, and where each field came from."""
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    _sign_in(page, dashboard_url)
+    page.goto(f"{dashboard_url}/projects/llm/traces")
+    row = page.get_by_role("row").filter(has_text=LLM_TRACE)
+    expect(row).to_contain_text("gpt-4o, my-model")
+    expect(row).to_contain_text("175")
+    expect(row).to_contain_text("cust-42")
+    page.screenshot(path=str(tmp_path / "llm-list.png"), full_page=True)
+    page.get_by_role("link", name=LLM_TRACE).click()
+    expect(page.locator("dl.facts").first).to_contain_text("175 (150 in, 25 out)")
+    call = page.locator("li.span-row", has_text="chat gpt-4o")
+    expect(call.locator(".llm-facts")).to_have_text("gpt-4o 100→20 tok")
+    call.get_by_role("link", name="chat gpt-4o").click()
+    llm = page.get_by_role("region", name="LLM")
+    expect(llm).to_contain_text("gpt-4o (openai)")
+    expect(llm.locator(".message.role-user .content")).to_have_text("Where is my order?")
+    expect(llm).to_contain_text("gen_ai.request.model")
+    page.screenshot(path=str(tmp_path / "llm-trace.png"), full_page=True)
+    if os.environ.get("SPANGATE_SCREENSHOTS"):  # to look at them: a directory to copy to
+        for shot in tmp_path.glob("llm-*.png"):
+            (Path(os.environ["SPANGATE_SCREENSHOTS"]) / shot.name).write_bytes(shot.read_bytes())
