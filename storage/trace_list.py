@@ -116,21 +116,39 @@ def conversation_ends(
         if key is not None
     }
     views: dict[tuple[str, str, str], GenAIView | None] = {}
-    asked = sorted(wanted)
-    for at in range(0, len(asked), _KEYS_ASKED):
-        chunk = asked[at : at + _KEYS_ASKED]
-        rows = tx.query(
-            "SELECT trace_id, span_id, start_day, name, kind, attributes, events FROM spans "
-            "WHERE project_id = ? AND (trace_id, span_id, start_day) IN (VALUES "
+    for trace_id, span_id, day, name, kind, attributes, events in _spans(
+        tx, project_id, sorted(wanted)
+    ):
+        views[(trace_id, span_id, day)] = view_of(
+            orjson.loads(attributes), orjson.loads(events), name, kind
+        )
+    return [_with_ends(trace, views) for trace in traces]
+
+
+_SPAN = (
+    "SELECT trace_id, span_id, start_day, name, kind, attributes, events FROM spans "
+    "WHERE project_id = ? AND "
+)
+
+
+def _spans(tx: Transaction, project_id: str, keys: list[tuple[str, str, str]]) -> list[Any]:
+    """The rows of the spans (trace, span, start day) `keys` names, each through the
+    span table's key: on PostgreSQL in one query a few hundred; on SQLite one query each
+    (it seeks a row-value IN list by the project alone, a scan of its spans)."""
+    if not tx.postgres:
+        one = _SPAN + "trace_id = ? AND span_id = ? AND start_day = ?"
+        return [row for key in keys for row in tx.query(one, (project_id, *key))]
+    rows = []
+    for at in range(0, len(keys), _KEYS_ASKED):
+        chunk = keys[at : at + _KEYS_ASKED]
+        rows += tx.query(
+            _SPAN
+            + "(trace_id, span_id, start_day) IN (VALUES "
             + ", ".join("(?, ?, ?)" for _ in chunk)
             + ")",
-            (project_id, *(value for triple in chunk for value in triple)),
+            (project_id, *(value for key in chunk for value in key)),
         )
-        for trace_id, span_id, day, name, kind, attributes, events in rows:
-            views[(trace_id, span_id, day)] = view_of(
-                orjson.loads(attributes), orjson.loads(events), name, kind
-            )
-    return [_with_ends(trace, views) for trace in traces]
+    return rows
 
 
 def _with_ends(

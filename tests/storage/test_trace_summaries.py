@@ -181,3 +181,21 @@ def test_list_pages_are_read_through_an_index(tmp_path: Path, filters: TraceFilt
             assert "TEMP B-TREE" not in plan, plan
     finally:
         db.close()
+
+
+def test_a_listed_traces_input_and_output_spans_are_sought_by_their_key(tmp_path: Path) -> None:
+    """The spans that give a listed trace's input and output are read through the span
+    table's whole key (SQLite seeks a row-value IN list by the project alone)."""
+    from storage.trace_list import _SPAN
+
+    db = Database(f"sqlite:///{tmp_path / 'spans.db'}")
+    try:
+        migrate(db)
+        sql = _SPAN + "trace_id = ? AND span_id = ? AND start_day = ?"
+        with db.transaction() as tx:
+            plan = " / ".join(
+                row[-1] for row in tx.query(f"EXPLAIN QUERY PLAN {sql}", ("p", "t", "s", "d"))
+            )
+        assert "project_id=? AND trace_id=? AND span_id=? AND start_day=?" in plan, plan
+    finally:
+        db.close()
