@@ -7,7 +7,7 @@ asks for.
 """
 
 from genai.messages import Message, ToolCall
-from genai.view import MODEL_TYPES, TYPES, GenAIView, attribute_map, plain, view_of
+from genai.view import MODEL_TYPES, TYPES, GenAIView, view_of
 
 __all__ = [
     "MODEL_TYPES",
@@ -15,7 +15,5 @@ __all__ = [
     "GenAIView",
     "Message",
     "ToolCall",
-    "attribute_map",
-    "plain",
     "view_of",
 ]

@@ -61,16 +61,6 @@ class GenAIView(NamedTuple):
     sources: Mapping[str, str] = _NO_SOURCES
 
     @property
-    def has_usage(self) -> bool:
-        """Whether the span reports tokens or a cost of its own."""
-        return (
-            self.input_tokens is not None
-            or self.output_tokens is not None
-            or self.total_tokens is not None
-            or self.client_cost is not None
-        )
-
-    @property
     def input_preview(self) -> str | None:
         """A model call's first user message, or another span's input; at most
         PREVIEW_CHARS characters."""
