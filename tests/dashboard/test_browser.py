@@ -7,7 +7,6 @@ CI a missing browser fails these tests; elsewhere they skip, saying how to insta
 from __future__ import annotations
 
 import os
-import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,17 +14,15 @@ from pathlib import Path
 import httpx
 import orjson
 import pytest
-import redis
 
-from spanqueue.layout import STREAMS_KEY, stream_key
 from storage.database import Database
 from storage.identity import IdentityStore
 from storage.passwords import Passwords
 from storage.schema import migrate
 from tests.dashboard.conftest import PASSWORD, agent_run, store
+from tests.dashboard.served import dashboard_and_collector, forget_queue
 from tests.dashboard.test_genai import TRACE as LLM_TRACE
 from tests.dashboard.test_genai import _run as llm_run
-from tests.processes import spawn, stop, wait_healthy
 from tests.proto_json.spans import span
 
 CHROMIUM = Path("/usr/bin/chromium-headless-shell")
@@ -76,12 +73,6 @@ def odd_run() -> list[dict[str, object]]:
     ]  # fmt: skip
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory, redis_url: str) -> Iterator[dict[str, str]]:
     """`spangate dashboard` and `spangate collector` on a database with a user, a
@@ -115,35 +106,11 @@ def served(tmp_path_factory: pytest.TempPathFactory, redis_url: str) -> Iterator
     store(db, odd, odd_run())
     store(db, IdentityStore(db).create_project("llm", "acme"), llm_run())
     db.close()
-    port, ingest_port = _free_port(), _free_port()
-    env = {
-        "SPANGATE_DATABASE_URL": url,
-        "SPANGATE_DATA_DIR": str(root / "data"),
-        "SPANGATE_APP_PORT": str(port),
-        "SPANGATE_INGEST_PORT": str(ingest_port),
-        "SPANGATE_REDIS_URL": redis_url,
-    }
-    processes = [spawn(["dashboard"], env, root), spawn(["collector"], env, root)]
     try:
-        wait_healthy(f"http://127.0.0.1:{port}/health/ready", processes[0])
-        wait_healthy(f"http://127.0.0.1:{ingest_port}/health/ready", processes[1])
-        yield {"app": f"http://127.0.0.1:{port}", "ingest": f"http://127.0.0.1:{ingest_port}"}
+        with dashboard_and_collector(root, url, redis_url) as urls:
+            yield urls
     finally:
-        for process in processes:
-            stop(process)
-        _forget_queue(redis_url, project.id)
-
-
-def _forget_queue(redis_url: str, project_id: str) -> None:
-    """Remove what the collector queued in the shared test Redis (the worker tests
-    drain every stream the set names)."""
-    client = redis.Redis.from_url(redis_url)
-    try:
-        for key in client.scan_iter(match=f"spangate:{{{project_id}}}:*"):
-            client.delete(key)
-        client.srem(STREAMS_KEY, stream_key(project_id))
-    finally:
-        client.close()
+        forget_queue(redis_url, project.id)
 
 
 @pytest.fixture(scope="module")

@@ -11,16 +11,13 @@ from pathlib import Path
 import httpx
 import orjson
 import pytest
-import redis
 
-from spangate.embedded_redis import free_port
-from spanqueue.layout import STREAMS_KEY, stream_key
 from storage.database import Database
 from storage.identity import IdentityStore
 from storage.passwords import Passwords
 from storage.schema import migrate
 from tests.dashboard.conftest import PASSWORD
-from tests.processes import spawn, stop, wait_healthy
+from tests.dashboard.served import dashboard_and_collector, forget_queue
 from tests.proto_json.spans import span
 
 CHROMIUM = Path("/usr/bin/chromium-headless-shell")
@@ -53,31 +50,11 @@ def served(tmp_path_factory: pytest.TempPathFactory, redis_url: str) -> Iterator
     key = identity.create_key("demo", "owner@acme.test").key
     project_id = identity.project("demo").id
     db.close()
-    port, ingest_port = free_port(), free_port()
-    env = {
-        "SPANGATE_DATABASE_URL": url,
-        "SPANGATE_DATA_DIR": str(root / "data"),
-        "SPANGATE_APP_PORT": str(port),
-        "SPANGATE_INGEST_PORT": str(ingest_port),
-        "SPANGATE_REDIS_URL": redis_url,
-    }
-    processes = [spawn(["dashboard"], env, root), spawn(["collector"], env, root)]
     try:
-        wait_healthy(f"http://127.0.0.1:{port}/health/ready", processes[0])
-        wait_healthy(f"http://127.0.0.1:{ingest_port}/health/ready", processes[1])
-        yield {
-            "app": f"http://127.0.0.1:{port}",
-            "ingest": f"http://127.0.0.1:{ingest_port}",
-            "key": key,
-        }
+        with dashboard_and_collector(root, url, redis_url) as urls:
+            yield {**urls, "key": key}
     finally:
-        for process in processes:
-            stop(process)
-        client = redis.Redis.from_url(redis_url)
-        for found in client.scan_iter(match=f"spangate:{{{project_id}}}:*"):
-            client.delete(found)
-        client.srem(STREAMS_KEY, stream_key(project_id))
-        client.close()
+        forget_queue(redis_url, project_id)
 
 
 @pytest.fixture(scope="module")
