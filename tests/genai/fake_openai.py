@@ -11,10 +11,10 @@ from __future__ import annotations
 import base64
 import json
 import struct
-import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from typing import Any
+
+from tests.genai.loopback import LoopbackServer
 
 CHAT_MODEL = "gpt-4o-mini-2024-07-18"
 EMBEDDING_MODEL = "text-embedding-3-small"
@@ -166,35 +166,20 @@ class _Server(ThreadingHTTPServer):
     requests: list[tuple[str, dict[str, Any]]]
 
 
-class FakeOpenAI:
+class FakeOpenAI(LoopbackServer):
     """The server on a free loopback port, serving in a thread while the context is open."""
 
     def __init__(self) -> None:
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.requests = []
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        super().__init__(self._server)
 
     @property
     def base_url(self) -> str:
         """What to pass as the SDK's `base_url`."""
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}/v1"
+        return f"{self.origin}/v1"
 
     @property
     def requests(self) -> list[tuple[str, dict[str, Any]]]:
         """Each request's path and JSON body, in arrival order."""
         return self._server.requests
-
-    def __enter__(self) -> FakeOpenAI:
-        self._thread.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)

@@ -18,7 +18,6 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import orjson
@@ -26,6 +25,7 @@ import orjson
 import proto_json
 from tests.genai.emit import LIBRARIES, SCENARIOS
 from tests.genai.fake_openai import FakeOpenAI
+from tests.genai.loopback import LoopbackServer
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN_TIMEOUT_SECONDS = 60.0
@@ -109,20 +109,19 @@ class _Receiver(ThreadingHTTPServer):
     bodies: list[tuple[str, str, bytes]]
 
 
-class OtlpReceiver:
+class OtlpReceiver(LoopbackServer):
     """A loopback OTLP/HTTP endpoint that keeps each request's path, type and body."""
 
     def __init__(self) -> None:
         self._server = _Receiver(("127.0.0.1", 0), _Handler)
         self._server.lock = threading.Lock()
         self._server.bodies = []
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        super().__init__(self._server)
 
     @property
     def base_url(self) -> str:
         """The exporters' base: spans go to `/v1/traces`, log records to `/v1/logs`."""
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        return self.origin
 
     def bodies(self, path: str) -> list[bytes]:
         """The bodies posted to `path`, refusing any that is not JSON."""
@@ -132,20 +131,6 @@ class OtlpReceiver:
             if not kind.startswith("application/json"):
                 raise HarnessError(f"{path} received {kind!r}, not OTLP/JSON")
         return [body for _, body in posted]
-
-    def __enter__(self) -> OtlpReceiver:
-        self._thread.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
 
 
 def _environment(library: str) -> dict[str, str]:
