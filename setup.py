@@ -27,6 +27,7 @@ setup(
             depends=[
                 "proto_json/_jsonbuf.h",
                 "proto_json/_jsonscan.h",
+                "storage/_rows_genai.h",
                 "storage/_rows_json.h",
             ],
             optional=True,

@@ -20,7 +20,7 @@ import tomllib
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, Protocol
 
 import genai_prices
 from genai_prices import data_snapshot
@@ -30,6 +30,23 @@ from genai.view import GenAIView
 _RATES = ("input_per_mtok", "output_per_mtok", "cache_read_per_mtok", "cache_write_per_mtok")
 _KEYS = frozenset(("match", "provider", *_RATES))
 _MAX_CACHED = 4096
+
+
+class Usage(Protocol):
+    """What a price is of: a GenAIView, or a stored span row with its view's facts."""
+
+    @property
+    def model(self) -> str | None: ...
+    @property
+    def provider(self) -> str | None: ...
+    @property
+    def input_tokens(self) -> int | None: ...
+    @property
+    def output_tokens(self) -> int | None: ...
+    @property
+    def cache_read_tokens(self) -> int | None: ...
+    @property
+    def cache_write_tokens(self) -> int | None: ...
 
 
 class PriceFileError(ValueError):
@@ -45,8 +62,8 @@ class Rates:
     cache_read: float | None = None
     cache_write: float | None = None
 
-    def cost(self, view: GenAIView) -> float | None:
-        """The view's tokens at these rates; None when it reports no token."""
+    def cost(self, view: Usage) -> float | None:
+        """The tokens at these rates; None when it reports no token."""
         if view.input_tokens is None and view.output_tokens is None:
             return None
         read, write = view.cache_read_tokens or 0, view.cache_write_tokens or 0
@@ -200,6 +217,11 @@ class Pricer:
         `price-table`), or (None, None)."""
         if view.client_cost is not None:
             return view.client_cost, "client"
+        return self.usage_cost(view)
+
+    def usage_cost(self, view: Usage) -> tuple[float | None, str | None]:
+        """`cost` of what a view reports, but for a cost the client sent (the worker
+        prices the rows the C row builder filled with their view's facts)."""
         if view.model is None or (view.input_tokens is None and view.output_tokens is None):
             return None, None
         for price in self.operator:
@@ -208,7 +230,7 @@ class Pricer:
         found = self._table_cost(view)
         return (found, "price-table") if found is not None else (None, None)
 
-    def _table_cost(self, view: GenAIView) -> float | None:
+    def _table_cost(self, view: Usage) -> float | None:
         assert view.model is not None
         key = (view.provider, view.model)
         if key not in self._table:

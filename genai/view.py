@@ -203,7 +203,8 @@ _RAW = frozenset(
     )
 )
 _INDEXED = tuple(prefix for prefix, _ in (*c.INDEXED_INPUT, *c.INDEXED_OUTPUT))
-_MESSAGE_KEYS = _RAW - {key for key, _ in c.TYPE_ATTRIBUTES}
+_TYPE_KEYS = frozenset(key for key, _ in c.TYPE_ATTRIBUTES)
+_MESSAGE_KEYS = _RAW - _TYPE_KEYS
 _IS_INDEXED = operator.methodcaller("startswith", _INDEXED)
 #: Attributes that make a span an LLM call's when nothing else types it: the messages
 #: as JSON, and the first indexed message's role or content (a set test, where looking
@@ -326,8 +327,11 @@ def _type(reader: _Reader, kind: str | None) -> str | None:
     if kind is not None and kind in c.NATIVE_TYPES:
         reader.sources["type"] = "spangate.span.kind"
         return c.NATIVE_TYPES[kind]
+    values = reader.values
+    if values.keys().isdisjoint(_TYPE_KEYS):
+        return None
     for key, types in c.TYPE_ATTRIBUTES:
-        value = reader.raw(key) if reader.has(key) else None
+        value = plain(values[key]) if key in values else None
         if isinstance(value, str):
             found = types.get(value) or types.get(value.upper()) or types.get(value.lower())
             if found is not None:
@@ -458,15 +462,21 @@ def view_of(
     that gives its events; its name and SDK kind), or None when no convention describes
     it. `messages=False` leaves the messages out (the worker stores none of them): the
     view is the same but for its messages and their sources."""
-    reader = _Reader(attributes)
+    return _view(_Reader(attributes), events, name, kind, messages)
+
+
+def _view(
+    reader: _Reader, events: Any, name: str | None, kind: str | None, messages: bool
+) -> GenAIView | None:
     sources = reader.sources
+    best = reader.best
     span_type = _type(reader, kind)
     model = reader.text("model")
     take = reader.take
-    tokens = {field: take(field) for field in _TOKENS if field in reader.best}
+    tokens = {field: take(field) for field in _TOKENS if field in best}
     inputs: list[Message] = []
     outputs: list[Message] = []
-    said = not reader.values.keys().isdisjoint(_SAYING) or "vercelText" in reader.best
+    said = not reader.values.keys().isdisjoint(_SAYING) or "vercelText" in best
     if messages and (said or reader.indexed):
         inputs, outputs = _messages_of_attributes(reader)
     if not said and events is not None:  # read only when needed
@@ -526,3 +536,25 @@ def _name(reader: _Reader, span_type: str, span_name: str | None) -> str | None:
         reader.sources["name"] = "name"
         return span_name[:1024]
     return named
+
+
+#: The checks storage/_rows_genai.h makes itself; a span any other check reads is Python's (2).
+_CHECKS: dict[Callable[[Any], Any], int] = {_text: 0, _count: 1}
+
+
+def reading_plan() -> tuple[Any, ...]:
+    """The reader's tables, for storage/_rows_genai.h: the fields; for every attribute
+    the reader looks at, its roles (1: gives fields, 2: types the span, 4: says it holds
+    messages) and the fields it gives as (field, rank, check); the typing attributes in
+    order, with the types their texts give; and the native kinds' types."""
+    fields = tuple(_FIELDS)
+    keys = []
+    for key in sorted(_INDEX_KEYS | _TYPE_KEYS | _SAYING):
+        slots = tuple(
+            (fields.index(field), rank, _CHECKS.get(check, 2))
+            for field, rank, check in _INDEX.get(key, ())
+        )
+        roles = (1 if slots else 0) | (2 if key in _TYPE_KEYS else 0)
+        keys.append((key, roles | (4 if key in _SAYING else 0), slots))
+    types = tuple((key, dict(types)) for key, types in c.TYPE_ATTRIBUTES)
+    return fields, tuple(keys), types, tuple(c.NATIVE_TYPES.items())

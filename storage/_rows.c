@@ -336,6 +336,11 @@ typedef struct {
     const char *trace_text;
     uint32_t trace_len;
     PyObject *trace_id;
+    /* with a GenAI plan (_rows_genai.h): the positions of the rows it leaves to be
+       priced, and of those it leaves to Python; the rows built so far */
+    const struct Plan *plan;
+    PyObject *priced, *left;
+    Py_ssize_t count;
 } Rows;
 
 /* Members of the span without a column of their own, as a JSON object ("{}" if none). */
@@ -554,7 +559,10 @@ static PyMethodDef methods[] = {
     {"span_rows", span_rows, METH_VARARGS,
      "span_rows(request, project_id, received_ms, row_type) -> list[row_type] | None"},
     {"span_rows_json", span_rows_json, METH_VARARGS,
-     "span_rows_json(body, project_id, received_ms, row_type) -> list[row_type] | None"},
+     "span_rows_json(body, project_id, received_ms, row_type, plan=None) -> "
+     "list[row_type] | (list[row_type], priced, left) | None"},
+    {"genai_plan", genai_plan, METH_O,
+     "genai_plan((fields, keys, types, prefixes, names, native)) -> a plan for span_rows_json"},
     {"content_hash", content_hash, METH_O, "content_hash(span) -> str | None"},
     {NULL, NULL, 0, NULL},
 };

@@ -456,6 +456,8 @@ static PyObject *node_optional_str(const Scan *s, uint32_t i, int *status) {
     return node_str(s, i);
 }
 
+#include "_rows_genai.h"
+
 static PyObject *row_of_node(Rows *r, const Scan *s, uint32_t span, int *status) {
     SpanNodes m;
     long long kind, code;
@@ -499,6 +501,18 @@ static PyObject *row_of_node(Rows *r, const Scan *s, uint32_t span, int *status)
     FIELD(18, node_hash(r, s, span, status));
     FIELD(19, Py_NewRef(r->received_ms));
     PyObject_GC_UnTrack(row); /* texts, numbers and None only: the GC need not visit it */
+    if (r->plan != NULL) {
+        int facts = genai_facts(r->plan, s, m.attributes, kind == 1 ? agent : 0, row);
+        PyObject *at = facts == GENAI_PRICED || facts == GENAI_PYTHON
+                           ? PyLong_FromSsize_t(r->count) : NULL;
+        PyObject *to = facts == GENAI_PRICED ? r->priced : r->left;
+        if (facts < 0 || (facts >= GENAI_PRICED && (at == NULL || PyList_Append(to, at) < 0))) {
+            Py_XDECREF(at);
+            goto fail;
+        }
+        Py_XDECREF(at);
+    }
+    r->count++;
     return row;
 fail:
     Py_DECREF(row);
@@ -553,10 +567,18 @@ static PyObject *span_rows_json(PyObject *Py_UNUSED(self), PyObject *args) {
     const char *text;
     Py_ssize_t size;
     Rows r = {0};
-    if (!PyArg_ParseTuple(args, "y#UOO!", &text, &size, &r.project_id, &r.received_ms,
-                          &PyType_Type, &r.row_type))
+    PyObject *plan = Py_None;
+    if (!PyArg_ParseTuple(args, "y#UOO!|O", &text, &size, &r.project_id, &r.received_ms,
+                          &PyType_Type, &r.row_type, &plan))
         return NULL;
     if ((r.row_size = row_size(r.row_type)) < 0) return NULL;
+    if (plan != Py_None) {
+        if ((r.plan = PyCapsule_GetPointer(plan, "storage._rows.genai_plan")) == NULL) return NULL;
+        if ((r.priced = PyList_New(0)) == NULL || (r.left = PyList_New(0)) == NULL) {
+            Py_XDECREF(r.priced);
+            return NULL;
+        }
+    }
     Scan s = {0};
     int status = scan_document_released(&s, text, size);
     uint32_t resources = 0;
@@ -574,8 +596,15 @@ static PyObject *span_rows_json(PyObject *Py_UNUSED(self), PyObject *args) {
     Py_XDECREF(r.trace_id);
     if (status != OK || PyErr_Occurred()) {
         Py_XDECREF(out);
+        Py_XDECREF(r.priced);
+        Py_XDECREF(r.left);
         if (PyErr_Occurred()) return NULL;
         Py_RETURN_NONE;
     }
-    return out;
+    if (r.plan == NULL) return out;
+    PyObject *all = PyTuple_Pack(3, out, r.priced, r.left);
+    Py_DECREF(out);
+    Py_DECREF(r.priced);
+    Py_DECREF(r.left);
+    return all;
 }

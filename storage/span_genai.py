@@ -1,11 +1,13 @@
 """Span rows with their GenAI view's facts (genai/): what the summaries add up.
 
-The worker calls `with_views` on the rows it decoded, before it writes them. Most spans
-of most projects are no model call: a row is read only when its SDK kind is one of the
-native agent kinds, or when its attributes' text names an attribute of an LLM
-convention (the canonical text writes every key as `"key":"…"`, and a quote inside a
-value is escaped, so a value cannot pass for a key). The others cost a few substring
-searches and stay as they are.
+The worker calls `rows_with_views` on each queue entry's body. Where the C row builder
+takes the body, it fills each span's facts as it builds the rows, by genai/view.py's
+own tables (storage/_rows_genai.h), and leaves here only the pricing and the spans out
+of the ordinary. Otherwise `with_views` reads the rows: most spans of most projects are
+no model call, and a row is read only when its SDK kind is one of the native agent
+kinds, or when its attributes' text names an attribute of an LLM convention (the
+canonical text writes every key as `"key":"…"`, and a quote inside a value is escaped,
+so a value cannot pass for a key). The others cost one regular expression's scan.
 """
 
 from __future__ import annotations
@@ -17,21 +19,37 @@ import orjson
 
 from genai import conventions, view_of
 from genai.prices import Pricer
-from genai.view import GenAIView
-from storage.span_rows import SpanRow
+from genai.view import GenAIView, reading_plan
+from storage.span_rows import FAST_ROWS, SpanRow, rows_of_json
 
 log = logging.getLogger("spangate.worker")
 
-#: An attribute of the conventions genai/conventions.py reads that makes a span one of
-#: theirs (a row without any is described by none of them, but by its native kind): one
-#: regular expression, which scans the text once, where a search a name scanned the few
-#: KB of a prompt seven times.
+#: What makes a span one of the conventions' that genai/conventions.py reads (a row
+#: without any is described by none of them, but by its native kind): an attribute whose
+#: name starts with one of MARKED_PREFIXES or is one of MARKED_NAMES.
+MARKED_PREFIXES = (
+    "gen_ai.",
+    "llm.",
+    "traceloop.",
+    "ai.model.",
+    "ai.usage.",
+    "ai.prompt",
+    "ai.response.",
+)
+MARKED_NAMES = ("openinference.span.kind", "embedding.model_name", "ai.operationId")
+#: The same test on an attributes' text: one regular expression, which scans the text
+#: once, where a search a name scanned the few KB of a prompt seven times.
 _MARKED = re.compile(
-    r'"key":"(?:gen_ai\.|llm\.|traceloop\.|openinference\.span\.kind"'
-    r'|embedding\.model_name"|ai\.(?:operationId"|model\.|usage\.|prompt|response\.))'
+    '"key":"(?:'
+    + "|".join(
+        [re.escape(prefix) for prefix in MARKED_PREFIXES]
+        + [re.escape(name) + '"' for name in MARKED_NAMES]
+    )
+    + ")"
 )
 _EVENT_MARKER = '"name":"gen_ai.'
 _FIRST_FIELDS = 20  # SpanRow's fields before the GenAI ones
+_COST = SpanRow._fields.index("cost_usd")  # then cost_source, the last
 
 
 def described(kind: str, attributes: str, events: str) -> bool:
@@ -92,3 +110,38 @@ def with_views(rows: list[SpanRow], pricer: Pricer) -> list[SpanRow]:
         if described(row.kind, row.attributes, row.events):
             rows[at] = with_view(row, pricer)
     return rows
+
+
+def _plan() -> object:
+    fields, keys, types, native = reading_plan()
+    assert FAST_ROWS is not None
+    return FAST_ROWS.genai_plan((fields, keys, types, MARKED_PREFIXES, MARKED_NAMES, native))
+
+
+#: genai/view.py's reading tables, for the C row builder where it was built.
+_PLAN = None if FAST_ROWS is None else _plan()
+
+
+def rows_with_views(
+    body: bytes, project_id: str, received_ms: int, pricer: Pricer
+) -> list[SpanRow]:
+    """`with_views(rows_of_json(...))`: where the C row builder takes the body, it
+    fills the facts of each span's view as it builds the rows; here the rows it filled
+    are priced, and those it left are read."""
+    if _PLAN is not None and FAST_ROWS is not None:
+        built = FAST_ROWS.span_rows_json(body, project_id, received_ms, SpanRow, _PLAN)
+        if built is not None:
+            rows: list[SpanRow]
+            rows, priced, left = built
+            for at in priced:
+                rows[at] = _priced(rows[at], pricer)
+            for at in left:
+                rows[at] = with_views([rows[at]], pricer)[0]
+            return rows
+    return with_views(rows_of_json(body, project_id, received_ms), pricer)
+
+
+def _priced(row: SpanRow, pricer: Pricer) -> SpanRow:
+    """A row whose facts are filled (a model and tokens among them), with its cost."""
+    cost, source = pricer.usage_cost(row)
+    return row if cost is None else SpanRow._make((*row[:_COST], cost, source))

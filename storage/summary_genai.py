@@ -17,7 +17,6 @@ them (storage/trace_list.py): the worker stores no message.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 import orjson
@@ -111,7 +110,11 @@ def merge_sets() -> list[str]:
 
 def key(row: SpanRow) -> str:
     """A span row's order as one text (its start, span id and start day)."""
-    return f"{row.start_ns:020d}{row.span_id}{row.start_day}"
+    return _key(row.start_ns, row.span_id, row.start_day)
+
+
+def _key(start_ns: int, span_id: str, start_day: str) -> str:
+    return f"{start_ns:020d}{span_id}{start_day}"
 
 
 def span_of(text: str) -> tuple[str, str]:
@@ -119,28 +122,44 @@ def span_of(text: str) -> tuple[str, str]:
     return text[20:36], text[36:KEY_LENGTH]
 
 
-def _sum(values: Iterable[Any]) -> Any:
-    known = [value for value in values if value is not None]
-    return sum(known) if known else None
-
-
 def summary_of(spans: list[SpanRow]) -> tuple[object, ...]:
-    """NAMES's values for a trace's stored rows, as the SQL aggregates give them."""
-    calls = [row for row in spans if row.llm_type in _MODEL_CALLS]
-    others = [row for row in spans if row.llm_type is not None and row.llm_type not in _MODEL_CALLS]
-    llms = [row for row in calls if row.llm_type == "llm"]
-    models = {row.model for row in spans if row.model is not None}
-    users = [row.user_id for row in spans if row.user_id is not None]
-    roots = [row for row in spans if row.parent_span_id is None]
+    """NAMES's values for a trace's stored rows, as the SQL aggregates give them. One
+    pass (the worker's writer summarises every trace it writes); the spans' orders are
+    compared as (start, span id, start day), which is the order of their `key`s."""
+    calls: list[Any] = [None] * 4
+    others: list[Any] = [None] * 4
+    llm_calls = 0
+    models: set[str] = set()
+    user: str | None = None
+    first = last = root = None
+    for row in spans:
+        kind = row.llm_type
+        if row.model is not None:
+            models.add(row.model)
+        if row.user_id is not None and (user is None or row.user_id < user):
+            user = row.user_id
+        if row.parent_span_id is None:
+            order = (row.start_ns, row.span_id, row.start_day)
+            root = order if root is None or order < root else root
+        if kind is None:
+            continue
+        usage = (row.input_tokens, row.output_tokens, row.total_tokens, row.cost_usd)
+        sums = calls if kind in _MODEL_CALLS else others
+        for at, value in enumerate(usage):
+            if value is not None:
+                sums[at] = value if sums[at] is None else sums[at] + value
+        if kind == "llm":
+            llm_calls += 1
+            order = (row.start_ns, row.span_id, row.start_day)
+            first = order if first is None or order < first else first
+            last = order if last is None or order > last else last
     return (
-        len(llms),
+        llm_calls,
         orjson.dumps(sorted(models)).decode() if models else None,
-        min(users) if users else None,
-        *(_sum(getattr(row, c) for row in calls) for c in USAGE),
-        *(_sum(getattr(row, c) for row in others) for c in USAGE),
-        min(map(key, llms), default=None),
-        max(map(key, llms), default=None),
-        min(map(key, roots), default=None),
+        user,
+        *calls,
+        *others,
+        *(None if order is None else _key(*order) for order in (first, last, root)),
     )
 
 

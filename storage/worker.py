@@ -59,8 +59,8 @@ from storage.errors import StoreError, StoreUnavailable
 from storage.resend import refused_counter
 from storage.retention import make_partitions
 from storage.span_copy import Batch
-from storage.span_genai import with_views
-from storage.span_rows import SpanRow, rows_of_json
+from storage.span_genai import rows_with_views
+from storage.span_rows import SpanRow
 from storage.spans import SpanStore
 from storage.worker_record import WorkerRecord
 
@@ -169,7 +169,7 @@ def _decode(entries: list[Entry], pricer: Pricer) -> _Decoded:
     for entry in entries:
         try:
             item = QueuedRequest.from_fields(entry.fields)
-            rows = with_views(rows_of_json(item.body, item.project_id, item.received_ms), pricer)
+            rows = rows_with_views(item.body, item.project_id, item.received_ms, pricer)
         except (KeyError, ValueError, TypeError, AttributeError, IndexError) as e:
             decoded.poison.append((entry, f"undecodable entry: {type(e).__name__}: {e}"))
             continue

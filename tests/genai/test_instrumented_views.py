@@ -5,18 +5,21 @@ from __future__ import annotations
 
 import json
 
+import orjson
 import pytest
 
+import proto_json
 from genai import GenAIView, view_of
 from genai.prices import Pricer
 from storage.database import Database
 from storage.span_genai import with_views
-from storage.span_rows import rows_of
+from storage.span_rows import FAST_ROWS, rows_of
 from storage.spans import SpanStore
 from storage.trace_list import TraceFilter, TraceSummaries
 from tests.genai import emit, fake_openai
 from tests.genai.emit import LIBRARIES
-from tests.genai.instrumented import Instrumented
+from tests.genai.instrumented import SCENARIOS, Instrumented
+from tests.storage.test_rows_genai import same_rows
 
 EVENT_MODES = ("otel-v2-events", "openllmetry-events")  # content goes to log records
 #: Who reports cached and reasoning tokens (the OTel v2 instrumentation reports neither;
@@ -118,3 +121,17 @@ def test_every_library_stored_adds_up(instrumented: Instrumented, tmp_path: obje
                 assert fake_openai.TOOL_ANSWER in {t.output for t in traces}, library
     finally:
         db.close()
+
+
+@pytest.mark.skipif(FAST_ROWS is None, reason="the C row builder is not built")
+@pytest.mark.parametrize("library", LIBRARIES)
+def test_the_real_instrumentations_spans(instrumented: Instrumented, library: str) -> None:
+    """The spans the real OpenAI instrumentations emit give the same rows either way;
+    those without message events are read in C."""
+    for scenario in SCENARIOS:
+        for request in instrumented.emission(library, scenario).requests:
+            body = proto_json.convert_otlp(orjson.dumps(request)).payload
+            built = same_rows(body)
+            assert built is not None, (library, scenario)
+            if library not in EVENT_MODES:
+                assert built[1] == [], (library, scenario)
