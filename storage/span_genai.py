@@ -20,6 +20,7 @@ import orjson
 from genai import conventions, view_of
 from genai.prices import Pricer
 from genai.view import GenAIView, reading_plan
+from proto_json import fastpath
 from storage.span_rows import FAST_ROWS, SpanRow, rows_of_json
 
 log = logging.getLogger("spangate.worker")
@@ -118,8 +119,9 @@ def _plan() -> object:
     return FAST_ROWS.genai_plan((fields, keys, types, MARKED_PREFIXES, MARKED_NAMES, native))
 
 
-#: genai/view.py's reading tables, for the C row builder where it was built.
-_PLAN = None if FAST_ROWS is None else _plan()
+#: genai/view.py's reading tables, for the C row builder where it was built (and not
+#: turned off: SPANGATE_PURE_PYTHON=storage._rows_genai, to measure what it buys).
+_PLAN = None if FAST_ROWS is None or fastpath.turned_off("storage._rows_genai") else _plan()
 
 
 def rows_with_views(
