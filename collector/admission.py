@@ -23,7 +23,7 @@ from redis.exceptions import RedisError
 from collector.errors import GatewayError, redis_refusal, unavailable
 from collector.redis_cluster import QueueLink
 from collector.redis_link import Arg, Script
-from spanqueue.layout import depth_key
+from spanqueue.layout import depth_key, ip_rate_key, rate_key
 
 BURST_SECONDS = 2.0
 
@@ -138,8 +138,8 @@ class Admission:
     def checks(self, project_id: str, ip: str) -> Checks:
         """The checks of a request of this project from this address, as of now."""
         keys = (
-            f"spangate:{{{project_id}}}:rate",
-            f"spangate:ip:{{{ip}}}:rate",
+            rate_key(project_id),
+            ip_rate_key(ip),
             depth_key(project_id),
         )
         now_ms = int(time.time() * 1000)

@@ -22,11 +22,6 @@ def authentication_required() -> DashboardError:
     return DashboardError(401, "UNAUTHORIZED", "Authentication required")
 
 
-def not_found(what: str = "no such page") -> DashboardError:
-    """404: also the answer for another organisation's project (never 403)."""
-    return DashboardError(404, "NOT_FOUND", what)
-
-
 def invalid(message: str) -> DashboardError:
     """400 VALIDATION_ERROR: a query parameter the route cannot use."""
     return DashboardError(400, "VALIDATION_ERROR", message)

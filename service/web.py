@@ -1,4 +1,5 @@
-"""What both apps share on the HTTP side: JSON responses and dependency checks."""
+"""What the apps (collector, scores sidecar, dashboard) share on the HTTP side: JSON
+responses and dependency checks."""
 
 from __future__ import annotations
 

@@ -6,7 +6,8 @@ canonical OTLP/JSON of its accepted spans plus where and when it came from.
 
 Producers add a stream's key to the set STREAMS_KEY before their first XADD to it (and
 again now and then, in case the set was lost); workers find the streams there. Finding
-them with SCAN instead would walk every key, the re-sending window's millions among them.
+them with SCAN instead would walk every key of the instance: the rate limits', the
+ingestion record's and any other application's sharing it.
 """
 
 from __future__ import annotations
@@ -36,6 +37,21 @@ def dead_letter_key(project_id: str) -> str:
 def attempts_key(project_id: str) -> str:
     """Failed attempts per entry id of a project's stream."""
     return f"spangate:{{{project_id}}}:attempts"
+
+
+def rate_key(project_id: str) -> str:
+    """The project's request rate (collector/admission.py's GCRA state)."""
+    return f"spangate:{{{project_id}}}:rate"
+
+
+def ip_rate_key(ip: str) -> str:
+    """A client address's request rate, across projects (in a slot of its own)."""
+    return f"spangate:ip:{{{ip}}}:rate"
+
+
+def refused_counter(project_id: str) -> str:
+    """Running count of a project's spans the worker refused by the re-sending window."""
+    return f"spangate:{{{project_id}}}:refused"
 
 
 def requests_key(project_id: str) -> str:

@@ -50,11 +50,6 @@ COLUMN_TYPES = tuple(
 )
 
 
-def refused_counter(project_id: str) -> str:
-    """Running count of a project's spans refused by the window (kept in Redis)."""
-    return f"spangate:{{{project_id}}}:refused"
-
-
 def refusal(new: Callable[[str], str], window_ms: int) -> str:
     """SQL true of a stored row (`stored`) of the new row's span that holds other content
     and was received within the window before it; `new(field)` spells the new value."""

@@ -53,10 +53,9 @@ import redis
 from genai.prices import Pricer
 from spanqueue import heartbeat
 from spanqueue.consumer import UNAVAILABLE, Consumer, Entry, ReadAhead
-from spanqueue.layout import QueuedRequest
+from spanqueue.layout import QueuedRequest, refused_counter
 from storage.checkpoints import BackgroundCheckpoints
 from storage.errors import StoreError, StoreUnavailable
-from storage.resend import refused_counter
 from storage.retention import make_partitions
 from storage.span_copy import Batch
 from storage.span_genai import rows_with_views

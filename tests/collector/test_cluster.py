@@ -25,7 +25,14 @@ from spangate.embedded_redis import free_port
 from spanqueue.connect import queue_client
 from spanqueue.consumer import POLL_STREAMS
 from spanqueue.ingestion_read import read_ingestion
-from spanqueue.layout import GROUP, STREAMS_KEY, QueuedRequest, dead_letter_key, stream_key
+from spanqueue.layout import (
+    GROUP,
+    STREAMS_KEY,
+    QueuedRequest,
+    dead_letter_key,
+    rate_key,
+    stream_key,
+)
 from storage.database import Database
 from storage.identity import IdentityStore
 from storage.schema import migrate
@@ -371,7 +378,7 @@ async def test_the_collector_follows_a_slot_that_moves(
             # a key of the request's script missing on the target: TRYAGAIN until the
             # slot is the target's (the call is tried again meanwhile)
             asked = on_target.pipeline(transaction=False)
-            asked.execute_command("ASKING").delete(f"spangate:{{{project}}}:rate").execute()
+            asked.execute_command("ASKING").delete(rate_key(project)).execute()
             late = asyncio.create_task(post("with-xadd"))
             await asyncio.sleep(0.01)
             for node in cluster.masters():

@@ -27,12 +27,12 @@ from spanqueue.layout import (
     dead_letter_key,
     depth_key,
     lag_key,
+    refused_counter,
     stream_key,
 )
 from storage.checkpoints import BackgroundCheckpoints
 from storage.database import Database
 from storage.errors import StoreUnavailable
-from storage.resend import refused_counter
 from storage.span_copy import Batch
 from storage.span_rows import SpanRow
 from storage.spans import SpanStore
