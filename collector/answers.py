@@ -68,7 +68,7 @@ def otlp_body(rejected: int, message: str) -> dict[str, Any]:
     return {"partialSuccess": {"rejectedSpans": rejected, "errorMessage": message}}
 
 
-def render_error(error: GatewayError, otlp_form: bool) -> Response:
+def render_error(error: GatewayError) -> Response:
     """The one place a GatewayError becomes a response.
 
     Body failures (decode, parse, size) on an OTLP-form request get an OTLP body; a
@@ -78,7 +78,7 @@ def render_error(error: GatewayError, otlp_form: bool) -> Response:
     headers: dict[str, str] = {}
     if error.retry_after is not None:
         headers["Retry-After"] = str(error.retry_after)
-    if error.body_error and otlp_form:
+    if error.body_error and error.otlp_form:
         return json_response(otlp_body(0, f"{error.code}: {error.message}"), error.status, headers)
     if error.bare:
         return Response(b"", status=error.status, headers=headers)

@@ -6,7 +6,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
-from quart import Quart, Response, g, request
+from quart import Quart, Response, request
 from werkzeug.exceptions import HTTPException
 
 from collector import queue as span_queue
@@ -129,7 +129,7 @@ def _install_handlers(app: Quart, metrics: Metrics) -> None:
                 "route": request.path,
             },
         )
-        return render_error(error, bool(g.get("otlp_form", False)))
+        return render_error(error)
 
     @app.errorhandler(HTTPException)
     async def http_error(error: HTTPException) -> Response:
@@ -139,5 +139,5 @@ def _install_handlers(app: Quart, metrics: Metrics) -> None:
     async def internal_error(error: Exception) -> Response:
         log.exception("request failed")
         return render_error(
-            GatewayError(500, "INTERNAL_ERROR", "the gateway could not complete the request"), False
+            GatewayError(500, "INTERNAL_ERROR", "the gateway could not complete the request")
         )

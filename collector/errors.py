@@ -17,7 +17,9 @@ class GatewayError(Exception):
     only for the codes docs/api.md gives it to, and adds the Retry-After header. `body_error`
     marks failures to read, decode or parse the body: on OTLP-form requests those are
     answered with an OTLP body instead. `bare` answers with no error object at all
-    (a body over the limit that came without a Content-Length).
+    (a body over the limit that came without a Content-Length). `otlp_form` is the form
+    of the request's answers, which the ingest pipeline chose for it and gives its errors
+    on their way to the handler (collector/answers.render_error).
     """
 
     def __init__(
@@ -37,6 +39,7 @@ class GatewayError(Exception):
         self.retry_after = retry_after
         self.body_error = body_error
         self.bare = bare
+        self.otlp_form = False
 
 
 def unauthorized(message: str) -> GatewayError:

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from quart import Request, Response, g
+from quart import Request, Response
 from quart.globals import request_ctx
 from werkzeug.exceptions import RequestEntityTooLarge
 
@@ -79,9 +79,7 @@ class _Incoming:
         return self.head.content_length or 0
 
     def answer_in_otlp_form(self) -> None:
-        if not self.otlp_form:
-            self.otlp_form = True
-            g.otlp_form = True  # for the error handler (collector/app.py)
+        self.otlp_form = True
 
 
 def _native(convert: Callable[[bytes, Limits], Conversion]) -> Converter:
@@ -264,6 +262,21 @@ class Ingest:
             raise GatewayError(400, e.error.code, e.error.message, body_error=True) from e
 
     async def _ingest(
+        self,
+        incoming: _Incoming,
+        route: str,
+        convert: Converter,
+        answer: Callable[[Conversion], dict[str, Any]],
+    ) -> Response:
+        """The request's answer; an error raised on the way carries the form the answer
+        takes (OTLP's or the gateway's), for the handler that renders it."""
+        try:
+            return await self._answer(incoming, route, convert, answer)
+        except GatewayError as e:
+            e.otlp_form = incoming.otlp_form
+            raise
+
+    async def _answer(
         self,
         incoming: _Incoming,
         route: str,
