@@ -56,9 +56,9 @@ from storage.resend import COLUMN_TYPES
 from storage.schema import migrate
 from storage.span_rows import SpanRow, rows_of
 from storage.spans import UPSERT, SpanStore
-from storage.worker import Worker
 from tests.postgres_server import postgres_schema
 from tests.redis_server import RedisServer
+from worker.loop import Worker
 
 
 def fill(

@@ -88,10 +88,10 @@ def _dashboard(args: argparse.Namespace) -> int:
 
 @contextmanager
 def worker_process() -> Iterator[None]:
-    """The process-wide settings a worker wants (storage/worker.py says why): the GIL's
+    """The process-wide settings a worker wants (worker/loop.py says why): the GIL's
     switch interval at SWITCH_INTERVAL_S and the cyclic garbage collector off; as they
     were, after."""
-    from storage.worker import SWITCH_INTERVAL_S
+    from worker.loop import SWITCH_INTERVAL_S
 
     switch_interval, collecting = sys.getswitchinterval(), gc.isenabled()
     sys.setswitchinterval(SWITCH_INTERVAL_S)
@@ -110,9 +110,9 @@ def _worker(args: argparse.Namespace) -> int:
     from spangate import worker_health
     from spanqueue.connect import queue_client
     from storage.spans import SpanStore
-    from storage.worker import Worker
-    from storage.worker_metrics import WorkerMetrics
-    from storage.worker_record import WorkerRecord
+    from worker.loop import Worker
+    from worker.metrics import WorkerMetrics
+    from worker.record import WorkerRecord
 
     try:
         settings = load_settings()

@@ -21,7 +21,7 @@ from service.settings import Settings
 from spangate.embedded_redis import EmbeddedRedis
 from spanqueue import heartbeat
 from spanqueue.connect import queue_client
-from storage.worker_metrics import WorkerMetrics
+from worker.metrics import WorkerMetrics
 
 log = logging.getLogger("spangate.worker")
 CHECK_TIMEOUT_S = 5.0

@@ -17,10 +17,10 @@ from service.settings import Settings
 from spanqueue.layout import depth_key
 from storage.database import Database
 from storage.spans import SpanStore
-from storage.worker import Worker
 from tests.collector.conftest import ADMISSIONS, Tenant, make_app, sent
 from tests.proto_json.spans import span
 from tests.redis_server import RedisServer
+from worker.loop import Worker
 
 TWO = orjson.dumps({"spans": [span(), span(spanId="1" * 16)]})
 

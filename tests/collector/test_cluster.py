@@ -37,11 +37,11 @@ from storage.database import Database
 from storage.identity import IdentityStore
 from storage.schema import migrate
 from storage.spans import SpanStore
-from storage.worker import Worker
 from tests.collector.conftest import ADMISSIONS, sent
 from tests.processes import spawn, wait_healthy
 from tests.proto_json.spans import span
 from tests.redis_cluster import RedisClusterServers
+from worker.loop import Worker
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 #: Each ingest route with an example body for it.

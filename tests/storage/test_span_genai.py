@@ -20,7 +20,7 @@ from storage.spans import SpanStore
 from storage.trace_list import TraceSummaries, TraceSummary
 from tests.fuzz import FUZZ
 from tests.proto_json.spans import span
-from tests.storage.test_worker import WINDOW_S, Queue
+from tests.worker.test_loop import WINDOW_S, Queue
 
 TRACE = "0af7651916cd43dd8448eb211c80319c"
 PRICES = parse_price_file(
@@ -40,7 +40,7 @@ def queue(redis_url: str) -> Iterator[Queue]:
 
 
 def _drain(queue: Queue, database: Database) -> None:
-    from storage.worker import Worker
+    from worker.loop import Worker
 
     Worker(queue.client, SpanStore(database), WINDOW_S, block_ms=10, pricer=Pricer(PRICES)).run(
         burst=True

@@ -43,9 +43,8 @@ import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import chain
 
 import redis
@@ -53,15 +52,16 @@ import redis
 from genai.prices import Pricer
 from spanqueue import heartbeat
 from spanqueue.consumer import UNAVAILABLE, Consumer, Entry, ReadAhead
-from spanqueue.layout import QueuedRequest, refused_counter
+from spanqueue.layout import refused_counter
 from storage.checkpoints import BackgroundCheckpoints
 from storage.errors import StoreError, StoreUnavailable
 from storage.retention import make_partitions
 from storage.span_copy import Batch
-from storage.span_genai import rows_with_views
 from storage.span_rows import SpanRow
 from storage.spans import SpanStore
-from storage.worker_record import WorkerRecord
+from worker import steps
+from worker.record import WorkerRecord
+from worker.steps import Decoded, Written
 
 log = logging.getLogger("spangate.worker")
 UNAVAILABLE_BACKOFF_S = 1.0
@@ -106,92 +106,6 @@ class WorkerStats:
     dead_lettered: int = 0
 
 
-@dataclass
-class _Decoded:
-    entries: list[Entry] = field(default_factory=list)
-    rows: list[list[SpanRow]] = field(default_factory=list)
-    poison: list[tuple[Entry, str]] = field(default_factory=list)
-    #: the rows of every entry, prepared for the store (SpanStore.prepared) on the
-    #: decoding thread, when handed to a writer thread
-    prepared: list[SpanRow] | Batch | None = None
-
-
-@dataclass
-class _Written:
-    """What became of a part: the entries written, their spans, the rows the window
-    refused; and the entries whose rows the database refused, with the reason."""
-
-    entries: list[Entry] = field(default_factory=list)
-    spans: int = 0
-    refused: list[SpanRow] = field(default_factory=list)
-    failed: list[tuple[Entry, str]] = field(default_factory=list)
-
-
-def _shares(decoded: _Decoded, writers: int) -> list[_Decoded]:
-    """The part split between `writers` by trace id: each share has every entry, with
-    the rows of the entry's traces that fall to it."""
-    if writers == 1:
-        return [decoded]
-    shares = [_Decoded(decoded.entries, []) for _ in range(writers)]
-    for rows in decoded.rows:
-        split: list[list[SpanRow]] = [[] for _ in shares]
-        trace, share = "", split[0]
-        for row in rows:
-            if row.trace_id != trace:  # a trace's rows mostly come together
-                trace = row.trace_id
-                share = split[hash(trace) % writers]
-            share.append(row)
-        for into, rows_of_share in zip(shares, split, strict=True):
-            into.rows.append(rows_of_share)
-    return shares
-
-
-def _merged(entries: list[Entry], shares: list[_Written]) -> _Written:
-    """What became of a part from what became of each writer's share: an entry refused
-    in any share failed."""
-    failed: dict[int, tuple[Entry, str]] = {}
-    for share in shares:
-        for entry, reason in share.failed:
-            failed.setdefault(id(entry), (entry, reason))
-    return _Written(
-        [entry for entry in entries if id(entry) not in failed],
-        sum(share.spans for share in shares),
-        [row for share in shares for row in share.refused],
-        list(failed.values()),
-    )
-
-
-def _decode(entries: list[Entry], pricer: Pricer) -> _Decoded:
-    """Rows of each entry, with their GenAI facts (priced by `pricer`); the entries
-    that do not decode, with the reason."""
-    decoded = _Decoded()
-    for entry in entries:
-        try:
-            item = QueuedRequest.from_fields(entry.fields)
-            rows = rows_with_views(item.body, item.project_id, item.received_ms, pricer)
-        except (KeyError, ValueError, TypeError, AttributeError, IndexError) as e:
-            decoded.poison.append((entry, f"undecodable entry: {type(e).__name__}: {e}"))
-            continue
-        decoded.entries.append(entry)
-        decoded.rows.append(rows)
-    return decoded
-
-
-def _parts(entries: list[Entry], spans: int, first: int) -> Iterator[list[Entry]]:
-    """Consecutive entries, in parts of at least `spans` spans, the first of at least
-    `first` (the last may have fewer)."""
-    part: list[Entry] = []
-    counted = 0
-    for entry in entries:
-        part.append(entry)
-        counted += entry.span_count
-        if counted >= first:
-            yield part
-            part, counted, first = [], 0, spans
-    if part:
-        yield part
-
-
 class Worker:
     """Drains every project stream into the span store."""
 
@@ -230,7 +144,7 @@ class Worker:
         self._checkpoints: BackgroundCheckpoints | None = None
         self._writers: list[ThreadPoolExecutor] = []
         # parts handed over, in order: each with its entries and a future a writer's share
-        self._writing: deque[tuple[list[Entry], list[Future[_Written]]]] = deque()
+        self._writing: deque[tuple[list[Entry], list[Future[Written]]]] = deque()
         self._batches = 0
         self._partitions_due = 0.0  # time.monotonic() of the next make_partitions
         # entries pending under this consumer's name: left by a failed write, or by a
@@ -257,7 +171,7 @@ class Worker:
             self._checkpoints.committed()
         return refused
 
-    def _write(self, decoded: _Decoded) -> _Written:
+    def _write(self, decoded: Decoded) -> Written:
         """Write a part, or a writer's share of one (on the writer thread). When the
         database refuses it, one entry's rows broke it: each entry is then written on its
         own, before any later part, so that queue order holds for the window.
@@ -267,12 +181,12 @@ class Worker:
         if rows is None:
             rows = list(chain.from_iterable(decoded.rows))
         try:
-            return _Written(decoded.entries, spans, self._store(rows) if spans else [])
+            return Written(decoded.entries, spans, self._store(rows) if spans else [])
         except StoreUnavailable:
             raise
         except StoreError:
             pass
-        written = _Written()
+        written = Written()
         for entry, entry_rows in zip(decoded.entries, decoded.rows, strict=True):
             try:
                 refused = self._store(entry_rows) if entry_rows else []
@@ -286,7 +200,7 @@ class Worker:
             written.refused.extend(refused)
         return written
 
-    def _stored(self, written: _Written) -> None:
+    def _stored(self, written: Written) -> None:
         """Entries whose rows were written: acknowledged, their refused spans logged and
         counted (in Redis too, in the same pipeline); entries refused: failed."""
         for entry, reason in written.failed:
@@ -328,9 +242,9 @@ class Worker:
         spans = POSTGRES_PART_SPANS if self.store.db.postgres else PART_SPANS
         # nothing being written: a small first part, for the writer to start on it sooner
         first = spans if self._writing else spans // 5
-        parts = list(_parts(entries, spans, first))
+        parts = list(steps.parts(entries, spans, first))
         for number, part in enumerate(parts, start=1):
-            decoded = _decode(part, self.pricer)
+            decoded = steps.decode(part, self.pricer)
             for entry, reason in decoded.poison:
                 self._failed(entry, reason)
             if number == len(parts):
@@ -338,7 +252,7 @@ class Worker:
             if not self._writers:
                 self._stored(self._write(decoded))
                 continue
-            shares = _shares(decoded, len(self._writers))
+            shares = steps.shares(decoded, len(self._writers))
             for share in shares:  # here, not in the writer's transaction
                 share.prepared = self.store.prepared(list(chain.from_iterable(share.rows)))
             self._writing.append(
@@ -357,10 +271,10 @@ class Worker:
         while self._writing:
             self._stored(self._next_written())
 
-    def _next_written(self) -> _Written:
+    def _next_written(self) -> Written:
         """The oldest part handed to the writer, once written."""
         entries, shares = self._writing.popleft()
-        return _merged(entries, [share.result() for share in shares])
+        return steps.merged(entries, [share.result() for share in shares])
 
     # -- the loop -------------------------------------------------------------------------
 

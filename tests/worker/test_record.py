@@ -25,11 +25,11 @@ from spanqueue.ingestion_read import read_ingestion
 from spanqueue.layout import STREAMS_KEY, WORKERS_KEY, QueuedRequest, minutes_key, stream_key
 from storage.database import Database
 from storage.spans import SpanStore
-from storage.worker import Worker
-from storage.worker_metrics import WorkerMetrics
-from storage.worker_record import RESEND_REASON, WorkerRecord
 from tests.processes import spawn
 from tests.proto_json.spans import span
+from worker.loop import Worker
+from worker.metrics import WorkerMetrics
+from worker.record import RESEND_REASON, WorkerRecord
 
 WINDOW_S = 60
 

@@ -17,7 +17,6 @@ import pytest
 import redis
 
 import proto_json
-import storage.worker as worker_module
 from spangate import cli
 from spanqueue.layout import (
     GROUP,
@@ -36,14 +35,15 @@ from storage.errors import StoreUnavailable
 from storage.span_copy import Batch
 from storage.span_rows import SpanRow
 from storage.spans import SpanStore
-from storage.worker import (
+from tests.proto_json.spans import span
+from worker import steps
+from worker.loop import (
     PARTS_AHEAD,
     POSTGRES_WRITERS,
     SWITCH_INTERVAL_S,
     Worker,
     WorkerStats,
 )
-from tests.proto_json.spans import span
 
 WINDOW_S = 60
 DAY_NS = 86_400 * 10**9
@@ -366,8 +366,8 @@ def test_a_part_that_fails_is_sorted_out_before_the_next_part_is_written(
 ) -> None:
     """A part is acknowledged while the next one is written, but a part whose write failed
     is written entry by entry first: queue order holds for the window."""
-    monkeypatch.setattr("storage.worker.PART_SPANS", 2)
-    monkeypatch.setattr("storage.worker.POSTGRES_PART_SPANS", 2)
+    monkeypatch.setattr("worker.loop.PART_SPANS", 2)
+    monkeypatch.setattr("worker.loop.POSTGRES_PART_SPANS", 2)
     queue.send(span(name="first"))
     queue.add(_unstorable(queue.project_id))  # breaks the first part
     queue.send(span(name="second"), span(spanId="3" * 16))  # the second part
@@ -387,17 +387,17 @@ def test_parts_are_decoded_while_the_writer_is_behind_up_to_parts_ahead(
     """While the first part's write is held up, the main thread decodes and hands over
     PARTS_AHEAD parts more, then waits: a slow write does not stop decoding at once,
     and no more than that is decoded ahead."""
-    monkeypatch.setattr("storage.worker.PART_SPANS", 1)  # a part per entry
-    monkeypatch.setattr("storage.worker.POSTGRES_PART_SPANS", 1)
-    monkeypatch.setattr("storage.worker.PARTS_AHEAD", 3)
+    monkeypatch.setattr("worker.loop.PART_SPANS", 1)  # a part per entry
+    monkeypatch.setattr("worker.loop.POSTGRES_PART_SPANS", 1)
+    monkeypatch.setattr("worker.loop.PARTS_AHEAD", 3)
     decoded: list[Any] = []
-    decode = worker_module._decode
+    decode = steps.decode
 
     def counted(part: Any, pricer: Any) -> Any:
         decoded.append(part)
         return decode(part, pricer)
 
-    monkeypatch.setattr("storage.worker._decode", counted)
+    monkeypatch.setattr("worker.steps.decode", counted)
     for i in range(6):
         queue.send(span(spanId=f"{i + 1:016x}"))
     store = _HeldFirst(database, lambda: len(decoded), until=1 + 3)
@@ -655,8 +655,8 @@ def test_a_batch_is_written_in_parts_of_about_part_spans(
     acknowledged once written: one part is decoded while the one before it is written.
     With nothing being written, the first part is of a fifth of that: the writer starts
     sooner."""
-    monkeypatch.setattr("storage.worker.PART_SPANS", 10)
-    monkeypatch.setattr("storage.worker.POSTGRES_PART_SPANS", 10)
+    monkeypatch.setattr("worker.loop.PART_SPANS", 10)
+    monkeypatch.setattr("worker.loop.POSTGRES_PART_SPANS", 10)
     monkeypatch.setattr("spanqueue.consumer.FIRST_READ_ENTRIES", 20)
     queue.send(span(spanId="1" * 16), span(spanId="2" * 16))
     queue.add({b"project": b"garbage"})  # an entry that does not decode, in a part

@@ -26,7 +26,7 @@ from spanqueue.ingestion import (
 )
 from spanqueue.layout import lag_key, minutes_key, project_of_stream, refused_key
 from storage.span_rows import SpanRow
-from storage.worker_metrics import WorkerMetrics
+from worker.metrics import WorkerMetrics
 
 RESEND_REASON = (
     "sent again with other content within the re-sending window of its first send; "

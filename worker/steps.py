@@ -1,0 +1,100 @@
+"""The worker's steps that touch neither Redis nor the database: a part's entries
+decoded into rows, split between writer threads, and what became of it merged."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from genai.prices import Pricer
+from spanqueue.consumer import Entry
+from spanqueue.layout import QueuedRequest
+from storage.span_copy import Batch
+from storage.span_genai import rows_with_views
+from storage.span_rows import SpanRow
+
+
+@dataclass
+class Decoded:
+    entries: list[Entry] = field(default_factory=list)
+    rows: list[list[SpanRow]] = field(default_factory=list)
+    poison: list[tuple[Entry, str]] = field(default_factory=list)
+    #: the rows of every entry, prepared for the store (SpanStore.prepared) on the
+    #: decoding thread, when handed to a writer thread
+    prepared: list[SpanRow] | Batch | None = None
+
+
+@dataclass
+class Written:
+    """What became of a part: the entries written, their spans, the rows the window
+    refused; and the entries whose rows the database refused, with the reason."""
+
+    entries: list[Entry] = field(default_factory=list)
+    spans: int = 0
+    refused: list[SpanRow] = field(default_factory=list)
+    failed: list[tuple[Entry, str]] = field(default_factory=list)
+
+
+def shares(decoded: Decoded, writers: int) -> list[Decoded]:
+    """The part split between `writers` by trace id: each share has every entry, with
+    the rows of the entry's traces that fall to it."""
+    if writers == 1:
+        return [decoded]
+    shares = [Decoded(decoded.entries, []) for _ in range(writers)]
+    for rows in decoded.rows:
+        split: list[list[SpanRow]] = [[] for _ in shares]
+        trace, share = "", split[0]
+        for row in rows:
+            if row.trace_id != trace:  # a trace's rows mostly come together
+                trace = row.trace_id
+                share = split[hash(trace) % writers]
+            share.append(row)
+        for into, rows_of_share in zip(shares, split, strict=True):
+            into.rows.append(rows_of_share)
+    return shares
+
+
+def merged(entries: list[Entry], written: list[Written]) -> Written:
+    """What became of a part from what became of each writer's share: an entry refused
+    in any share failed."""
+    failed: dict[int, tuple[Entry, str]] = {}
+    for share in written:
+        for entry, reason in share.failed:
+            failed.setdefault(id(entry), (entry, reason))
+    return Written(
+        [entry for entry in entries if id(entry) not in failed],
+        sum(share.spans for share in written),
+        [row for share in written for row in share.refused],
+        list(failed.values()),
+    )
+
+
+def decode(entries: list[Entry], pricer: Pricer) -> Decoded:
+    """Rows of each entry, with their GenAI facts (priced by `pricer`); the entries
+    that do not decode, with the reason."""
+    decoded = Decoded()
+    for entry in entries:
+        try:
+            item = QueuedRequest.from_fields(entry.fields)
+            rows = rows_with_views(item.body, item.project_id, item.received_ms, pricer)
+        except (KeyError, ValueError, TypeError, AttributeError, IndexError) as e:
+            decoded.poison.append((entry, f"undecodable entry: {type(e).__name__}: {e}"))
+            continue
+        decoded.entries.append(entry)
+        decoded.rows.append(rows)
+    return decoded
+
+
+def parts(entries: list[Entry], spans: int, first: int) -> Iterator[list[Entry]]:
+    """Consecutive entries, in parts of at least `spans` spans, the first of at least
+    `first` (the last may have fewer)."""
+    part: list[Entry] = []
+    counted = 0
+    for entry in entries:
+        part.append(entry)
+        counted += entry.span_count
+        if counted >= first:
+            yield part
+            part, counted, first = [], 0, spans
+    if part:
+        yield part
