@@ -21,8 +21,9 @@ from dashboard.pages import install_pages
 from dashboard.project_settings import install_settings
 from dashboard.segments import SegmentConverter
 from dashboard.signin import SignIn, is_api
+from dashboard.span_pane import attribute_rows, message_sources
+from dashboard.span_text import arguments_html, content_html
 from dashboard.trace_scores import install_trace_scores
-from dashboard.waterfall import attribute_lines
 from service.framing import FramingGuard
 from service.settings import Settings
 from service.web import (
@@ -117,7 +118,8 @@ def create_app(settings: Settings) -> Quart:
     app.add_template_filter(usd)
     app.add_template_filter(span_view, "llm_view")
     app.jinja_env.globals["no_cost"] = NO_COST
-    app.add_template_filter(attribute_lines)
+    for text_filter in (attribute_rows, message_sources, content_html, arguments_html):
+        app.add_template_filter(text_filter)
     app.add_url_rule("/login", view_func=signin.login_page, methods=["GET"])
     app.add_url_rule("/login", endpoint="login_post", view_func=signin.login, methods=["POST"])
     app.add_url_rule("/logout", view_func=signin.logout, methods=["POST"])

@@ -11,8 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-import orjson
-
 from storage.spans import SpanOutline
 
 
@@ -140,19 +138,3 @@ def plain(value: dict[str, Any]) -> Any:
             return f"base64:{shown}"
         return shown
     return None
-
-
-def attribute_lines(pairs: list[dict[str, Any]]) -> list[tuple[str, str, bool]]:
-    """(key, shown value, nested) for a list of OTLP attributes: strings as they are,
-    other values as JSON (nested ones indented)."""
-    lines = []
-    for pair in pairs:
-        value = plain(pair.get("value", {}))
-        nested = isinstance(value, list | dict)
-        if isinstance(value, str):
-            text = value
-        else:
-            option = orjson.OPT_INDENT_2 if nested else 0
-            text = orjson.dumps(value, option=option).decode()
-        lines.append((str(pair.get("key", "")), text, nested))
-    return lines

@@ -37,6 +37,7 @@ async function showSpan(list, row) {
                                {credentials: "same-origin"});
   if (!response.ok) return false;
   detail.innerHTML = await response.text();
+  detail.scrollTop = 0;
   for (const other of list.querySelectorAll(".span-row.selected")) other.classList.remove("selected");
   row.classList.add("selected");
   return true;
@@ -69,5 +70,23 @@ document.addEventListener("click", async (event) => {
   } catch {
     window.getSelection().selectAllChildren(document.getElementById(button.dataset.copy));
     button.textContent = "Selected: press Ctrl+C";
+  }
+});
+
+// Long values: "Show all" unfolds (and folds again); "Raw" shows messages as sent.
+document.addEventListener("click", (event) => {
+  const more = event.target.closest("button.show-all");
+  if (more) {
+    if (!more.dataset.label) more.dataset.label = more.textContent;
+    const open = !more.previousElementSibling.classList.toggle("folded");
+    more.setAttribute("aria-expanded", String(open));
+    more.textContent = open ? "Show less" : more.dataset.label;
+    return;
+  }
+  const raw = event.target.closest("button.raw-toggle");
+  if (raw) {
+    const section = raw.closest("section.llm");
+    const on = section.classList.toggle("show-raw");
+    raw.setAttribute("aria-pressed", String(on));
   }
 });

@@ -307,7 +307,7 @@ def test_an_llm_run_shows_its_models_tokens_cost_and_messages(
     call.get_by_role("link", name="chat gpt-4o").click()
     llm = page.get_by_role("region", name="LLM")
     expect(llm).to_contain_text("gpt-4o (openai)")
-    expect(llm.locator(".message.role-user .content")).to_have_text("Where is my order?")
+    expect(llm.locator(".message.role-user .rendered")).to_have_text("Where is my order?")
     expect(llm).to_contain_text("gen_ai.request.model")
     page.screenshot(path=str(tmp_path / "llm-trace.png"), full_page=True)
     if os.environ.get("SPANGATE_SCREENSHOTS"):  # to look at them: a directory to copy to
