@@ -231,6 +231,8 @@ async def test_export(site: Site) -> None:
     rows = list(csv.DictReader(io.StringIO((await response.get_data()).decode())))
     assert response.content_type.startswith("text/csv")
     assert {r["traceId"] for r in rows} == {f"{2:032x}", f"{4:032x}"} and len(rows) == 4
+    assert "error" in {r["status"] for r in rows} and "2" not in {r["status"] for r in rows}
+    assert all(isinstance(orjson.loads(r["attributes"]), dict) for r in rows)
     for bad in ("limit=101", "format=xml", "limit=0"):
         response = await client.get(f"{base}?{bad}")
         assert response.status_code == 400
