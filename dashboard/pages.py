@@ -66,20 +66,22 @@ class Pages:
 
     def _waterfall(
         self, name: str, trace_id: str, span_id: str | None
-    ) -> tuple[Project, TraceOutline, Waterfall, Row | None, dict[str, Any] | None]:
-        """The project, a trace's outline laid out, the row of the span `span_id` names
-        and that span, whole (one thread hop for the page: its parts are each a few ms)."""
+    ) -> tuple[Project, TraceOutline, Waterfall, Row | None, dict[str, Any] | None, list[str]]:
+        """The project, a trace's outline laid out, the row of the span `span_id` names,
+        that span, whole, and the names of the project's datasets (one thread hop for
+        the page: its parts are each a few ms)."""
         project = self.explorer.project(current_session().user, name)
         detail = self.explorer.outline(project, trace_id)
         waterfall = lay_out(detail.spans)
         chosen = waterfall.find(span_id) if span_id else None
-        span = None
+        span, datasets = None, []
         if chosen is not None:
             span = self.explorer.span(project, detail.trace_id, chosen.span.span_id)
-        return project, detail, waterfall, chosen, span
+            datasets = self.explorer.dataset_names(project)
+        return project, detail, waterfall, chosen, span, datasets
 
     async def trace(self, project: str, trace_id: str) -> str:
-        found, detail, waterfall, chosen, span = await asyncio.to_thread(
+        found, detail, waterfall, chosen, span, datasets = await asyncio.to_thread(
             self._waterfall, project, trace_id, request.args.get("span")
         )
         pages = max(1, -(-len(waterfall) // WATERFALL_PAGE_ROWS))
@@ -101,13 +103,23 @@ class Pages:
             pages=pages,
             row=chosen,
             span=span,
+            datasets=datasets,
         )
 
     async def span(self, project: str, trace_id: str, span_id: str) -> str:
-        _, _, _, chosen, span = await asyncio.to_thread(self._waterfall, project, trace_id, span_id)
+        found, detail, _, chosen, span, datasets = await asyncio.to_thread(
+            self._waterfall, project, trace_id, span_id
+        )
         if chosen is None:
             raise NotFound(f"no span {span_id} in trace {trace_id}")
-        return await render_template("span_detail.html", row=chosen, span=span)
+        return await render_template(
+            "span_detail.html",
+            project=found,
+            detail=detail,
+            row=chosen,
+            span=span,
+            datasets=datasets,
+        )
 
     async def evaluations(self, project: str) -> str:
         found = await signed_in_project(self.explorer, project)
