@@ -126,6 +126,7 @@ def create_app(settings: Settings) -> Quart:
 
     install_health(app, db)
     ingest_url = f"http://{settings.host}:{settings.ingest_port}"
+    app.jinja_env.globals["collector_url"] = ingest_url
     explorer = Explorer(db)
     install_pages(app, explorer, ingest_url)
     install_api(app, explorer)

@@ -40,6 +40,8 @@ async function showSpan(list, row) {
   detail.scrollTop = 0;
   for (const other of list.querySelectorAll(".span-row.selected")) other.classList.remove("selected");
   row.classList.add("selected");
+  const scored = document.getElementById("score-span");  // a score given now is this span's
+  if (scored) scored.value = row.dataset.spanId;
   return true;
 }
 
@@ -90,3 +92,31 @@ document.addEventListener("click", (event) => {
     raw.setAttribute("aria-pressed", String(on));
   }
 });
+
+// Times: each <time data-ms> reads in local time with how long ago; its title keeps UTC.
+function ago(ms) {
+  const seconds = Math.round((Date.now() - ms) / 1000);
+  if (seconds < 0) return "in the future";
+  const steps = [[60, "s", 1], [3600, "min", 60], [86400, "h", 3600], [2592000, "d", 86400]];
+  for (const [below, unit, size] of steps) {
+    if (seconds < below) return `${Math.floor(seconds / size)} ${unit} ago`;
+  }
+  return null;  // over 30 days: the date says enough
+}
+
+function localTimes(root) {
+  const two = (n) => String(n).padStart(2, "0");
+  for (const time of root.querySelectorAll("time[data-ms]:not([datetime])")) {
+    const ms = Number(time.dataset.ms);
+    const at = new Date(ms);
+    time.setAttribute("datetime", at.toISOString());
+    const local = `${at.getFullYear()}-${two(at.getMonth() + 1)}-${two(at.getDate())} ` +
+      `${two(at.getHours())}:${two(at.getMinutes())}:${two(at.getSeconds())}`;
+    const since = ago(ms);
+    time.textContent = since ? `${local} (${since})` : local;
+  }
+}
+
+document.addEventListener("DOMContentLoaded", () => localTimes(document));
+new MutationObserver(() => localTimes(document)).observe(document.documentElement,
+                                                        {childList: true, subtree: true});

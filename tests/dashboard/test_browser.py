@@ -191,7 +191,7 @@ def test_api_key_page_create_use_revoke(browser: Browser, served: dict[str, str]
     page.get_by_role("link", name="API keys").click()
     page.get_by_role("button", name="Create key").click()
     secret = page.locator("#new-key").inner_text()
-    expect(page.get_by_role("button", name="Copy")).to_be_visible()
+    expect(page.get_by_role("button", name="Copy", exact=True)).to_be_visible()
     body = orjson.dumps({"spans": [span(traceId="ab" * 16)]})
     sent = httpx.post(
         f"{ingest}/v1/spans", content=body, headers={"Authorization": f"Bearer {secret}"}
