@@ -23,6 +23,7 @@ from dashboard.segments import SegmentConverter
 from dashboard.signin import SignIn, is_api
 from dashboard.span_pane import attribute_rows, message_sources
 from dashboard.span_text import arguments_html, content_html
+from dashboard.trace_find import install_trace_find
 from dashboard.trace_scores import install_trace_scores
 from service.framing import FramingGuard
 from service.settings import Settings
@@ -134,6 +135,7 @@ def create_app(settings: Settings) -> Quart:
     install_notifications(app, explorer)
     install_datasets(app, explorer)
     install_trace_scores(app, explorer)
+    install_trace_find(app, explorer)
     install_agents(app, explorer)
     install_ingestion(app, explorer, settings.redis_url)
     _install_error_handlers(app)

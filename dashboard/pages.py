@@ -15,13 +15,11 @@ from quart import Quart, Response, render_template, request, url_for
 from dashboard import params
 from dashboard.explorer import Explorer, TraceOutline, signed_in_project
 from dashboard.signin import current_session, redirect_to
-from dashboard.waterfall import Row, Waterfall, lay_out
+from dashboard.waterfall import PAGE_ROWS, Row, Waterfall, lay_out
 from dashboard.waterfall_html import rows_html
 from storage.errors import NotFound
 from storage.export import MAX_EXPORT_TRACES
 from storage.identity import Project
-
-WATERFALL_PAGE_ROWS = 1000
 
 
 class Pages:
@@ -84,12 +82,13 @@ class Pages:
         found, detail, waterfall, chosen, span, datasets = await asyncio.to_thread(
             self._waterfall, project, trace_id, request.args.get("span")
         )
-        pages = max(1, -(-len(waterfall) // WATERFALL_PAGE_ROWS))
-        page = request.args.get("page", "1")
+        pages = max(1, -(-len(waterfall) // PAGE_ROWS))
+        chosen_page = 1 if chosen is None else chosen.position // PAGE_ROWS + 1
+        page = request.args.get("page", str(chosen_page))  # a span's own page by default
         valid = page.isascii() and page.isdigit() and 1 <= int(page) <= pages
         number = int(page) if valid else 1
-        first = (number - 1) * WATERFALL_PAGE_ROWS
-        stop = min(first + WATERFALL_PAGE_ROWS, len(waterfall))
+        first = (number - 1) * PAGE_ROWS
+        stop = min(first + PAGE_ROWS, len(waterfall))
         selected = None if chosen is None else chosen.position
         return await render_template(
             "trace.html",
@@ -104,6 +103,7 @@ class Pages:
             row=chosen,
             span=span,
             datasets=datasets,
+            errors=[[at, span_id, at // PAGE_ROWS + 1] for at, span_id in waterfall.errors()],
         )
 
     async def span(self, project: str, trace_id: str, span_id: str) -> str:

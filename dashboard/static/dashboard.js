@@ -57,7 +57,12 @@ document.addEventListener("click", async (event) => {
   const link = event.target.closest(".label a");
   if (link && !event.ctrlKey && !event.metaKey && !event.shiftKey) {
     event.preventDefault();
-    if (await showSpan(list, row)) history.replaceState(null, "", link.href);
+    if (await showSpan(list, row)) {
+      const url = new URL(link.href);
+      const zoom = new URL(location.href).searchParams.get("zoom");  // the zoom stays
+      if (zoom) url.searchParams.set("zoom", zoom);
+      history.replaceState(null, "", url);
+    }
   }
 });
 
