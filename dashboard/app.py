@@ -20,6 +20,7 @@ from dashboard.notifications import install_notifications
 from dashboard.pages import install_pages
 from dashboard.project_settings import install_settings
 from dashboard.segments import SegmentConverter
+from dashboard.session_page import install_session
 from dashboard.signin import SignIn, is_api
 from dashboard.span_pane import attribute_rows, message_sources
 from dashboard.span_text import arguments_html, content_html
@@ -130,6 +131,7 @@ def create_app(settings: Settings) -> Quart:
     app.jinja_env.globals["collector_url"] = ingest_url
     explorer = Explorer(db)
     install_pages(app, explorer, ingest_url)
+    install_session(app, explorer)
     install_api(app, explorer)
     install_settings(app, explorer)
     install_notifications(app, explorer)

@@ -132,14 +132,6 @@ class Pages:
             "sessions.html", project=found, sessions=listed, ingest_url=self.ingest_url
         )
 
-    async def session(self, project: str, session_id: str) -> str:
-        found = await signed_in_project(self.explorer, project)
-        traces = await asyncio.to_thread(self.explorer.session, found, session_id)
-        scores = await asyncio.to_thread(self.explorer.scores, found, traces)
-        return await render_template(
-            "session.html", project=found, session_id=session_id, traces=traces, scores=scores
-        )
-
 
 def install_pages(app: Quart, explorer: Explorer, ingest_url: str) -> None:
     """Add the page routes (each named for url_for)."""
@@ -153,7 +145,6 @@ def install_pages(app: Quart, explorer: Explorer, ingest_url: str) -> None:
         (f"{base}/traces/<trace_id>", pages.trace),
         (f"{base}/traces/<trace_id>/spans/<span_id>", pages.span),
         (f"{base}/sessions", pages.sessions),
-        (f"{base}/sessions/<segment:session_id>", pages.session),
         (f"{base}/evaluations", pages.evaluations),
     ):
         app.add_url_rule(rule, endpoint=view.__name__, view_func=view, methods=["GET"])
