@@ -127,6 +127,19 @@ def test_zoom_by_buttons_and_drag_is_kept_in_the_url(
     page.close()
 
 
+def test_the_details_pane_stays_in_view(browser: Browser, base: str) -> None:
+    """A span selected far down the waterfall shows its details in view, beside it."""
+    page = _open(browser, base)
+    deep = ORDER[PAGE_ROWS - 5 if COUNT > PAGE_ROWS else -5]
+    _row(page, deep).locator(".label a").click()
+    expect(page.locator("#detail h2")).to_have_text(f"step {deep}")
+    pane = page.locator("#detail").bounding_box()
+    row = _row(page, deep).bounding_box()
+    assert pane is not None and row is not None
+    assert 0 <= pane["y"] <= row["y"] <= 900 and pane["y"] + pane["height"] <= 900 + 1
+    page.close()
+
+
 def test_collapse_to_depth(browser: Browser, base: str) -> None:
     """Depth 1 leaves the root; depth 2 the root and its children (those the page
     shows); all open again."""

@@ -12,7 +12,7 @@ from storage.database import Database
 from storage.identity import IdentityStore
 from tests.dashboard.browsing import Browser, Page, expect, launched, serve, shot, sign_in
 from tests.dashboard.conftest import store
-from tests.dashboard.reading import AGENT, CALL, TOOL, TRACE, UNBROKEN, reading_run
+from tests.dashboard.reading import AGENT, CALL, SVG_BREAK, TOOL, TRACE, UNBROKEN, reading_run
 
 
 def _fill(db: Database, identity: IdentityStore) -> None:
@@ -44,10 +44,16 @@ def _open(browser: Browser, base: str, span_id: str) -> Page:
 
 
 def _nothing_ran(page: Page) -> None:
-    detail = page.locator("#detail")
+    """No script ran, and no element or link made of span text is in the pane or in the
+    waterfall (where the hostile span name is)."""
     assert page.evaluate("window.pwned") == 0
-    assert detail.locator("script, img, svg, [onerror], [onload]").count() == 0
-    assert detail.locator('a[href^="javascript" i]').count() == 0
+    for part in ("#detail", "ol.spans"):
+        shown = page.locator(part)
+        assert shown.locator("script, img, svg, [onerror], [onload]").count() == 0
+        assert shown.locator('a[href^="javascript" i]').count() == 0
+    expect(page.locator(f'.span-row[data-span-id="{CALL}"] .label a')).to_have_text(
+        f"chat {SVG_BREAK}"
+    )
 
 
 def test_messages_are_turns_with_roles_markdown_and_tool_calls(
