@@ -18,6 +18,7 @@ from dashboard.errors import DashboardError
 from dashboard.explorer import Explorer
 from dashboard.signin import current_session
 from dashboard.waterfall import PAGE_ROWS, lay_out, plain
+from storage.spans import SpanStore
 
 MAX_QUERY = 200
 MAX_MATCHES = 1000
@@ -48,6 +49,31 @@ def matching(spans: list[dict[str, Any]], query: str) -> set[str]:
     return {span["spanId"] for span in spans if all(word in span_text(span) for word in words)}
 
 
+def matching_stored(rows: list[tuple[str, str, str, str, str]], query: str) -> set[str]:
+    """`matching` on a trace's stored texts (SpanStore.texts): a span's JSON is parsed
+    only when its raw text holds every word, so a search of a big trace reads most
+    spans without parsing them."""
+    words = query.lower().split()
+    # JSON escapes quotes, backslashes and control characters: such a word is looked
+    # for in every span, parsed
+    prefilter = not any(c in '"\\' or c < " " for word in words for c in word)
+    found = set()
+    for span_id, name, message, attributes, events in rows:
+        raw = f"{name}\n{message}\n{attributes}\n{events}".lower()
+        if prefilter and not all(word in raw for word in words):
+            continue
+        span = {
+            "spanId": span_id,
+            "name": name,
+            "status": {"message": message},
+            "attributes": orjson.loads(attributes),
+            "events": orjson.loads(events),
+        }
+        if matching([span], query):
+            found.add(span_id)
+    return found
+
+
 def _query() -> str:
     query = request.args.get("q", "").strip()
     if not 0 < len(query) <= MAX_QUERY:
@@ -63,9 +89,11 @@ class TraceFind:
 
     def _find(self, name: str, trace_id: str, query: str) -> dict[str, Any]:
         project = self.explorer.project(current_session().user, name)
-        detail = self.explorer.trace(project, trace_id)
-        found = matching(detail.spans, query)
-        waterfall = lay_out(self.explorer.outline(project, trace_id).spans)
+        outline = self.explorer.outline(project, trace_id)  # NotFound for no trace
+        found = matching_stored(
+            SpanStore(self.explorer.db).texts(project.id, outline.trace_id), query
+        )
+        waterfall = lay_out(outline.spans)
         matches = [
             {"spanId": span_id, "position": position, "page": position // PAGE_ROWS + 1}
             for position, placed in enumerate(waterfall.order)

@@ -3,12 +3,15 @@ within a trace, and the page a selected span is on."""
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 import orjson
 
 from dashboard.waterfall import PAGE_ROWS, lay_out
 from storage.spans import SpanStore
 from tests.dashboard.big import NEEDLE, big_run, span_id
 from tests.dashboard.conftest import Site, sign_in, store
+from tests.proto_json.spans import span
 
 TRACE = "b2" * 16
 
@@ -43,6 +46,20 @@ async def test_find_in_a_trace(site: Site) -> None:
         assert response.status_code == 400
         assert b"1 to 200 characters to look for" in await response.get_data()
     assert (await client.get(f"/projects/demo/traces/{'0' * 32}/find?q=x")).status_code == 404
+
+
+async def test_find_reads_text_as_sent_not_as_stored(site: Site) -> None:
+    """Quotes, backslashes and non-ASCII text are found as they were sent (the stored
+    JSON escapes some of them); JSON's own member names are not text of the span."""
+    said = 'he said "yes" to C:\\data, café'
+    store(site.db, site.demo, [span(traceId=TRACE, spanId="1" * 16, name="root",
+                                    attributes={"note": said})])  # fmt: skip
+    client = site.client()
+    await sign_in(client, "viewer@acme.test")
+    base = f"/projects/demo/traces/{TRACE}/find?q="
+    for query, total in (('"yes"', 1), ("c:\\data", 1), ("CAFÉ", 1), ("stringValue", 0)):
+        answer = await client.get(base + quote(query))
+        assert orjson.loads(await answer.get_data())["total"] == total, query
 
 
 async def test_a_selected_span_opens_its_own_page(site: Site) -> None:
