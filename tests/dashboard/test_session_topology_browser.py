@@ -103,7 +103,8 @@ def test_a_session_reads_as_a_conversation(browser: Browser, base: str, tmp_path
     expect(totals).to_contain_text("300 in, 30 out")
     expect(totals).to_contain_text("122.00 s")  # 10:00:00 to the last end, 10:02:02
     assert page.evaluate("window.pwned") == 0
-    assert conversation.locator("script, img, svg").count() == 0
+    assert conversation.locator("script, img, svg, [onload], [onerror]").count() == 0
+    assert conversation.locator('a[href^="javascript" i]').count() == 0
     shot(page, tmp_path, "session-conversation")
     turns.nth(1).get_by_role("link", name="turn 2").click()
     expect(page).to_have_title(f"Trace {2:032x} · spangate")
@@ -180,6 +181,8 @@ def test_the_topology_fits_zooms_pans_and_has_a_legend(
     hostile = svg.locator("g.node[data-kind='agent']").filter(has_text="</svg>")
     expect(hostile).to_have_count(1)
     assert page.evaluate("window.pwned") == 0 and svg.locator("script").count() == 0
+    main = page.get_by_role("main")  # the agents table holds the name too
+    assert main.locator("script, img, svg:not(.topology), [onload], [onerror]").count() == 0
     svg.locator(f'g.node[data-name="{TOOLS[3]}"]').click()
     expect(page.get_by_role("heading", name=f"Traces through tool {TOOLS[3]}")).to_be_visible()
     page.close()
