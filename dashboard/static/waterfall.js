@@ -39,6 +39,12 @@ function applyZoom() {
   if (from === 0 && to === 1) url.searchParams.delete("zoom");
   else url.searchParams.set("zoom", `${from.toFixed(4)}-${to.toFixed(4)}`);
   history.replaceState(null, "", url);
+  for (const link of document.querySelectorAll("nav.pager a")) {  // other pages keep it
+    const to = new URL(link.href);
+    if (url.searchParams.has("zoom")) to.searchParams.set("zoom", url.searchParams.get("zoom"));
+    else to.searchParams.delete("zoom");
+    link.href = to;
+  }
   const reset = document.querySelector('[data-zoom="reset"]');
   reset.disabled = from === 0 && to === 1;
 }

@@ -104,6 +104,11 @@ def test_zoom_by_buttons_and_drag_is_kept_in_the_url(
     assert track is not None
     page.get_by_role("button", name="Zoom in").click()
     expect(page).to_have_url(re.compile(r"zoom=0\.2500-0\.7500"))
+    pager = page.get_by_role("navigation", name="Waterfall pages")
+    pager.get_by_role("link", name="2").click()  # another page keeps the zoom
+    expect(page).to_have_url(re.compile(r"page=2&zoom=0\.2500-0\.7500"))
+    pager.get_by_role("link", name="1").click()
+    expect(page).to_have_url(re.compile(r"page=1&zoom=0\.2500-0\.7500"))
     page.reload()
     ticks = page.locator(".axis .tick")
     expect(ticks.first).to_have_text("2.50 s")
