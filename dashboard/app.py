@@ -22,7 +22,7 @@ from dashboard.project_settings import install_settings
 from dashboard.segments import SegmentConverter
 from dashboard.session_page import install_session
 from dashboard.signin import SignIn, is_api
-from dashboard.span_pane import attribute_rows, message_sources
+from dashboard.span_pane import attribute_rows, message_sources, message_texts
 from dashboard.span_text import arguments_html, content_html
 from dashboard.trace_find import install_trace_find
 from dashboard.trace_scores import install_trace_scores
@@ -120,7 +120,8 @@ def create_app(settings: Settings) -> Quart:
     app.add_template_filter(usd)
     app.add_template_filter(span_view, "llm_view")
     app.jinja_env.globals["no_cost"] = NO_COST
-    for text_filter in (attribute_rows, message_sources, content_html, arguments_html):
+    for text_filter in (attribute_rows, message_sources, message_texts, content_html,
+                        arguments_html):  # fmt: skip
         app.add_template_filter(text_filter)
     app.add_url_rule("/login", view_func=signin.login_page, methods=["GET"])
     app.add_url_rule("/login", endpoint="login_post", view_func=signin.login, methods=["POST"])

@@ -35,6 +35,19 @@ def message_sources(sources: Mapping[str, str] | None) -> tuple[str, ...]:
     return tuple(found)
 
 
+def message_texts(view: Mapping[str, Any] | None) -> dict[str, str]:
+    """The long texts of a span's messages (as the pane shows them above), each to
+    the role of its first message."""
+    if not view:
+        return {}
+    texts: dict[str, str] = {}
+    for message in [*view["inputMessages"], *view["outputMessages"]]:
+        content = message.get("content")
+        if content is not None and len(content) > FOLD_CHARS:
+            texts.setdefault(content, message["role"])
+    return texts
+
+
 def _is_source(key: str, sources: tuple[str, ...]) -> bool:
     return any(key == s or (s.endswith(".") and key.startswith(s)) for s in sources)
 
@@ -48,9 +61,13 @@ def _other_html(value: Any) -> Markup:
 
 
 def attribute_rows(
-    pairs: list[dict[str, Any]], sources: tuple[str, ...] = ()
+    pairs: list[dict[str, Any]],
+    sources: tuple[str, ...] = (),
+    messages: Mapping[str, str] | None = None,
 ) -> list[tuple[str, Markup]]:
-    """(key, value as HTML) for a list of OTLP attributes."""
+    """(key, value as HTML) for a list of OTLP attributes (`messages`: the long texts
+    the messages above show, by role)."""
+    messages = messages or {}
     first_key: dict[str, str] = {}  # a long text -> the key it was first shown under
     rows = []
     for pair in pairs:
@@ -60,7 +77,11 @@ def attribute_rows(
             rows.append((key, _other_html(value)))
             continue
         long = len(value) > FOLD_CHARS
-        if long and value in first_key:
+        if long and value in messages:
+            html = Markup('<p class="muted same">Same text as the {} message above</p>').format(
+                messages[value]
+            )
+        elif long and value in first_key:
             html = Markup('<p class="muted same">Same text as <code>{}</code> above</p>').format(
                 first_key[value]
             )

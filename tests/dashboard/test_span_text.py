@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dashboard.span_pane import attribute_rows, message_sources
+from dashboard.span_pane import attribute_rows, message_sources, message_texts
 from dashboard.span_text import FOLD_CHARS, content_html, markdown_html, value_html
 from tests.dashboard.reading import HANDLER, HOSTILE, JS_LINK, SCRIPT, SVG_BREAK, SYSTEM_PROMPT
 
@@ -50,6 +50,14 @@ def test_long_values_fold_and_show_once() -> None:
     assert "Show all (8,250 characters)" in first and len(SYSTEM_PROMPT) > FOLD_CHARS
     assert "Same text as <code>app.prompt</code>" in second and SYSTEM_PROMPT not in second
     assert "Same text as" in third
+
+
+def test_a_long_text_the_messages_show_is_not_shown_again() -> None:
+    """An attribute holding a long message's text says which message shows it."""
+    view = {"inputMessages": [{"role": "system", "content": SYSTEM_PROMPT}], "outputMessages": []}
+    pairs = [{"key": "app.prompt", "value": {"stringValue": SYSTEM_PROMPT}}]
+    ((_, html),) = attribute_rows(pairs, (), message_texts(view))
+    assert "Same text as the system message above" in html and SYSTEM_PROMPT not in html
 
 
 def test_indexed_message_attributes_are_marked_as_shown() -> None:

@@ -93,14 +93,18 @@ def test_messages_are_turns_with_roles_markdown_and_tool_calls(
 def test_long_values_fold_show_once_and_stay_in_the_pane(
     browser: Browser, base: str, tmp_path: Path
 ) -> None:
-    """The system prompt sent three times is shown once, folded; a 20,000-character
+    """The system prompt sent four times is shown once, folded; a 20,000-character
     unbroken value wraps inside the pane; the pane scrolls on its own."""
     page = _open(browser, base, CALL)
     detail = page.locator("#detail")
-    expect(detail.locator(".same")).to_have_count(2)
-    first = detail.locator("tr", has_text="app.prompt").locator("button.show-all")
+    expect(detail.locator(".same")).to_have_count(3)  # shown as the system message
+    expect(detail.locator("tr", has_text="app.prompt")).to_contain_text(
+        "Same text as the system message above"
+    )
+    system = page.get_by_role("list", name="Input messages").locator(".role-system")
+    first = system.locator(".rendered button.show-all")
     expect(first).to_have_text("Show all (8,250 characters)")
-    folded = detail.locator("tr", has_text="app.prompt").locator(".fold")
+    folded = system.locator(".rendered .fold")
     short = folded.bounding_box()
     first.click()
     expect(first).to_have_text("Show less")
