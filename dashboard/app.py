@@ -13,7 +13,7 @@ from dashboard.cookies import Signer, session_secret
 from dashboard.datasets import install_datasets
 from dashboard.errors import DashboardError
 from dashboard.explorer import Explorer
-from dashboard.formats import NO_COST, count, millis, nanos, usd
+from dashboard.formats import NO_COST, count, iso, millis, nanos, usd
 from dashboard.genai_json import span_view
 from dashboard.ingestion import install_ingestion
 from dashboard.notifications import install_notifications
@@ -115,6 +115,7 @@ def create_app(settings: Settings) -> Quart:
         return {"csrf_token": signin.csrf_token(), "web_session": g.get("web_session")}
 
     app.add_template_filter(nanos)
+    app.add_template_filter(iso)
     app.add_template_filter(millis)
     app.add_template_filter(count)
     app.add_template_filter(usd)

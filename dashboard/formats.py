@@ -25,6 +25,21 @@ def nanos(value: int | str | None) -> Markup:
     )
 
 
+def iso(value: str | None) -> Markup | str:
+    """An ISO 8601 UTC time (as the stores write `created_at`) as `nanos` shows a time;
+    text that is no such time, as it is."""
+    if not value:
+        return ""
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return value
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    seconds = int(moment.timestamp())
+    return nanos(seconds * 10**9 + moment.microsecond * 1000)
+
+
 def millis(value: float | None) -> str:
     """A duration for people: 0.042 ms, 12.3 ms, 4.56 s."""
     if value is None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 import shlex
 import subprocess
 import sys
@@ -68,6 +69,9 @@ def test_the_score_form_follows_the_selected_span(
     page.get_by_role("button", name="Add score").click()
     row = page.get_by_role("region", name="Scores").get_by_role("row").filter(has_text="0.250")
     expect(row.get_by_role("cell", name=TOOL)).to_be_visible()
+    created = row.locator("time")  # local time, UTC on hover, like every time shown
+    expect(created).to_have_attribute("title", re.compile(r"^\d{4}-\d\d-\d\d .* UTC$"))
+    expect(created).to_have_text(re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \(\d+ (s|min|h) ago\)$"))
     shot(page.get_by_role("region", name="Scores"), tmp_path, "first-hour-score")
     page.close()
 
