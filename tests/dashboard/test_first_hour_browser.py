@@ -71,7 +71,9 @@ def test_the_score_form_follows_the_selected_span(
     expect(row.get_by_role("cell", name=TOOL)).to_be_visible()
     created = row.locator("time")  # local time, UTC on hover, like every time shown
     expect(created).to_have_attribute("title", re.compile(r"^\d{4}-\d\d-\d\d .* UTC$"))
-    expect(created).to_have_text(re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \(\d+ (s|min|h) ago\)$"))
+    expect(created).to_have_text(
+        re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \(\d+ (s|min|h) ago\)$")
+    )
     shot(page.get_by_role("region", name="Scores"), tmp_path, "first-hour-score")
     page.close()
 
