@@ -10,6 +10,7 @@ checked: a worker runs without its metrics when that port is taken.
 
 from __future__ import annotations
 
+import errno
 import socket
 from collections.abc import Iterable
 
@@ -33,7 +34,11 @@ def _taken(host: str, port: int) -> bool:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind((host, port))
-        except OSError:
+        except socket.gaierror as e:
+            raise PortTaken(f"cannot listen on {host}: {e.strerror}; check SPANGATE_HOST") from e
+        except OSError as e:
+            if e.errno == errno.EADDRNOTAVAIL:
+                raise PortTaken(f"{host} is no address of this machine; check SPANGATE_HOST") from e
             return True
     return False
 
