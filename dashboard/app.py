@@ -13,16 +13,19 @@ from dashboard.cookies import Signer, session_secret
 from dashboard.datasets import install_datasets
 from dashboard.errors import DashboardError
 from dashboard.explorer import Explorer
-from dashboard.formats import NO_COST, count, millis, nanos, usd
+from dashboard.formats import NO_COST, count, iso, millis, nanos, usd
 from dashboard.genai_json import span_view
 from dashboard.ingestion import install_ingestion
 from dashboard.notifications import install_notifications
 from dashboard.pages import install_pages
 from dashboard.project_settings import install_settings
 from dashboard.segments import SegmentConverter
+from dashboard.session_page import install_session
 from dashboard.signin import SignIn, is_api
+from dashboard.span_pane import attribute_rows, message_sources, message_texts
+from dashboard.span_text import arguments_html, content_html
+from dashboard.trace_find import install_trace_find
 from dashboard.trace_scores import install_trace_scores
-from dashboard.waterfall import attribute_lines
 from service.framing import FramingGuard
 from service.settings import Settings
 from service.web import (
@@ -112,25 +115,31 @@ def create_app(settings: Settings) -> Quart:
         return {"csrf_token": signin.csrf_token(), "web_session": g.get("web_session")}
 
     app.add_template_filter(nanos)
+    app.add_template_filter(iso)
     app.add_template_filter(millis)
     app.add_template_filter(count)
     app.add_template_filter(usd)
     app.add_template_filter(span_view, "llm_view")
     app.jinja_env.globals["no_cost"] = NO_COST
-    app.add_template_filter(attribute_lines)
+    for text_filter in (attribute_rows, message_sources, message_texts, content_html,
+                        arguments_html):  # fmt: skip
+        app.add_template_filter(text_filter)
     app.add_url_rule("/login", view_func=signin.login_page, methods=["GET"])
     app.add_url_rule("/login", endpoint="login_post", view_func=signin.login, methods=["POST"])
     app.add_url_rule("/logout", view_func=signin.logout, methods=["POST"])
 
     install_health(app, db)
     ingest_url = f"http://{settings.host}:{settings.ingest_port}"
+    app.jinja_env.globals["collector_url"] = ingest_url
     explorer = Explorer(db)
     install_pages(app, explorer, ingest_url)
+    install_session(app, explorer)
     install_api(app, explorer)
     install_settings(app, explorer)
     install_notifications(app, explorer)
     install_datasets(app, explorer)
     install_trace_scores(app, explorer)
+    install_trace_find(app, explorer)
     install_agents(app, explorer)
     install_ingestion(app, explorer, settings.redis_url)
     _install_error_handlers(app)

@@ -8,12 +8,40 @@ from typing import Any
 
 from quart import Quart, Response, render_template, request, url_for
 
-from dashboard.errors import require_role
+from dashboard.errors import DashboardError, require_role
 from dashboard.explorer import Explorer, signed_in_project
+from dashboard.genai_json import span_view
 from dashboard.signin import current_session, redirect_to
+from dashboard.span_text import json_of
 from storage.datasets import DatasetInvalid, DatasetStore
 from storage.errors import Conflict
 from storage.identity import Project
+
+EMPTY_FORM = {"name": "", "description": "", "items": ""}
+
+
+def _side(messages: list[dict[str, Any]]) -> Any:
+    """A span's input or output as a dataset item holds it: one message's text (its JSON
+    value when it is JSON), several messages as they are; None for none."""
+    if len(messages) == 1 and set(messages[0]) == {"role", "content"}:
+        content = messages[0]["content"]
+        found = None if content is None else json_of(content)
+        return content if found is None else found
+    return messages or None
+
+
+def span_item(span: dict[str, Any]) -> dict[str, Any]:
+    """A span as a dataset item: its input as `input`, its output (if any) as
+    `expected`; 400 for a span with no input."""
+    view = span_view(span)
+    given = None if view is None else _side(view["inputMessages"])
+    if given is None:
+        raise DashboardError(400, "VALIDATION_ERROR", "this span has no input to add")
+    item = {"input": given}
+    expected = _side(view["outputMessages"]) if view else None
+    if expected is not None:
+        item["expected"] = expected
+    return item
 
 
 class DatasetPages:
@@ -36,7 +64,9 @@ class DatasetPages:
 
     async def new(self, project: str) -> str:
         found = await self._project(project, change=True)
-        return await render_template("dataset_form.html", project=found, dataset=None, form={})
+        return await render_template(
+            "dataset_form.html", project=found, dataset=None, form=EMPTY_FORM
+        )
 
     async def _form_again(
         self,
@@ -90,6 +120,20 @@ class DatasetPages:
         }
         return await render_template("dataset_form.html", project=found, dataset=dataset, form=form)
 
+    def _append(self, project: Project, trace_id: str, span_id: str, name: str) -> str:
+        span = self.explorer.span(project, trace_id.lower(), span_id.lower())
+        try:
+            return self.store.append(project.id, name, span_item(span))
+        except DatasetInvalid as e:
+            message = "; ".join(f"{k}: {v}" for k, v in e.problems.items())
+            raise DashboardError(400, "VALIDATION_ERROR", message) from None
+
+    async def add_span(self, project: str, trace_id: str, span_id: str) -> Response:
+        found = await self._project(project, change=True)
+        name = (await request.form).get("dataset", "")
+        saved = await asyncio.to_thread(self._append, found, trace_id, span_id, name)
+        return redirect_to(url_for("dataset", project=found.name, dataset_id=saved))
+
     async def delete(self, project: str, dataset_id: str) -> Response:
         found = await self._project(project, change=True)
         await asyncio.to_thread(self.store.delete, found.id, dataset_id)
@@ -107,5 +151,11 @@ def install_datasets(app: Quart, explorer: Explorer) -> None:
         (f"{base}/<dataset_id>", "dataset", pages.show, "GET"),
         (f"{base}/<dataset_id>", "update_dataset", pages.update, "POST"),
         (f"{base}/<dataset_id>/delete", "delete_dataset", pages.delete, "POST"),
+        (
+            "/projects/<project>/traces/<trace_id>/spans/<span_id>/dataset",
+            "add_span_to_dataset",
+            pages.add_span,
+            "POST",
+        ),
     ):
         app.add_url_rule(rule, endpoint=endpoint, view_func=view, methods=[method])

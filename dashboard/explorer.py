@@ -14,6 +14,7 @@ from typing import Any
 
 from dashboard.signin import current_session
 from storage.database import Database
+from storage.datasets import DatasetStore
 from storage.errors import NotFound
 from storage.export import export_traces
 from storage.identity import IdentityStore, Project, User
@@ -128,6 +129,10 @@ class Explorer:
         if not rows:
             raise NotFound(f"no span {span_id} in trace {trace_id}")
         return rows[0]
+
+    def dataset_names(self, project: Project) -> list[str]:
+        """The names of the project's datasets (for "Add to dataset")."""
+        return [dataset.name for dataset in DatasetStore(self.db).list(project.id)]
 
     def sessions(self, project: Project) -> list[SessionSummary]:
         """The project's most recent sessions."""

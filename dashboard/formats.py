@@ -4,14 +4,40 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from markupsafe import Markup
 
-def nanos(value: int | str | None) -> str:
+
+def utc_text(value: int | str) -> str:
     """A Unix nanosecond time as UTC, to the microsecond."""
-    if value is None or value == "":
-        return ""
     ns = int(value)
     moment = datetime.fromtimestamp(ns // 10**9, UTC)
     return f"{moment:%Y-%m-%d %H:%M:%S}.{ns % 10**9 // 1000:06d} UTC"
+
+
+def nanos(value: int | str | None) -> Markup:
+    """A Unix nanosecond time as a `<time>` element: UTC in its text and title, which the
+    page's script turns into local time and "… ago" (UTC stays on hover)."""
+    if value is None or value == "":
+        return Markup("")
+    ms = int(value) // 10**6
+    return Markup('<time data-ms="{}" title="{}">{}</time>').format(
+        ms, utc_text(value), utc_text(value)
+    )
+
+
+def iso(value: str | None) -> Markup | str:
+    """An ISO 8601 UTC time (as the stores write `created_at`) as `nanos` shows a time;
+    text that is no such time, as it is."""
+    if not value:
+        return ""
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return value
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    seconds = int(moment.timestamp())
+    return nanos(seconds * 10**9 + moment.microsecond * 1000)
 
 
 def millis(value: float | None) -> str:

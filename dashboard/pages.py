@@ -15,13 +15,11 @@ from quart import Quart, Response, render_template, request, url_for
 from dashboard import params
 from dashboard.explorer import Explorer, TraceOutline, signed_in_project
 from dashboard.signin import current_session, redirect_to
-from dashboard.waterfall import Row, Waterfall, lay_out
+from dashboard.waterfall import PAGE_ROWS, Row, Waterfall, lay_out
 from dashboard.waterfall_html import rows_html
 from storage.errors import NotFound
 from storage.export import MAX_EXPORT_TRACES
 from storage.identity import Project
-
-WATERFALL_PAGE_ROWS = 1000
 
 
 class Pages:
@@ -66,28 +64,31 @@ class Pages:
 
     def _waterfall(
         self, name: str, trace_id: str, span_id: str | None
-    ) -> tuple[Project, TraceOutline, Waterfall, Row | None, dict[str, Any] | None]:
-        """The project, a trace's outline laid out, the row of the span `span_id` names
-        and that span, whole (one thread hop for the page: its parts are each a few ms)."""
+    ) -> tuple[Project, TraceOutline, Waterfall, Row | None, dict[str, Any] | None, list[str]]:
+        """The project, a trace's outline laid out, the row of the span `span_id` names,
+        that span, whole, and the names of the project's datasets (one thread hop for
+        the page: its parts are each a few ms)."""
         project = self.explorer.project(current_session().user, name)
         detail = self.explorer.outline(project, trace_id)
         waterfall = lay_out(detail.spans)
         chosen = waterfall.find(span_id) if span_id else None
-        span = None
+        span, datasets = None, []
         if chosen is not None:
             span = self.explorer.span(project, detail.trace_id, chosen.span.span_id)
-        return project, detail, waterfall, chosen, span
+            datasets = self.explorer.dataset_names(project)
+        return project, detail, waterfall, chosen, span, datasets
 
     async def trace(self, project: str, trace_id: str) -> str:
-        found, detail, waterfall, chosen, span = await asyncio.to_thread(
+        found, detail, waterfall, chosen, span, datasets = await asyncio.to_thread(
             self._waterfall, project, trace_id, request.args.get("span")
         )
-        pages = max(1, -(-len(waterfall) // WATERFALL_PAGE_ROWS))
-        page = request.args.get("page", "1")
+        pages = max(1, -(-len(waterfall) // PAGE_ROWS))
+        chosen_page = 1 if chosen is None else chosen.position // PAGE_ROWS + 1
+        page = request.args.get("page", str(chosen_page))  # a span's own page by default
         valid = page.isascii() and page.isdigit() and 1 <= int(page) <= pages
         number = int(page) if valid else 1
-        first = (number - 1) * WATERFALL_PAGE_ROWS
-        stop = min(first + WATERFALL_PAGE_ROWS, len(waterfall))
+        first = (number - 1) * PAGE_ROWS
+        stop = min(first + PAGE_ROWS, len(waterfall))
         selected = None if chosen is None else chosen.position
         return await render_template(
             "trace.html",
@@ -101,13 +102,24 @@ class Pages:
             pages=pages,
             row=chosen,
             span=span,
+            datasets=datasets,
+            errors=[[at, span_id, at // PAGE_ROWS + 1] for at, span_id in waterfall.errors()],
         )
 
     async def span(self, project: str, trace_id: str, span_id: str) -> str:
-        _, _, _, chosen, span = await asyncio.to_thread(self._waterfall, project, trace_id, span_id)
+        found, detail, _, chosen, span, datasets = await asyncio.to_thread(
+            self._waterfall, project, trace_id, span_id
+        )
         if chosen is None:
             raise NotFound(f"no span {span_id} in trace {trace_id}")
-        return await render_template("span_detail.html", row=chosen, span=span)
+        return await render_template(
+            "span_detail.html",
+            project=found,
+            detail=detail,
+            row=chosen,
+            span=span,
+            datasets=datasets,
+        )
 
     async def evaluations(self, project: str) -> str:
         found = await signed_in_project(self.explorer, project)
@@ -118,14 +130,6 @@ class Pages:
         listed = await asyncio.to_thread(self.explorer.sessions, found)
         return await render_template(
             "sessions.html", project=found, sessions=listed, ingest_url=self.ingest_url
-        )
-
-    async def session(self, project: str, session_id: str) -> str:
-        found = await signed_in_project(self.explorer, project)
-        traces = await asyncio.to_thread(self.explorer.session, found, session_id)
-        scores = await asyncio.to_thread(self.explorer.scores, found, traces)
-        return await render_template(
-            "session.html", project=found, session_id=session_id, traces=traces, scores=scores
         )
 
 
@@ -141,7 +145,6 @@ def install_pages(app: Quart, explorer: Explorer, ingest_url: str) -> None:
         (f"{base}/traces/<trace_id>", pages.trace),
         (f"{base}/traces/<trace_id>/spans/<span_id>", pages.span),
         (f"{base}/sessions", pages.sessions),
-        (f"{base}/sessions/<segment:session_id>", pages.session),
         (f"{base}/evaluations", pages.evaluations),
     ):
         app.add_url_rule(rule, endpoint=view.__name__, view_func=view, methods=["GET"])

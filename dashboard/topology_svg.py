@@ -5,7 +5,8 @@ layer 0; every other node sits one layer below the nearest node that calls it (a
 breadth-first walk, so cycles end). Within a layer nodes are ordered by the mean
 position of their callers, which keeps most edges from crossing. Every node is a box of
 one width with its label cut to fit (the whole name in its tooltip), so no two labels
-overlap; a graph wider than the page scrolls.
+overlap. The SVG has no size of its own: it is scaled to fit its frame, and the page's
+script zooms and pans it by its viewBox.
 """
 
 from __future__ import annotations
@@ -83,8 +84,9 @@ def render(topology: Topology, link: str) -> Markup:
         for column, node in enumerate(layer):
             at[node] = (left + column * (BOX_W + GAP_X), MARGIN + row * (BOX_H + GAP_Y))
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="topology" width="{width}" '
-        f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="topology" viewBox="0 0 {width} '
+        f'{height}" preserveAspectRatio="xMidYMid meet" data-width="{width}" '
+        f'data-height="{height}" role="img" '
         'aria-labelledby="topology-title"><title id="topology-title">Agent topology</title>'
         '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" '
         'markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z"/>'

@@ -11,8 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-import orjson
-
+from genai import MODEL_TYPES
 from storage.spans import SpanOutline
 
 
@@ -26,6 +25,32 @@ class Row(NamedTuple):
     orphan: bool  # its parent is named but not stored
     offset_ms: float  # from the trace's start
     duration_ms: float | None
+
+
+PAGE_ROWS = 1000  # rows of a waterfall a page shows
+
+
+class Subtree(NamedTuple):
+    """What is below a span: how many spans, errors, and the model calls' usage."""
+
+    spans: int
+    errors: int
+    tokens: int | None
+    cost_usd: float | None
+
+
+_ERROR = 2
+
+
+def _plus(total: Any, value: Any) -> Any:
+    return total if value is None else value if total is None else total + value
+
+
+def _usage(span: SpanOutline) -> tuple[int | None, float | None]:
+    """A model call's tokens (in + out) and cost; nothing for other spans."""
+    if span.llm_type not in MODEL_TYPES:
+        return None, None
+    return _plus(span.input_tokens, span.output_tokens), span.cost_usd
 
 
 class Placed(NamedTuple):
@@ -71,6 +96,41 @@ class Waterfall:
     def rows(self, first: int = 0, stop: int | None = None) -> list[Row]:
         """The rows from position `first` up to `stop` (all by default)."""
         return [self.row(at) for at in range(first, len(self.order) if stop is None else stop)]
+
+    def subtrees(self) -> list[Subtree]:
+        """For each position in tree order, the totals of the spans below it (the model
+        calls' tokens and cost only, as the trace's totals count them)."""
+        order, spans = self.order, self.spans
+        parents: list[int] = []
+        ancestors: list[int] = []
+        for position, placed in enumerate(order):
+            while ancestors and order[ancestors[-1]].depth >= placed.depth:
+                ancestors.pop()
+            parents.append(ancestors[-1] if ancestors else -1)
+            ancestors.append(position)
+        count, errors = [0] * len(order), [0] * len(order)
+        tokens: list[int | None] = [None] * len(order)
+        cost: list[float | None] = [None] * len(order)
+        for position in range(len(order) - 1, -1, -1):
+            parent = parents[position]
+            if parent < 0:
+                continue
+            span = spans[order[position].at]
+            count[parent] += count[position] + 1
+            errors[parent] += errors[position] + (span.status_code == _ERROR)
+            own_tokens, own_cost = _usage(span)
+            tokens[parent] = _plus(_plus(tokens[parent], tokens[position]), own_tokens)
+            cost[parent] = _plus(_plus(cost[parent], cost[position]), own_cost)
+        return [Subtree(*totals) for totals in zip(count, errors, tokens, cost, strict=True)]
+
+    def errors(self) -> list[tuple[int, str]]:
+        """(position, span id) of every error span, in tree order."""
+        spans = self.spans
+        return [
+            (position, spans[placed.at].span_id)
+            for position, placed in enumerate(self.order)
+            if spans[placed.at].status_code == _ERROR
+        ]
 
     def find(self, span_id: str | None) -> Row | None:
         """The row of a span id, or None."""
@@ -140,19 +200,3 @@ def plain(value: dict[str, Any]) -> Any:
             return f"base64:{shown}"
         return shown
     return None
-
-
-def attribute_lines(pairs: list[dict[str, Any]]) -> list[tuple[str, str, bool]]:
-    """(key, shown value, nested) for a list of OTLP attributes: strings as they are,
-    other values as JSON (nested ones indented)."""
-    lines = []
-    for pair in pairs:
-        value = plain(pair.get("value", {}))
-        nested = isinstance(value, list | dict)
-        if isinstance(value, str):
-            text = value
-        else:
-            option = orjson.OPT_INDENT_2 if nested else 0
-            text = orjson.dumps(value, option=option).decode()
-        lines.append((str(pair.get("key", "")), text, nested))
-    return lines

@@ -15,8 +15,8 @@ from html import escape
 
 from markupsafe import Markup
 
-from dashboard.formats import count, millis
-from dashboard.waterfall import Waterfall
+from dashboard.formats import count, millis, usd
+from dashboard.waterfall import Subtree, Waterfall
 
 MIN_BAR_PERCENT = 0.15  # a zero-length span still shows as a mark
 INDENT_PX = 14
@@ -43,6 +43,19 @@ def _llm_facts(model: str | None, tokens_in: int | None, tokens_out: int | None)
     return f'<span class="llm-facts">{escape(model or "")}{tokens}</span> '
 
 
+def _subtree(below: Subtree) -> str:
+    """What is below a span with children: its span count, errors, tokens and cost."""
+    parts = [f"{below.spans:,} below"]
+    if below.errors:
+        parts.append(f"{below.errors:,} error{'s' if below.errors > 1 else ''}")
+    if below.tokens is not None:
+        parts.append(f"{count(below.tokens)} tok")
+    if below.cost_usd is not None:
+        parts.append(usd(below.cost_usd))
+    text = " · ".join(parts)
+    return f'<span class="subtree" title="Spans below: {text}">{text}</span> '
+
+
 def rows_html(
     waterfall: Waterfall, first: int, stop: int, selected: int | None, path: str, page: int
 ) -> Markup:
@@ -52,6 +65,7 @@ def rows_html(
     spans, t0 = waterfall.spans, waterfall.start_ns
     percent = 100 / waterfall.total_ns
     kinds: dict[str, str] = {}  # a trace has few kinds: each escaped once
+    subtrees = waterfall.subtrees()
     out = []
     for position in range(first, stop):
         at, depth, orphan, children = waterfall.order[position]
@@ -69,7 +83,8 @@ def rows_html(
         out.append(
             f'<li class="span-row{" error" if error else ""}'
             f'{" selected" if position == selected else ""}" data-depth="{depth}" '
-            f'data-span-id="{span_id}"><span class="label" style="padding-left: '
+            f'data-span-id="{span_id}" data-position="{position}"><span class="label" '
+            f'style="padding-left: '
             f'{min(depth, MAX_INDENT_DEPTH) * INDENT_PX}px">'
             + (
                 f'<button type="button" class="toggle" aria-expanded="true" '
@@ -80,6 +95,7 @@ def rows_html(
             + f'<a href="{link}span={span_id}#detail"><bdi>{name}</bdi></a> '
             f'<span class="kind kind-{kind}">{kind}</span> '
             + _llm_facts(span.model, span.input_tokens, span.output_tokens)
+            + (_subtree(subtrees[position]) if children else "")
             + ('<span class="status-error">error</span>' if error else "")
             + (_ORPHAN if orphan else "")
             + '</span><span class="track" aria-hidden="true"><span class="bar'

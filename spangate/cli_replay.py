@@ -22,7 +22,9 @@ def _replay(args: argparse.Namespace) -> int:
     if missing:
         return fail(f"no such file: {', '.join(missing)}")
     try:
-        summary = replay(paths, ingest, api, args.key, args.rate, progress=not args.quiet)
+        summary = replay(
+            paths, ingest, api, args.key, args.rate, progress=not args.quiet, now=args.now
+        )
     except (ReplayError, OSError, ValueError) as e:
         return fail(str(e))
     statuses = ", ".join(
@@ -49,4 +51,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     parser.add_argument("--url", help="gateway base URL (default: SPANGATE_HOST:INGEST_PORT)")
     parser.add_argument("--api-url", help="scores API base URL (default: ...:API_PORT)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--now",
+        action="store_true",
+        help="send as a new run: fresh trace and span ids, times moved to end now",
+    )
     parser.set_defaults(handler=_replay)

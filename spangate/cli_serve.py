@@ -23,6 +23,7 @@ from service.logs import configure_logging
 from service.settings import Settings, SettingsError
 from spangate.cli_support import fail, load_pricer, load_settings, upgrade_stored_spans
 from spangate.embedded_redis import EmbeddedRedis, EmbeddedRedisError
+from spangate.ports import PortTaken, check_ports
 from spangate.supervisor import Supervisor
 from storage.database import Database, sqlite_writer_refused
 from storage.errors import StoreError
@@ -51,10 +52,12 @@ def _collector(args: argparse.Namespace) -> int:
 
     try:
         settings = load_settings()
+        if not args.reuse_port:  # with it, the other collectors hold the port too
+            check_ports(settings, ["collector"])
         configure_logging(settings.log_level)
         with redis_url_for(settings) as resolved:
             run(create_app(resolved), resolved.host, resolved.ingest_port, args.reuse_port)
-    except (SettingsError, EmbeddedRedisError, OSError) as e:
+    except (SettingsError, EmbeddedRedisError, OSError, PortTaken) as e:
         return fail(str(e))
     return 0
 
@@ -67,8 +70,12 @@ def _sidecar(args: argparse.Namespace) -> int:
         settings = load_settings()
     except SettingsError as e:
         return fail(str(e), 2)
-    configure_logging(settings.log_level)
-    run(create_app(settings), settings.host, settings.api_port)
+    try:
+        check_ports(settings, ["sidecar"])
+        configure_logging(settings.log_level)
+        run(create_app(settings), settings.host, settings.api_port)
+    except (PortTaken, OSError) as e:
+        return fail(str(e))
     return 0
 
 
@@ -78,10 +85,11 @@ def _dashboard(args: argparse.Namespace) -> int:
 
     try:
         settings = load_settings()
+        check_ports(settings, ["dashboard"])
         configure_logging(settings.log_level)
         with redis_url_for(settings) as resolved:  # the ingestion page reads the queue store
             run(create_app(resolved), resolved.host, resolved.app_port)
-    except (SettingsError, EmbeddedRedisError, OSError) as e:
+    except (SettingsError, EmbeddedRedisError, OSError, PortTaken) as e:
         return fail(str(e))
     return 0
 
@@ -227,13 +235,16 @@ def _listening(host: str, port: int) -> bool:
 
 def _say_when_listening(settings: Settings, children: dict[str, subprocess.Popen[bytes]]) -> None:
     """Once the three ports answer, end the start-up output with the dashboard's address
-    (nothing when a child exits first or they take too long: the supervisor says why)."""
+    (nothing when a child exits first or they take too long: the supervisor says why).
+    The ports were free before the children started (check_ports), and every child is
+    still running when they answer: what answers is this serve's own processes."""
     ports = (settings.ingest_port, settings.api_port, settings.app_port)
     deadline = time.monotonic() + READY_WAIT_S
     while time.monotonic() < deadline:
         if any(child.poll() is not None for child in children.values()):
             return
-        if all(_listening(settings.host, port) for port in ports):
+        answering = all(_listening(settings.host, port) for port in ports)
+        if answering and all(child.poll() is None for child in children.values()):
             print(
                 f"spangate is ready: open http://{settings.host}:{settings.app_port}/",
                 file=sys.stderr,
@@ -249,6 +260,10 @@ def _serve(args: argparse.Namespace) -> int:
         pricer = load_pricer(settings)
     except (SettingsError, PriceFileError) as e:
         return fail(str(e), 2)
+    try:  # before anything starts: a taken port is one line, not a child's traceback
+        check_ports(settings, ["collector", "sidecar", "dashboard"])
+    except PortTaken as e:
+        return fail(str(e))
     configure_logging(settings.log_level)
     db = Database(settings.database_url, settings.database_statement_timeout_ms)
     try:

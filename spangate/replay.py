@@ -179,9 +179,15 @@ def replay(
     key: str,
     rate: float | None,
     progress: bool = True,
+    now: bool = False,
 ) -> Summary:
-    """Send every request of every file, at most `rate` requests per second."""
+    """Send every request of every file, at most `rate` requests per second; with `now`,
+    as a new run of the present (spangate/replay_now.py)."""
     requests = [request for path in paths for request in outgoing(path)]
+    if now:
+        from spangate.replay_now import renewed
+
+        requests = renewed(requests, time.time_ns())
     summary = Summary()
     interval = 1.0 / rate if rate else 0.0
     next_at = time.monotonic()

@@ -190,6 +190,45 @@ class DatasetStore:
         self.update(project_id, dataset_id, name, description, items_text)
         return dataset_id
 
+    def append(self, project_id: str, name: str, value: Any) -> str:
+        """Add one item (`{"input", "expected"}`) at the end of the dataset called `name`,
+        made (empty) when there is none; its id. DatasetInvalid for a bad name or item,
+        or when the dataset is full."""
+        name = name.strip()
+        try:
+            item = _item(value, 0)
+        except ValueError as e:
+            raise DatasetInvalid({"items": str(e)}) from None
+        if not 0 < len(name) <= MAX_NAME:
+            raise DatasetInvalid({"name": f"1 to {MAX_NAME} characters"})
+        with self.db.transaction(immediate=True) as tx:
+            row = tx.query_one(
+                "SELECT id FROM datasets WHERE project_id = ? AND name = ?", (project_id, name)
+            )
+            now = utc_now_iso()
+            if row is None:
+                dataset_id = f"dst_{uuid.uuid4().hex[:20]}"
+                tx.execute(
+                    "INSERT INTO datasets (id, project_id, name, description, created_at, "
+                    "updated_at) VALUES (?, ?, ?, '', ?, ?)",
+                    (dataset_id, project_id, name, now, now),
+                )
+            else:
+                dataset_id = row[0]
+            count = tx.query_one(
+                "SELECT COUNT(*) FROM dataset_items WHERE dataset_id = ?", (dataset_id,)
+            )
+            position = int(count[0]) if count else 0
+            if position >= MAX_ITEMS:
+                raise DatasetInvalid({"items": f"{name} holds {MAX_ITEMS} items, the most"})
+            tx.execute(
+                "INSERT INTO dataset_items (dataset_id, position, input, expected) "
+                "VALUES (?, ?, ?, ?)",
+                (dataset_id, position, item.input, item.expected),
+            )
+            tx.execute("UPDATE datasets SET updated_at = ? WHERE id = ?", (now, dataset_id))
+        return str(dataset_id)
+
     def delete(self, project_id: str, dataset_id: str) -> None:
         """Delete a dataset and its items."""
         with self.db.transaction(immediate=True) as tx:

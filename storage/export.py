@@ -1,6 +1,10 @@
 """The trace export (at most 100 traces): one JSON or CSV document,
 the same from the CLI and from the dashboard.
 
+A CSV row is for people and spreadsheets: the status by name (`unset`, `ok`, `error`),
+the attributes as one JSON object (`{"key": value}`), each event's too. The JSON export
+keeps the canonical OTLP/JSON form.
+
 Span text is written by strangers, and a spreadsheet runs a cell that starts with `=`,
 `+`, `-` or `@` (or a tab or carriage return before one) as a formula: such a CSV cell
 is written behind a `'` (OWASP's advice), which spreadsheets show as text. The JSON
@@ -64,10 +68,37 @@ def neutralised(text: str) -> str:
     return "'" + text if text.startswith(FORMULA_STARTS) else text
 
 
+STATUS_NAMES = ("unset", "ok", "error")
+
+
+def _plain(value: dict[str, Any]) -> Any:
+    """An OTLP AnyValue as the plain JSON value it stands for."""
+    for member, given in value.items():
+        if member == "arrayValue":
+            return [_plain(item) for item in given.get("values", [])]
+        if member == "kvlistValue":
+            return _object(given.get("values", []))
+        if member == "intValue":
+            return int(given)
+        return given
+    return None
+
+
+def _object(pairs: list[dict[str, Any]]) -> dict[str, Any]:
+    """OTLP key/value pairs as one JSON object."""
+    return {str(pair.get("key", "")): _plain(pair.get("value", {})) for pair in pairs}
+
+
 def _csv_cell(span: dict[str, Any], column: str) -> str:
     value = span.get(column)
     if column == "status":
-        return str(span["status"]["code"])
+        code = span["status"].get("code", 0)
+        return STATUS_NAMES[code] if code in (0, 1, 2) else str(code)
+    if column == "attributes":
+        value = _object(value or [])
+    elif column == "events":
+        value = [{**event, "attributes": _object(event.get("attributes", []))}
+                 for event in value or []]  # fmt: skip
     if isinstance(value, list | dict):
         return orjson.dumps(value).decode()
     return "" if value is None else neutralised(str(value))

@@ -160,6 +160,17 @@ class SpanStore:
             )
         return [stored_span(row) for row in rows]
 
+    def texts(self, project_id: str, trace_id: str) -> list[tuple[str, str, str, str, str]]:
+        """Each span of a trace as the text a search looks in, unparsed: (span id, name,
+        status message, attributes JSON, events JSON)."""
+        with self.db.transaction() as tx:
+            rows = tx.query(
+                "SELECT span_id, name, COALESCE(status_message, ''), attributes, events "
+                "FROM spans WHERE project_id = ? AND trace_id = ?",
+                (project_id, trace_id.lower()),
+            )
+        return [tuple(row) for row in rows]
+
     def costs(self, project_id: str, trace_id: str) -> dict[str, tuple[float | None, str | None]]:
         """The cost in USD each span of a trace was given as it was stored, and where it
         came from (storage/span_genai.py), by span id (its earliest start day's row)."""

@@ -37,8 +37,11 @@ async function showSpan(list, row) {
                                {credentials: "same-origin"});
   if (!response.ok) return false;
   detail.innerHTML = await response.text();
+  detail.scrollTop = 0;
   for (const other of list.querySelectorAll(".span-row.selected")) other.classList.remove("selected");
   row.classList.add("selected");
+  const scored = document.getElementById("score-span");  // a score given now is this span's
+  if (scored) scored.value = row.dataset.spanId;
   return true;
 }
 
@@ -54,7 +57,12 @@ document.addEventListener("click", async (event) => {
   const link = event.target.closest(".label a");
   if (link && !event.ctrlKey && !event.metaKey && !event.shiftKey) {
     event.preventDefault();
-    if (await showSpan(list, row)) history.replaceState(null, "", link.href);
+    if (await showSpan(list, row)) {
+      const url = new URL(link.href);
+      const zoom = new URL(location.href).searchParams.get("zoom");  // the zoom stays
+      if (zoom) url.searchParams.set("zoom", zoom);
+      history.replaceState(null, "", url);
+    }
   }
 });
 
@@ -71,3 +79,49 @@ document.addEventListener("click", async (event) => {
     button.textContent = "Selected: press Ctrl+C";
   }
 });
+
+// Long values: "Show all" unfolds (and folds again); "Raw" shows messages as sent.
+document.addEventListener("click", (event) => {
+  const more = event.target.closest("button.show-all");
+  if (more) {
+    if (!more.dataset.label) more.dataset.label = more.textContent;
+    const open = !more.previousElementSibling.classList.toggle("folded");
+    more.setAttribute("aria-expanded", String(open));
+    more.textContent = open ? "Show less" : more.dataset.label;
+    return;
+  }
+  const raw = event.target.closest("button.raw-toggle");
+  if (raw) {
+    const section = raw.closest("section.llm");
+    const on = section.classList.toggle("show-raw");
+    raw.setAttribute("aria-pressed", String(on));
+  }
+});
+
+// Times: each <time data-ms> reads in local time with how long ago; its title keeps UTC.
+function ago(ms) {
+  const seconds = Math.round((Date.now() - ms) / 1000);
+  if (seconds < 0) return "in the future";
+  const steps = [[60, "s", 1], [3600, "min", 60], [86400, "h", 3600], [2592000, "d", 86400]];
+  for (const [below, unit, size] of steps) {
+    if (seconds < below) return `${Math.floor(seconds / size)} ${unit} ago`;
+  }
+  return null;  // over 30 days: the date says enough
+}
+
+function localTimes(root) {
+  const two = (n) => String(n).padStart(2, "0");
+  for (const time of root.querySelectorAll("time[data-ms]:not([datetime])")) {
+    const ms = Number(time.dataset.ms);
+    const at = new Date(ms);
+    time.setAttribute("datetime", at.toISOString());
+    const local = `${at.getFullYear()}-${two(at.getMonth() + 1)}-${two(at.getDate())} ` +
+      `${two(at.getHours())}:${two(at.getMinutes())}:${two(at.getSeconds())}`;
+    const since = ago(ms);
+    time.textContent = since ? `${local} (${since})` : local;
+  }
+}
+
+document.addEventListener("DOMContentLoaded", () => localTimes(document));
+new MutationObserver(() => localTimes(document)).observe(document.documentElement,
+                                                        {childList: true, subtree: true});

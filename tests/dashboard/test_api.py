@@ -63,7 +63,8 @@ async def test_no_session_is_the_same_401(site: Site) -> None:
 
 
 async def test_writes_need_the_csrf_token_then_a_route(site: Site) -> None:
-    """Signed in: a write without the token is 403; with it, deleting a trace is 405."""
+    """Signed in: a write without the token is 403; with it, deleting a trace or a
+    session is 405 (nothing deletes them)."""
     store(site.db, site.demo, _trace(0))
     client = site.client()
     csrf = await sign_in(client, "owner@acme.test")
@@ -72,7 +73,7 @@ async def test_writes_need_the_csrf_token_then_a_route(site: Site) -> None:
     assert (await client.delete(path, headers={"X-CSRF-Token": "wrong"})).status_code == 403
     assert (await client.delete(path, headers={"X-CSRF-Token": csrf})).status_code == 405
     sessions = "/api/v1/projects/demo/sessions/s1"
-    assert (await client.delete(sessions, headers={"X-CSRF-Token": csrf})).status_code == 404
+    assert (await client.delete(sessions, headers={"X-CSRF-Token": csrf})).status_code == 405
 
 
 async def test_projects_of_the_users_organisation_only(site: Site) -> None:
@@ -231,6 +232,8 @@ async def test_export(site: Site) -> None:
     rows = list(csv.DictReader(io.StringIO((await response.get_data()).decode())))
     assert response.content_type.startswith("text/csv")
     assert {r["traceId"] for r in rows} == {f"{2:032x}", f"{4:032x}"} and len(rows) == 4
+    assert "error" in {r["status"] for r in rows} and "2" not in {r["status"] for r in rows}
+    assert all(isinstance(orjson.loads(r["attributes"]), dict) for r in rows)
     for bad in ("limit=101", "format=xml", "limit=0"):
         response = await client.get(f"{base}?{bad}")
         assert response.status_code == 400

@@ -13,6 +13,7 @@ import pytest
 import proto_json
 from spangate.embedded_redis import free_port
 from spangate.replay import outgoing
+from spangate.replay_now import renewed
 from tests.processes import spawn, wait_healthy
 from tests.proto_json import protobuf
 
@@ -123,3 +124,69 @@ def _stored(env: dict[str, str], cwd: Path, trace_id: str, expect: int) -> list[
                 return sorted(s["spanId"] for s in spans)
         time.sleep(0.2)
     raise AssertionError("the spans were not stored")
+
+
+CONVERTERS = {
+    "/v1/spans/batch": proto_json.convert_ndjson,
+    "/v1/spans": proto_json.convert_spans,
+    "/v1/traces": proto_json.convert_traces,
+}
+
+
+def test_replay_now_renews_ids_and_moves_times_to_the_present() -> None:
+    """--now gives every example fresh ids (one new id per old one across files, so the
+    score names the renewed trace) and moves its times so the latest is now, keeping
+    durations; each body still converts cleanly."""
+    requests = [r for p in sorted(EXAMPLES.iterdir()) if p.suffix in (".json", ".ndjson", ".gz")
+                for r in outgoing(p)]  # fmt: skip
+    now = 1_900_000_000_123_456_789
+    renewed_requests = renewed(requests, now)
+    spans = []
+    for old, new in zip(requests, renewed_requests, strict=True):
+        data = gzip.decompress(new.body) if new.gzipped else new.body
+        if new.api:
+            score = orjson.loads(data)
+            continue
+        convert = CONVERTERS.get(new.path, proto_json.convert_otlp)
+        result = convert(data)
+        assert result.errors == () and result.accepted == old.spans
+        spans += [s for r in result.request["resourceSpans"] for ss in r["scopeSpans"]
+                  for s in ss["spans"]]  # fmt: skip
+    old_ids = {"4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"}
+    assert not old_ids & {s["traceId"] for s in spans} and not old_ids & {
+        s["spanId"] for s in spans
+    }
+    assert score["trace_id"] in {s["traceId"] for s in spans}
+    assert max(int(s["endTimeUnixNano"]) for s in spans) == now
+    root = next(s for s in spans if s["name"] == "support-agent")
+    assert int(root["endTimeUnixNano"]) - int(root["startTimeUnixNano"]) == 4_250_000_000
+
+
+def test_replay_now_twice_shows_two_runs(tmp_path: Path) -> None:
+    """Against serve, the README's `replay examples/traces.json --now` sent twice stores
+    two runs, both starting today, instead of refusing the second."""
+    port = free_port()
+    env = {"SPANGATE_INGEST_PORT": str(port), "SPANGATE_API_PORT": str(free_port()),
+           "SPANGATE_APP_PORT": str(free_port())}  # fmt: skip
+    serve = spawn(["serve"], env, tmp_path)
+    try:
+        wait_healthy(f"http://127.0.0.1:{port}/health/ready", serve)
+        assert _run(["users", "add", "a@x.io", "--role", "owner"], env, tmp_path)[0] == 0
+        _, out = _run(["keys", "create", "--project", "demo", "--user", "a@x.io"], env, tmp_path)
+        key = next(line for line in out.splitlines() if line.startswith("sgk_"))
+        for _ in range(2):
+            args = ["replay", str(EXAMPLES / "traces.json"), "--now", "--key", key, "--quiet"]
+            code, out = _run(args, env, tmp_path)
+            assert code == 0 and "refused 0" in out, out
+        deadline, listed = time.monotonic() + 30, []
+        while time.monotonic() < deadline and len(listed) < 2:
+            code, out = _run(["traces", "list", "--project", "demo", "--json"], env, tmp_path)
+            listed = orjson.loads(out[out.index("[") :]) if code == 0 else []
+            time.sleep(0.2)
+        assert len({t["traceId"] for t in listed}) == 2
+        today = time.time_ns() - 86_400 * 10**9
+        assert all(int(t["startTimeUnixNano"]) > today for t in listed)
+    finally:
+        serve.terminate()
+        serve.wait(timeout=60)
+        serve.communicate()

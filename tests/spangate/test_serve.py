@@ -14,7 +14,9 @@ from pathlib import Path
 
 import httpx
 import orjson
+import pytest
 
+from dashboard.cookies import SECRET_FILE
 from spangate.embedded_redis import free_port
 from tests.processes import spawn, wait_healthy
 from tests.proto_json.spans import span
@@ -230,18 +232,55 @@ def test_serve_starts_again_a_worker_and_a_collector_killed_under_load(tmp_path:
 
 
 def test_serve_stops_when_a_child_keeps_failing_at_start_up(tmp_path: Path) -> None:
-    """A child that cannot start (its port taken) is started again a few times, then
-    serve stops everything and says why, with status 1."""
+    """A child that cannot start (the dashboard's session secret file is empty) is
+    started again a few times, then serve stops everything and says why, with status 1."""
     env = _ports()
-    taken = socket.socket()
-    taken.bind(("127.0.0.1", int(env["SPANGATE_APP_PORT"])))
-    taken.listen()
-    try:
-        process = spawn(["serve", "--no-worker"], env, tmp_path)
-        _, err = process.communicate(timeout=120)
-    finally:
-        taken.close()
+    (tmp_path / ".spangate").mkdir()
+    (tmp_path / ".spangate" / SECRET_FILE).write_text("")
+    process = spawn(["serve", "--no-worker"], env, tmp_path)
+    _, err = process.communicate(timeout=120)
     assert process.returncode == 1
     said = err.decode()
     assert said.count("dashboard exited with status 1; starting it again") == 4
     assert "dashboard exited with status 1, 5 times in a row" in said
+    assert "spangate is ready" not in said
+
+
+@pytest.mark.parametrize(
+    ("command", "variable"),
+    [
+        (["serve"], "SPANGATE_APP_PORT"),
+        (["serve"], "SPANGATE_INGEST_PORT"),
+        (["dashboard"], "SPANGATE_APP_PORT"),
+        (["sidecar"], "SPANGATE_API_PORT"),
+        (["collector"], "SPANGATE_INGEST_PORT"),
+    ],
+)
+def test_a_taken_port_stops_start_up_in_one_line(
+    tmp_path: Path, command: list[str], variable: str
+) -> None:
+    """A port that is taken (here by a listening socket, as by a first serve) stops the
+    command before it starts anything, in one line naming the port and its setting;
+    serve never says it is ready."""
+    env = _ports()
+    port = int(env[variable])
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", port))
+        taken.listen()
+        process = spawn(command, env, tmp_path)
+        _, err = process.communicate(timeout=60)
+    said = err.decode().strip().splitlines()
+    assert process.returncode == 1
+    assert len(said) == 1, said
+    assert f"port {port} on 127.0.0.1 is taken" in said[0] and variable in said[0]
+    assert not (tmp_path / ".spangate" / "redis").exists()  # no Redis was started
+
+
+def test_serve_refuses_one_port_for_two_parts(tmp_path: Path) -> None:
+    """The same port set for the dashboard and the sidecar: one line naming both."""
+    env = _ports()
+    env["SPANGATE_API_PORT"] = env["SPANGATE_APP_PORT"]
+    process = spawn(["serve"], env, tmp_path)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 1
+    assert "SPANGATE_API_PORT" in err.decode() and "SPANGATE_APP_PORT" in err.decode()

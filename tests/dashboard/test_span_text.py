@@ -1,0 +1,67 @@
+"""Span text as HTML: Markdown, JSON and plain text, never running what strangers wrote."""
+
+from __future__ import annotations
+
+import pytest
+
+from dashboard.span_pane import attribute_rows, message_sources, message_texts
+from dashboard.span_text import FOLD_CHARS, content_html, markdown_html, value_html
+from tests.dashboard.reading import HANDLER, HOSTILE, JS_LINK, SCRIPT, SVG_BREAK, SYSTEM_PROMPT
+
+
+@pytest.mark.parametrize("render", [markdown_html, value_html, content_html])
+@pytest.mark.parametrize("text", [SCRIPT, HANDLER, SVG_BREAK, HOSTILE, f'{{"x": "{SCRIPT}"}}'])
+def test_no_markup_of_the_span_survives(render: object, text: str) -> None:
+    """Tags and handlers in span text come out as text, in every view."""
+    html = str(render(text))  # type: ignore[operator]
+    assert "<script" not in html and "<img" not in html and "<svg" not in html
+    assert "&lt;" in html
+
+
+def test_markdown_links_are_http_or_https_only() -> None:
+    """A `javascript:` link stays text; an https link is a link that opens nothing of ours."""
+    html = str(markdown_html(f"{JS_LINK} [docs](https://example.com) <javascript:alert(1)>"))
+    assert 'href="javascript' not in html.lower()
+    assert '<a href="https://example.com" rel="noopener noreferrer nofollow">docs</a>' in html
+
+
+def test_markdown_keeps_newlines_and_skips_images() -> None:
+    """A single newline is a line break; an image is not fetched (its text stays)."""
+    html = str(markdown_html("one\ntwo ![cat](https://example.com/cat.png)"))
+    assert "one<br />\ntwo" in html and "<img" not in html
+
+
+def test_json_text_is_indented_and_foldable() -> None:
+    """A JSON object in a string is shown indented, under a summary that folds it."""
+    html = str(value_html('{"order": 7, "items": [1, 2]}'))
+    assert '<details class="json" open><summary>JSON object, 2 keys</summary>' in html
+    assert "\n  &#34;order&#34;: 7" in html
+
+
+def test_long_values_fold_and_show_once() -> None:
+    """A long text is folded with Show all; the same text again says where it was;
+    the attribute the messages came from is folded shut."""
+    pairs = [
+        {"key": k, "value": {"stringValue": SYSTEM_PROMPT}}
+        for k in ("app.prompt", "prompt.copy", "gen_ai.system_instructions")
+    ]
+    rows = attribute_rows(pairs, message_sources({"inputMessages": "gen_ai.input.messages"}))
+    first, second, third = (str(html) for _, html in rows)
+    assert "Show all (8,250 characters)" in first and len(SYSTEM_PROMPT) > FOLD_CHARS
+    assert "Same text as <code>app.prompt</code>" in second and SYSTEM_PROMPT not in second
+    assert "Same text as" in third
+
+
+def test_a_long_text_the_messages_show_is_not_shown_again() -> None:
+    """An attribute holding a long message's text says which message shows it."""
+    view = {"inputMessages": [{"role": "system", "content": SYSTEM_PROMPT}], "outputMessages": []}
+    pairs = [{"key": "app.prompt", "value": {"stringValue": SYSTEM_PROMPT}}]
+    ((_, html),) = attribute_rows(pairs, (), message_texts(view))
+    assert "Same text as the system message above" in html and SYSTEM_PROMPT not in html
+
+
+def test_indexed_message_attributes_are_marked_as_shown() -> None:
+    """OpenInference's indexed message attributes are folded under "Shown as messages"."""
+    pairs = [{"key": "llm.input_messages.0.message.content", "value": {"stringValue": "hi"}}]
+    rows = attribute_rows(pairs, message_sources({"inputMessages": "llm.input_messages.N"}))
+    assert "Shown as messages above" in str(rows[0][1])
