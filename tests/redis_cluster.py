@@ -2,7 +2,7 @@
 
 Made as an operator makes one (`redis-cli --cluster create ... --cluster-replicas 1`),
 with a node timeout of a second so that a failover takes about that long, and, as the
-README's production layout says, the slots of healthy masters served while another
+production layout (docs/operations.md) says, the slots of healthy masters served while another
 master fails over (`cluster-require-full-coverage no`). Torn down by process id.
 """
 
