@@ -7,7 +7,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from storage import span_copy, trace_summaries
+from storage import session_summaries, span_copy, trace_index, trace_summaries
 from storage.database import Database, Transaction
 from storage.errors import WriteConflict
 from storage.resend import (
@@ -136,9 +136,17 @@ class SpanStore:
         that took the write lock at its start: `transaction(immediate=True)`)."""
         if self.db.postgres:
             batch = rows if isinstance(rows, span_copy.Batch) else span_copy.Batch.of(rows)
-            return span_copy.write(tx, batch, window_ms)
-        if isinstance(rows, span_copy.Batch):
-            rows = rows.rows
+            refused = span_copy.write(tx, batch, window_ms)
+            rows = batch.rows
+        else:
+            if isinstance(rows, span_copy.Batch):
+                rows = rows.rows
+            refused = self._write_sqlite(tx, rows, window_ms)
+        trace_index.write(tx, rows, refused)
+        session_summaries.refresh_stale(tx)
+        return refused
+
+    def _write_sqlite(self, tx: Transaction, rows: list[SpanRow], window_ms: int) -> list[SpanRow]:
         stored = {
             trace
             for asked in traces_asked(rows)

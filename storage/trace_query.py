@@ -1,0 +1,308 @@
+"""The trace list's query: its filters, its sort and the keyset cursor that pages it.
+
+Every filter narrows the per-trace summaries (storage/trace_summaries.py), or the
+worker's indexes beside them (storage/trace_index.py: span names, attributes, the
+LLM text), never the spans. Each sort has an index of the summaries that holds the
+rows in its order (schema migration 13), so a page is a walk of that index from the
+cursor; the traces whose sort value is unknown (no cost, no tokens, no end) come after
+all the others in either order: a page is first read among the known values, then,
+when those run out, among the unknown ones by trace id (`tail_query`).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from dataclasses import dataclass
+
+import orjson
+
+from storage import summary_genai
+from storage.trace_index import value_hash
+
+#: Whether a trace's model calls report any usage: else its other spans' own counts
+#: (TraceSummary.usage does the same in Python).
+_MODEL_USAGE_KNOWN = (
+    "(input_tokens IS NOT NULL OR output_tokens IS NOT NULL OR total_tokens IS NOT NULL "
+    "OR cost_usd IS NOT NULL)"
+)
+COST = f"(CASE WHEN {_MODEL_USAGE_KNOWN} THEN cost_usd ELSE other_cost_usd END)"
+TOKENS = f"(CASE WHEN {_MODEL_USAGE_KNOWN} THEN total_tokens ELSE other_total_tokens END)"
+INPUT_TOKENS = f"(CASE WHEN {_MODEL_USAGE_KNOWN} THEN input_tokens ELSE other_input_tokens END)"
+OUTPUT_TOKENS = f"(CASE WHEN {_MODEL_USAGE_KNOWN} THEN output_tokens ELSE other_output_tokens END)"
+DURATION = "(end_ns - start_ns)"
+#: The sorts, by their name in the query string: the expression each orders by (the
+#: same text as its index's, which is how SQLite matches an index on an expression).
+SORTS = {"start": "sort_ns", "duration": DURATION, "cost": COST, "tokens": TOKENS}
+NULLABLE = frozenset(("duration", "cost", "tokens"))
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreCondition:
+    """A score the trace must have: by name, and `op` (`>=` or `<=`) `value` when set."""
+
+    name: str
+    op: str | None = None
+    value: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TraceFilter:
+    """What the list may be narrowed to (every condition set must hold)."""
+
+    name: str | None = None  # a substring of the root span's name, any case
+    errors_only: bool = False  # traces with at least one span whose status is error
+    session: str | None = None
+    span_name: str | None = None  # a substring of any span's name, any case
+    user: str | None = None
+    model: str | None = None  # one of the trace's models
+    from_ns: int | None = None  # the trace's start, at or after
+    to_ns: int | None = None  # the trace's start, before
+    min_duration_ns: int | None = None
+    max_duration_ns: int | None = None
+    min_cost_usd: float | None = None
+    min_tokens: int | None = None
+    #: (key, value): some span has the attribute with that value as a string; (key,
+    #: None): some span has it
+    attributes: tuple[tuple[str, str | None], ...] = ()
+    words: tuple[str, ...] = ()  # each found in the trace's LLM text
+    scores: tuple[ScoreCondition, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class TraceOrder:
+    """The list's order: by one of SORTS, descending or not."""
+
+    sort: str = "start"
+    descending: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Cursor:
+    """Where a page of the list ends: the next page starts after this trace, whose
+    sort value was `value` (None: among the traces with none) in the order named."""
+
+    value: int | float | None
+    trace_id: str
+    sort: str = "start"
+    descending: bool = True
+
+    @property
+    def order(self) -> TraceOrder:
+        """The order this cursor pages."""
+        return TraceOrder(self.sort, self.descending)
+
+    def encode(self) -> str:
+        """The opaque text a client passes back."""
+        text = orjson.dumps([self.sort, self.descending, self.value, self.trace_id])
+        return base64.urlsafe_b64encode(text).decode().rstrip("=")
+
+    @classmethod
+    def decode(cls, text: str) -> Cursor:
+        """The cursor `encode` wrote; ValueError for anything else."""
+        try:
+            raw = base64.urlsafe_b64decode(text.encode() + b"=" * (-len(text) % 4))
+            sort, descending, value, trace_id = orjson.loads(raw)
+        except (binascii.Error, UnicodeError, ValueError, TypeError) as e:
+            raise ValueError("cursor is not one this list gave") from e
+        valid = (
+            sort in SORTS
+            and isinstance(descending, bool)
+            and isinstance(trace_id, str)
+            and (value is None or type(value) in (int, float))
+            and (value is not None or sort in NULLABLE)
+            and (sort != "cost" or not isinstance(value, int) or value is None)
+        )
+        if not valid:
+            raise ValueError("cursor is not one this list gave")
+        if sort == "cost" and isinstance(value, int):
+            value = float(value)
+        return cls(value, trace_id, sort, descending)
+
+
+_SELECT = (
+    "SELECT trace_id, root_name, start_ns, end_ns, span_count, error_count, session_id, "
+    f"received_ms, sort_ns, {', '.join(summary_genai.NAMES)}"
+)
+
+
+def _like(text: str, fold: bool = True) -> str:
+    """A LIKE pattern of `text` anywhere (folded to lower case when `fold`)."""
+    text = text.lower() if fold else text
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def fts5_phrase(word: str) -> str:
+    """A word as an FTS5 query: one quoted phrase (its tokens in a row)."""
+    return '"' + word.replace('"', '""') + '"'
+
+
+def _text_condition(postgres: bool) -> str:
+    if postgres:
+        return (
+            "trace_id IN (SELECT x.trace_id FROM span_texts AS x WHERE x.project_id = ?1 "
+            "AND x.words @@ plainto_tsquery('simple', ?))"
+        )
+    # the words' rows first, then their project (`+`: not by the project's index, which
+    # would read every text of the project)
+    return (
+        "trace_id IN (SELECT x.trace_id FROM span_texts AS x WHERE x.id IN (SELECT rowid "
+        "FROM span_text_words WHERE span_text_words MATCH ?) AND +x.project_id = ?1)"
+    )
+
+
+def _model_condition(postgres: bool) -> str:
+    exact = (
+        "models::jsonb @> jsonb_build_array(?::text)"
+        if postgres
+        else "EXISTS (SELECT 1 FROM json_each(models) WHERE value = ?)"
+    )
+    return f"models LIKE ? ESCAPE '\\' AND {exact}"
+
+
+def _score_condition(score: ScoreCondition) -> tuple[str, list[object]]:
+    sql = (
+        "EXISTS (SELECT 1 FROM scores AS sc WHERE sc.project_id = ?1 "
+        "AND sc.trace_id = trace_summaries.trace_id AND sc.name = ?"
+    )
+    if score.op is None:
+        return sql + ")", [score.name]
+    return sql + f" AND sc.score {score.op} ?)", [score.name, score.value]
+
+
+_PLAIN = (  # (field, SQL of the condition on a set value)
+    ("session", "session_id = ?"),
+    ("user", "user_id = ?"),
+    ("from_ns", "start_ns >= ? AND sort_ns >= ?"),  # sort_ns >= start_ns: for the index
+    ("to_ns", "start_ns < ?"),
+    ("min_duration_ns", f"{DURATION} >= ?"),
+    ("max_duration_ns", f"{DURATION} <= ?"),
+    ("min_cost_usd", f"{COST} >= ?"),
+    ("min_tokens", f"{TOKENS} >= ?"),
+)
+
+
+def _indexed(filters: TraceFilter, postgres: bool) -> tuple[list[str], list[object]]:
+    """The conditions answered by the worker's indexes (storage/trace_index.py)."""
+    conditions, params = list[str](), list[object]()
+    if filters.span_name:
+        conditions.append(
+            "trace_id IN (SELECT n.trace_id FROM trace_span_names AS n WHERE n.project_id = ?1 "
+            "AND n.name IN (SELECT p.name FROM project_span_names AS p WHERE p.project_id = ?1 "
+            "AND LOWER(p.name) LIKE ? ESCAPE '\\'))"
+        )
+        params.append(_like(filters.span_name))
+    for key, value in filters.attributes:
+        sql = (
+            "trace_id IN (SELECT a.trace_id FROM trace_attributes AS a WHERE a.project_id = ?1 "
+            "AND a.attr_key = ?"
+        )
+        if value is None:
+            conditions.append(sql + ")")
+            params.append(key)
+        else:
+            conditions.append(sql + " AND a.value_hash = ?)")
+            params += [key, value_hash(value)]
+    for word in filters.words:
+        conditions.append(_text_condition(postgres))
+        params.append(word if postgres else fts5_phrase(word))
+    return conditions, params
+
+
+def where(filters: TraceFilter, postgres: bool) -> tuple[list[str], list[object]]:
+    """The conditions on trace_summaries of `filters` (the project is `?1`, its first
+    parameter, given by the caller) and their parameters, in order."""
+    conditions, params = list[str](), list[object]()
+    if filters.name:
+        conditions.append("LOWER(root_name) LIKE ? ESCAPE '\\'")
+        params.append(_like(filters.name))
+    if filters.errors_only:
+        conditions.append("error_count > 0")
+    for field, sql in _PLAIN:
+        value = getattr(filters, field)
+        if value is not None:
+            conditions.append(sql)
+            params += [value] * sql.count("?")
+    if filters.model is not None:
+        conditions.append(_model_condition(postgres))
+        params += [_like(orjson.dumps(filters.model).decode(), fold=False), filters.model]
+    more, values = _indexed(filters, postgres)
+    conditions += more
+    params += values
+    for score in filters.scores:
+        sql, values = _score_condition(score)
+        conditions.append(sql)
+        params += values
+    return conditions, params
+
+
+def _numbered(sql: str, params: list[object], project_id: str) -> tuple[str, list[object]]:
+    """SQL whose `?1` is the project and whose bare `?`s take `params` in order, as
+    plain `?`s on both dialects."""
+    out, values, taken = [], list[object](), iter(params)
+    parts = sql.split("?")
+    out.append(parts[0])
+    for part in parts[1:]:
+        if part.startswith("1"):
+            values.append(project_id)
+            part = part[1:]
+        else:
+            values.append(next(taken))
+        out.append("?" + part)
+    return "".join(out), values
+
+
+def page_query(
+    project_id: str,
+    filters: TraceFilter,
+    limit: int,
+    after: Cursor | None,
+    order: TraceOrder | None = None,
+    postgres: bool = False,
+) -> tuple[str, list[object]]:
+    """The SQL and parameters of a page of the list among the traces whose sort value
+    is known (every trace, sorting by start): in `order`, through the sort's index; the
+    sort value is the row's last column."""
+    order = order or TraceOrder()
+    key = SORTS[order.sort]
+    conditions, params = where(filters, postgres)
+    if order.sort in NULLABLE:
+        conditions.append(f"{key} IS NOT NULL")
+    if after is not None and after.value is not None:
+        beyond = "<" if order.descending else ">"
+        conditions.append(f"({key} {beyond} ? OR ({key} = ? AND trace_id {beyond} ?))")
+        params += [after.value, after.value, after.trace_id]
+    way = "DESC" if order.descending else "ASC"
+    sql = (
+        f"{_SELECT}, {key} FROM trace_summaries WHERE project_id = ?1"
+        + "".join(f" AND {c}" for c in conditions)
+        + f" ORDER BY {key} {way}, trace_id {way} LIMIT ?"
+    )
+    return _numbered(sql, [*params, limit], project_id)
+
+
+def tail_query(
+    project_id: str,
+    filters: TraceFilter,
+    limit: int,
+    after: Cursor | None,
+    order: TraceOrder,
+    postgres: bool = False,
+) -> tuple[str, list[object]]:
+    """The SQL and parameters of a page among the traces whose sort value is unknown
+    (after all the others, in either order), by trace id, after `after` when it is one
+    of them."""
+    key = SORTS[order.sort]
+    conditions, params = where(filters, postgres)
+    conditions.append(f"{key} IS NULL")
+    beyond, way = ("<", "DESC") if order.descending else (">", "ASC")
+    if after is not None and after.value is None:
+        conditions.append(f"trace_id {beyond} ?")
+        params.append(after.trace_id)
+    sql = (
+        f"{_SELECT}, NULL FROM trace_summaries WHERE project_id = ?1"
+        + "".join(f" AND {c}" for c in conditions)
+        + f" ORDER BY {key} {way}, trace_id {way} LIMIT ?"
+    )
+    return _numbered(sql, [*params, limit], project_id)
