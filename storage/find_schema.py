@@ -13,11 +13,13 @@ per-session summary (storage/session_summaries.py).
 * The session summaries.
 
 A stored span row that is replaced or deleted (the re-sending rules, erasure, SQLite's
-retention) has a trigger delete its text and note its trace in `trace_index_stale`,
-whose attribute and name rows the writer makes anew from what is stored
-(storage/trace_index.py). A trace summary written or deleted has a trigger note its
-sessions in `session_stale`, whose summaries are made anew the same way. The triggers
-cost nothing to the inserts that are most of the worker's writes.
+retention) has a trigger delete its text and copy its name and attributes to
+`trace_index_stale`: the writer then removes those of its trace's attribute and name
+rows that no stored span of the trace still gives (storage/trace_index.py), so neither
+table needs an index by trace, which every insert would pay for. A trace summary
+written or deleted has a trigger note its sessions in `session_stale`, whose summaries
+are made anew the same way. The span triggers cost nothing to the inserts that are most
+of the worker's writes.
 """
 
 from __future__ import annotations
@@ -36,13 +38,11 @@ _COMMON = (
         value_hash BIGINT NOT NULL,
         trace_id TEXT NOT NULL,
         PRIMARY KEY (project_id, attr_key, value_hash, trace_id))""",
-    "CREATE INDEX trace_attributes_trace ON trace_attributes (project_id, trace_id)",
     """CREATE TABLE trace_span_names (
         project_id TEXT NOT NULL,
         name TEXT NOT NULL,
         trace_id TEXT NOT NULL,
         PRIMARY KEY (project_id, name, trace_id))""",
-    "CREATE INDEX trace_span_names_trace ON trace_span_names (project_id, trace_id)",
     """CREATE TABLE project_span_names (
         project_id TEXT NOT NULL,
         name TEXT NOT NULL,
@@ -50,7 +50,8 @@ _COMMON = (
     """CREATE TABLE trace_index_stale (
         project_id TEXT NOT NULL,
         trace_id TEXT NOT NULL,
-        PRIMARY KEY (project_id, trace_id))""",
+        name TEXT NOT NULL,
+        attributes TEXT NOT NULL)""",
     """CREATE TABLE session_summaries (
         project_id TEXT NOT NULL,
         session_id TEXT NOT NULL,
@@ -111,9 +112,8 @@ SQLITE = (
     *(
         f"""CREATE TRIGGER spans_{what} AFTER {event} ON spans BEGIN
         DELETE FROM span_texts WHERE {_SAME_ROW};
-        INSERT INTO trace_index_stale (project_id, trace_id)
-        SELECT OLD.project_id, OLD.trace_id WHERE NOT EXISTS (SELECT 1 FROM trace_index_stale
-        WHERE project_id = OLD.project_id AND trace_id = OLD.trace_id); END"""
+        INSERT INTO trace_index_stale
+        VALUES (OLD.project_id, OLD.trace_id, OLD.name, OLD.attributes); END"""
         for what, event in (("replaced", "UPDATE"), ("removed", "DELETE"))
     ),
     *(
@@ -143,8 +143,8 @@ POSTGRES = (
     f"""CREATE FUNCTION spans_changed() RETURNS trigger LANGUAGE plpgsql AS $body$
     BEGIN
         DELETE FROM span_texts WHERE {_SAME_ROW};
-        INSERT INTO trace_index_stale (project_id, trace_id)
-        VALUES (OLD.project_id, OLD.trace_id) ON CONFLICT DO NOTHING;
+        INSERT INTO trace_index_stale
+        VALUES (OLD.project_id, OLD.trace_id, OLD.name, OLD.attributes);
         RETURN NULL;
     END $body$""",
     "CREATE TRIGGER spans_changed AFTER UPDATE OR DELETE ON spans "

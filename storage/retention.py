@@ -22,7 +22,7 @@ from datetime import UTC, date, datetime, timedelta
 from storage import session_summaries, trace_index, trace_summaries
 from storage.database import Database, Transaction
 from storage.span_copy import locked
-from storage.trace_index import mark_stale
+from storage.trace_index import stale_partition
 
 AHEAD_DAYS = 7
 #: Serialises changes to the partitions between processes (two workers starting).
@@ -103,6 +103,7 @@ def remove_days_before(db: Database, cutoff: date) -> Removed:
             tx.query_one("SELECT pg_advisory_xact_lock(?)", (_PARTITIONS_LOCK,))
             for day, name in sorted(_day_partitions(tx).items()):
                 if day < cutoff:
+                    stale_partition(tx, name)
                     tx.execute(f"DROP TABLE {name}")
                     dropped.append(name)
     with db.transaction() as tx:
@@ -123,7 +124,6 @@ def remove_days_before(db: Database, cutoff: date) -> Removed:
                 locked(tx, traces)
             for project, trace in traces:
                 trace_summaries.recount(tx, project, {trace})
-            mark_stale(tx, traces)
             trace_index.rebuild_stale(tx)
             session_summaries.refresh_stale(tx)
     return Removed(dropped, rows, len(touched))

@@ -105,8 +105,12 @@ _SPAN_COLUMNS = (
 class SpanStore:
     """Spans in the relational database (same database as identity and scores)."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, find_index: bool = True) -> None:
         self.db = db
+        #: whether writes keep the indexes that find a trace (storage/trace_index.py) and
+        #: the session summaries: off only to measure what they cost, on a store
+        #: migrated to before them (benchmarks/bench_worker.py --find-index)
+        self.find_index = find_index
 
     def prepared(self, rows: list[SpanRow]) -> list[SpanRow] | span_copy.Batch:
         """`rows` with what `upsert` needs of them that reads nothing stored, for a thread
@@ -142,8 +146,9 @@ class SpanStore:
             if isinstance(rows, span_copy.Batch):
                 rows = rows.rows
             refused = self._write_sqlite(tx, rows, window_ms)
-        trace_index.write(tx, rows, refused)
-        session_summaries.refresh_stale(tx)
+        if self.find_index:
+            trace_index.write(tx, rows, refused)
+            session_summaries.refresh_stale(tx)
         return refused
 
     def _write_sqlite(self, tx: Transaction, rows: list[SpanRow], window_ms: int) -> list[SpanRow]:

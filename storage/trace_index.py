@@ -21,11 +21,13 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Iterable, Iterator
+import re
+from collections.abc import Iterable
 from typing import Any
 
 import orjson
 
+from genai import conventions as c
 from genai import view_of
 from storage.database import Transaction, arrays
 from storage.span_rows import SpanRow
@@ -50,7 +52,12 @@ def value_text(value: Any) -> str | None:
     arrays and maps as their JSON; None for an empty value."""
     if not isinstance(value, dict) or not value:
         return None
-    kind, inner = next(iter(value.items()))
+    for kind, inner in value.items():
+        return _text_of(kind, inner)
+    return None
+
+
+def _text_of(kind: str, inner: Any) -> str:
     if kind == "stringValue":
         return str(inner)
     if kind == "boolValue":
@@ -62,22 +69,80 @@ def value_text(value: Any) -> str | None:
     return orjson.dumps(inner).decode()
 
 
-def attribute_pairs(attributes: str) -> Iterator[tuple[str, int]]:
+#: Value hashes by (kind, value): a batch's spans repeat their attributes' values.
+_hashes: dict[tuple[str, Any], int] = {}
+_HASHES_KEPT = 100_000
+_EMPTY = value_hash("")
+
+
+def _hash_of(value: Any) -> int:
+    """The hash of an AnyValue's string form (that of "" for what has none)."""
+    if type(value) is not dict:
+        return _EMPTY
+    for kind, inner in value.items():
+        if type(inner) in (dict, list):  # arrays and maps: their JSON, not kept
+            return value_hash(orjson.dumps(inner).decode())
+        hashed = _hashes.get((kind, inner))
+        if hashed is None:
+            try:
+                hashed = value_hash(_text_of(kind, inner))
+            except (TypeError, ValueError):
+                hashed = _EMPTY
+            if len(_hashes) >= _HASHES_KEPT:
+                _hashes.clear()
+            _hashes[(kind, inner)] = hashed
+        return hashed
+    return _EMPTY
+
+
+def attribute_pairs(attributes: str) -> list[tuple[str, int]]:
     """The (key, value hash) pairs of a row's attributes (their stored JSON text)."""
+    found = []
+    hashes = _hashes
     for pair in orjson.loads(attributes):
-        key = pair.get("key")
-        if not isinstance(key, str):
-            continue
         try:
-            text = value_text(pair.get("value"))
-        except (TypeError, ValueError):
-            text = None
-        yield key, value_hash("" if text is None else text)
+            key, value = pair["key"], pair["value"]
+            ((kind, inner),) = value.items()
+            hashed = hashes[kind, inner]
+        except (KeyError, TypeError, ValueError, AttributeError):  # not seen, or odd
+            if type(pair) is not dict or type(pair.get("key")) is not str:
+                continue
+            key, hashed = pair["key"], _hash_of(pair.get("value"))
+        found.append((key, hashed))
+    return found
+
+
+#: An attribute that may give a span messages (genai/conventions.py names them): the
+#: messages' own (any value), indexed messages, and the values of tools and agents
+#: (strings); or a GenAI event. Only a span with one is read for its text.
+_MESSAGE_KEYS = (
+    *(key for key, _ in (*c.INPUT_MESSAGES, *c.OUTPUT_MESSAGES)),
+    c.SYSTEM_INSTRUCTIONS,
+    c.VERCEL_TOOL_CALLS,
+)
+_STRING_KEYS = (*c.INPUT_VALUE, *c.OUTPUT_VALUE, *c.VERCEL_TEXT)
+_SAID = re.compile(
+    '"key":"(?:'
+    + "|".join(re.escape(key) + '"' for key in _MESSAGE_KEYS)
+    + "|"
+    + "|".join(re.escape(prefix) for prefix, _ in (*c.INDEXED_INPUT, *c.INDEXED_OUTPUT))
+    + "|(?:"
+    + "|".join(map(re.escape, _STRING_KEYS))
+    + ')","value":\\{"stringValue")'
+)
+
+
+def says(attributes: str, events: str) -> bool:
+    """Whether a span's attributes or events (their stored JSON texts) may hold
+    messages: a cheap test, no parsing."""
+    return _EVENT_MARKER in events or _SAID.search(attributes) is not None
 
 
 def text_of(name: str, kind: str, attributes: str, events: str) -> str | None:
     """The LLM text of a span the GenAI view describes: its input and output
     messages' contents, one a line (None when it has none)."""
+    if not says(attributes, events):
+        return None
     read = (lambda: orjson.loads(events)) if _EVENT_MARKER in events else None
     view = view_of(orjson.loads(attributes), read, name, kind)
     if view is None:
@@ -132,23 +197,30 @@ def _insert(tx: Transaction, table: str, rows: list[tuple[Any, ...]]) -> None:
     tx.executemany(f"INSERT OR IGNORE INTO {table} ({columns}) VALUES ({marks})", rows)
 
 
-def _facets(rows: Iterable[SpanRow]) -> tuple[set[tuple[Any, ...]], set[tuple[Any, ...]]]:
+def _facets(rows: Iterable[SpanRow]) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
     """The distinct (project, key, value hash, trace) and (project, name, trace) of
-    rows."""
-    pairs: set[tuple[Any, ...]] = set()
-    names: set[tuple[Any, ...]] = set()
+    rows, each sorted."""
+    pairs: dict[tuple[str, str], set[tuple[str, int]]] = {}
+    names: dict[tuple[str, str], set[str]] = {}
     for row in rows:
-        project, trace = row.project_id, row.trace_id
-        names.add((project, row.name, trace))
+        trace = (row.project_id, row.trace_id)
+        of_trace = pairs.get(trace)
+        if of_trace is None:
+            of_trace = pairs[trace] = set()
+            names[trace] = set()
+        names[trace].add(row.name)
         if row.attributes != "[]":
-            pairs.update((project, k, h, trace) for k, h in attribute_pairs(row.attributes))
-    return pairs, names
+            of_trace.update(attribute_pairs(row.attributes))
+    return (
+        sorted((p, k, h, t) for (p, t), found in pairs.items() for k, h in found),
+        sorted((p, n, t) for (p, t), found in names.items() for n in found),
+    )
 
 
 def _write_facets(tx: Transaction, rows: Iterable[SpanRow]) -> None:
     pairs, names = _facets(rows)
-    _insert(tx, "trace_attributes", sorted(pairs))
-    _insert(tx, "trace_span_names", sorted(names))
+    _insert(tx, "trace_attributes", pairs)
+    _insert(tx, "trace_span_names", names)
     _insert(tx, "project_span_names", sorted({(p, n) for p, n, _ in names}))
 
 
@@ -166,41 +238,58 @@ def write(tx: Transaction, rows: list[SpanRow], refused: list[SpanRow]) -> None:
     rebuild_stale(tx)
 
 
-_STORED = (
-    "SELECT project_id, trace_id, span_id, start_day, parent_span_id, name, kind, "
-    "status_code, status_message, start_ns, end_ns, session_id, attributes, events, "
-    "'[]', '{}', '{}', '{}', content_hash, received_ms, llm_type FROM spans "
-    "WHERE project_id = ? AND trace_id = ?"
-)
+_STALE = "SELECT project_id, trace_id, name, attributes FROM trace_index_stale"
+_STORED = "SELECT name, attributes FROM spans WHERE project_id = ? AND trace_id = ?"
 
 
-def mark_stale(tx: Transaction, traces: list[Any]) -> None:
-    """Note traces (project, trace) stale: their spans changed where no trigger saw it
-    (a dropped partition)."""
-    if tx.postgres and traces:
-        tx.execute(
-            "INSERT INTO trace_index_stale SELECT * FROM unnest(?::text[], ?::text[]) "
-            "ON CONFLICT DO NOTHING",
-            arrays([tuple(t) for t in traces]),
-        )
-    elif traces:
-        tx.executemany(
-            "INSERT OR IGNORE INTO trace_index_stale VALUES (?, ?)", [tuple(t) for t in traces]
-        )
+def _given(
+    project: str, trace: str, rows: Iterable[tuple[str, str]]
+) -> tuple[set[tuple[Any, ...]], set[tuple[Any, ...]]]:
+    """The attribute and name rows that span rows (name, attributes) of a trace give."""
+    pairs: set[tuple[Any, ...]] = set()
+    names: set[tuple[Any, ...]] = set()
+    for name, attributes in rows:
+        names.add((project, name, trace))
+        if attributes != "[]":
+            pairs.update((project, k, h, trace) for k, h in attribute_pairs(attributes))
+    return pairs, names
 
 
 def rebuild_stale(tx: Transaction) -> int:
-    """Make anew, from what is stored, the indexes of the traces noted stale; how many."""
-    stale = tx.query("SELECT project_id, trace_id FROM trace_index_stale")
+    """Remove the attribute and name rows that only the span rows noted stale (replaced
+    or deleted) gave: those no stored span of their trace gives any more; how many
+    traces were looked at."""
+    stale = tx.query(_STALE)
     if not stale:
         return 0
-    for project, trace in sorted(stale):
-        for table in ("span_texts", "trace_attributes", "trace_span_names"):
-            tx.execute(
-                f"DELETE FROM {table} WHERE project_id = ? AND trace_id = ?", (project, trace)
-            )
-        stored = [SpanRow(*row) for row in tx.query(_STORED, (project, trace))]
-        _insert(tx, "span_texts", _texts(stored))
-        _write_facets(tx, stored)
+    by_trace: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    for project, trace, name, attributes in stale:
+        by_trace.setdefault((project, trace), []).append((name, attributes))
+    gone_pairs: list[tuple[Any, ...]] = []
+    gone_names: list[tuple[Any, ...]] = []
+    for (project, trace), rows in sorted(by_trace.items()):
+        old_pairs, old_names = _given(project, trace, rows)
+        now_pairs, now_names = _given(project, trace, tx.query(_STORED, (project, trace)))
+        gone_pairs += sorted(old_pairs - now_pairs)
+        gone_names += sorted(old_names - now_names)
+    _delete(tx, "trace_attributes", gone_pairs)
+    _delete(tx, "trace_span_names", gone_names)
     tx.execute("DELETE FROM trace_index_stale")
-    return len(stale)
+    return len(by_trace)
+
+
+def _delete(tx: Transaction, table: str, rows: list[tuple[Any, ...]]) -> None:
+    """Delete rows by their whole key."""
+    if not rows:
+        return
+    where = " AND ".join(f"{column} = ?" for column in _INSERT[table].split(", "))
+    tx.executemany(f"DELETE FROM {table} WHERE {where}", rows)
+
+
+def stale_partition(tx: Transaction, partition: str) -> None:
+    """PostgreSQL: note every span row of a partition about to be dropped as stale (a
+    dropped table fires no trigger)."""
+    tx.execute(
+        "INSERT INTO trace_index_stale SELECT project_id, trace_id, name, attributes "
+        f"FROM {partition}"
+    )

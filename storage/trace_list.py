@@ -15,10 +15,12 @@ from genai import GenAIView, view_of
 from storage import summary_genai
 from storage.database import Database, Transaction
 from storage.trace_query import (
+    DRIVING_MATCHES,
     NULLABLE,
     Cursor,
     TraceFilter,
     TraceOrder,
+    driver_counts,
     page_query,
     tail_query,
 )
@@ -186,6 +188,18 @@ _SELECT = (
 )
 
 
+def _driver(tx: Transaction, project_id: str, filters: TraceFilter) -> int | None:
+    """SQLite: the index filter that lets the fewest traces through, when it lets fewer
+    than DRIVING_MATCHES through (storage/trace_query.py)."""
+    counts = [
+        (tx.query_one(sql, params) or (DRIVING_MATCHES,))[0]
+        for sql, params in driver_counts(project_id, filters, postgres=False)
+    ]
+    if not counts or min(counts) >= DRIVING_MATCHES:
+        return None
+    return counts.index(min(counts))
+
+
 class TraceSummaries:
     """Reads of the summaries: pages of the list, a session's traces."""
 
@@ -207,14 +221,17 @@ class TraceSummaries:
         order = order or (after.order if after is not None else TraceOrder())
         postgres = self.db.postgres
         with self.db.transaction() as tx:
+            driver = None if postgres else _driver(tx, project_id, filters)
             rows: list[Any] = []
             if after is None or after.value is not None:
-                rows = tx.query(*page_query(project_id, filters, limit + 1, after, order, postgres))
+                rows = tx.query(
+                    *page_query(project_id, filters, limit + 1, after, order, postgres, driver)
+                )
             if len(rows) <= limit and order.sort in NULLABLE:
                 tail_after = after if after is not None and after.value is None else None
                 asked = limit + 1 - len(rows)
                 rows += tx.query(
-                    *tail_query(project_id, filters, asked, tail_after, order, postgres)
+                    *tail_query(project_id, filters, asked, tail_after, order, postgres, driver)
                 )
             traces = [TraceSummary.of_row(row[:-1]) for row in rows[:limit]]
             if ends:

@@ -138,17 +138,17 @@ def fts5_phrase(word: str) -> str:
     return '"' + word.replace('"', '""') + '"'
 
 
-def _text_condition(postgres: bool) -> str:
+def _text_traces(postgres: bool) -> str:
     if postgres:
         return (
-            "trace_id IN (SELECT x.trace_id FROM span_texts AS x WHERE x.project_id = ?1 "
-            "AND x.words @@ plainto_tsquery('simple', ?))"
+            "SELECT x.trace_id FROM span_texts AS x WHERE x.project_id = ?1 "
+            "AND x.words @@ plainto_tsquery('simple', ?)"
         )
     # the words' rows first, then their project (`+`: not by the project's index, which
     # would read every text of the project)
     return (
-        "trace_id IN (SELECT x.trace_id FROM span_texts AS x WHERE x.id IN (SELECT rowid "
-        "FROM span_text_words WHERE span_text_words MATCH ?) AND +x.project_id = ?1)"
+        "SELECT x.trace_id FROM span_texts AS x WHERE x.id IN (SELECT rowid "
+        "FROM span_text_words WHERE span_text_words MATCH ?) AND +x.project_id = ?1"
     )
 
 
@@ -183,36 +183,39 @@ _PLAIN = (  # (field, SQL of the condition on a set value)
 )
 
 
-def _indexed(filters: TraceFilter, postgres: bool) -> tuple[list[str], list[object]]:
-    """The conditions answered by the worker's indexes (storage/trace_index.py)."""
-    conditions, params = list[str](), list[object]()
+def index_queries(filters: TraceFilter, postgres: bool) -> list[tuple[str, list[object]]]:
+    """The filters answered by the worker's indexes (storage/trace_index.py): each a
+    query of the traces it lets through (the project is `?1`), and its parameters."""
+    queries: list[tuple[str, list[object]]] = []
     if filters.span_name:
-        conditions.append(
-            "trace_id IN (SELECT n.trace_id FROM trace_span_names AS n WHERE n.project_id = ?1 "
-            "AND n.name IN (SELECT p.name FROM project_span_names AS p WHERE p.project_id = ?1 "
-            "AND LOWER(p.name) LIKE ? ESCAPE '\\'))"
+        queries.append(
+            (
+                "SELECT n.trace_id FROM trace_span_names AS n WHERE n.project_id = ?1 "
+                "AND n.name IN (SELECT p.name FROM project_span_names AS p "
+                "WHERE p.project_id = ?1 AND LOWER(p.name) LIKE ? ESCAPE '\\')",
+                [_like(filters.span_name)],
+            )
         )
-        params.append(_like(filters.span_name))
     for key, value in filters.attributes:
         sql = (
-            "trace_id IN (SELECT a.trace_id FROM trace_attributes AS a WHERE a.project_id = ?1 "
+            "SELECT a.trace_id FROM trace_attributes AS a WHERE a.project_id = ?1 "
             "AND a.attr_key = ?"
         )
         if value is None:
-            conditions.append(sql + ")")
-            params.append(key)
+            queries.append((sql, [key]))
         else:
-            conditions.append(sql + " AND a.value_hash = ?)")
-            params += [key, value_hash(value)]
+            queries.append((sql + " AND a.value_hash = ?", [key, value_hash(value)]))
     for word in filters.words:
-        conditions.append(_text_condition(postgres))
-        params.append(word if postgres else fts5_phrase(word))
-    return conditions, params
+        queries.append((_text_traces(postgres), [word if postgres else fts5_phrase(word)]))
+    return queries
 
 
-def where(filters: TraceFilter, postgres: bool) -> tuple[list[str], list[object]]:
+def where(
+    filters: TraceFilter, postgres: bool, driver: int | None = None
+) -> tuple[list[str], list[object]]:
     """The conditions on trace_summaries of `filters` (the project is `?1`, its first
-    parameter, given by the caller) and their parameters, in order."""
+    parameter, given by the caller) and their parameters, in order; but the index query
+    `driver`, which the caller joins instead (`_source`)."""
     conditions, params = list[str](), list[object]()
     if filters.name:
         conditions.append("LOWER(root_name) LIKE ? ESCAPE '\\'")
@@ -227,9 +230,10 @@ def where(filters: TraceFilter, postgres: bool) -> tuple[list[str], list[object]
     if filters.model is not None:
         conditions.append(_model_condition(postgres))
         params += [_like(orjson.dumps(filters.model).decode(), fold=False), filters.model]
-    more, values = _indexed(filters, postgres)
-    conditions += more
-    params += values
+    for at, (sql, values) in enumerate(index_queries(filters, postgres)):
+        if at != driver:
+            conditions.append(f"trace_id IN ({sql})")
+            params += values
     for score in filters.scores:
         sql, values = _score_condition(score)
         conditions.append(sql)
@@ -253,6 +257,42 @@ def _numbered(sql: str, params: list[object], project_id: str) -> tuple[str, lis
     return "".join(out), values
 
 
+#: SQLite: an index filter that lets fewer traces than this through drives the page (its
+#: traces are read, then sorted), instead of the sort's index walked until a page of
+#: them is found: few matches are then a few seeks, not a walk of the project's
+#: summaries. (PostgreSQL's planner weighs that itself, from its statistics.)
+DRIVING_MATCHES = 5000
+
+
+def driver_counts(
+    project_id: str, filters: TraceFilter, postgres: bool
+) -> list[tuple[str, list[object]]]:
+    """For each index filter, a query of how many traces it lets through, counted up
+    to DRIVING_MATCHES."""
+    return [
+        _numbered(
+            f"SELECT COUNT(*) FROM (SELECT DISTINCT trace_id FROM ({sql}) AS d LIMIT ?) AS c",
+            [*params, DRIVING_MATCHES],
+            project_id,
+        )
+        for sql, params in index_queries(filters, postgres)
+    ]
+
+
+def _source(filters: TraceFilter, postgres: bool, driver: int | None) -> tuple[str, list[object]]:
+    """The FROM clause: the summaries, or the `driver` index query's traces joined to
+    them, that query read first (SQLite's CROSS JOIN keeps the order given)."""
+    if driver is None:
+        return "trace_summaries", []
+    sql, params = index_queries(filters, postgres)[driver]
+    return (
+        f"(SELECT DISTINCT trace_id AS matched FROM ({sql}) AS d) AS m CROSS JOIN "
+        "trace_summaries ON trace_summaries.project_id = ?1 "
+        "AND trace_summaries.trace_id = m.matched",
+        params,
+    )
+
+
 def page_query(
     project_id: str,
     filters: TraceFilter,
@@ -260,13 +300,16 @@ def page_query(
     after: Cursor | None,
     order: TraceOrder | None = None,
     postgres: bool = False,
+    driver: int | None = None,
 ) -> tuple[str, list[object]]:
     """The SQL and parameters of a page of the list among the traces whose sort value
-    is known (every trace, sorting by start): in `order`, through the sort's index; the
-    sort value is the row's last column."""
+    is known (every trace, sorting by start): in `order`, through the sort's index (or
+    from the index query `driver`); the sort value is the row's last column."""
     order = order or TraceOrder()
     key = SORTS[order.sort]
-    conditions, params = where(filters, postgres)
+    source, params = _source(filters, postgres, driver)
+    conditions, values = where(filters, postgres, driver)
+    params += values
     if order.sort in NULLABLE:
         conditions.append(f"{key} IS NOT NULL")
     if after is not None and after.value is not None:
@@ -275,7 +318,7 @@ def page_query(
         params += [after.value, after.value, after.trace_id]
     way = "DESC" if order.descending else "ASC"
     sql = (
-        f"{_SELECT}, {key} FROM trace_summaries WHERE project_id = ?1"
+        f"{_SELECT}, {key} FROM {source} WHERE trace_summaries.project_id = ?1"
         + "".join(f" AND {c}" for c in conditions)
         + f" ORDER BY {key} {way}, trace_id {way} LIMIT ?"
     )
@@ -289,19 +332,22 @@ def tail_query(
     after: Cursor | None,
     order: TraceOrder,
     postgres: bool = False,
+    driver: int | None = None,
 ) -> tuple[str, list[object]]:
     """The SQL and parameters of a page among the traces whose sort value is unknown
     (after all the others, in either order), by trace id, after `after` when it is one
     of them."""
     key = SORTS[order.sort]
-    conditions, params = where(filters, postgres)
+    source, params = _source(filters, postgres, driver)
+    conditions, values = where(filters, postgres, driver)
+    params += values
     conditions.append(f"{key} IS NULL")
     beyond, way = ("<", "DESC") if order.descending else (">", "ASC")
     if after is not None and after.value is None:
         conditions.append(f"trace_id {beyond} ?")
         params.append(after.trace_id)
     sql = (
-        f"{_SELECT}, NULL FROM trace_summaries WHERE project_id = ?1"
+        f"{_SELECT}, NULL FROM {source} WHERE trace_summaries.project_id = ?1"
         + "".join(f" AND {c}" for c in conditions)
         + f" ORDER BY {key} {way}, trace_id {way} LIMIT ?"
     )
