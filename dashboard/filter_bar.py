@@ -107,6 +107,7 @@ class PageLinks:
     sorts: dict[str, Link]
     live: str
     is_live: bool
+    caption: str
 
 
 def page_links(args: Args, asked: ListQuery, cursor: Cursor | None) -> PageLinks:
@@ -128,4 +129,20 @@ def page_links(args: Args, asked: ListQuery, cursor: Cursor | None) -> PageLinks
         sorts=sorts,
         live=_query(pairs, live=None if args.get("live") else "1"),
         is_live=bool(args.get("live")) and asked.after is None,
+        caption=_CAPTIONS[asked.order.sort][asked.order.descending],
     )
+
+
+#: The table's caption for each sort and order.
+_CAPTIONS = {
+    "start": {True: "Newest first", False: "Oldest first"},
+    "duration": {True: "Slowest first", False: "Fastest first"},
+    "cost": {
+        True: "Costliest first (no known cost last)",
+        False: "Cheapest first (no known cost last)",
+    },
+    "tokens": {
+        True: "Most tokens first (none known last)",
+        False: "Fewest tokens first (none known last)",
+    },
+}

@@ -95,6 +95,8 @@ def time_ns(args: Args, name: str) -> int | None:
 def _attributes(values: Iterable[str]) -> tuple[tuple[str, str | None], ...]:
     found: list[tuple[str, str | None]] = []
     for raw in values:
+        if not raw.strip():  # a form's empty field
+            continue
         key, equals, value = raw.partition("=")
         if not key.strip():
             raise invalid("attr must be key=value or key, with a key")
@@ -105,6 +107,8 @@ def _attributes(values: Iterable[str]) -> tuple[tuple[str, str | None], ...]:
 def _scores(values: Iterable[str]) -> tuple[ScoreCondition, ...]:
     found = []
     for raw in values:
+        if not raw.strip():
+            continue
         match = _SCORE.fullmatch(raw.strip())
         if match is None or not match["name"].strip():
             raise invalid("score must be NAME, NAME>=X or NAME<=X")

@@ -63,7 +63,8 @@ async def test_no_session_is_the_same_401(site: Site) -> None:
 
 
 async def test_writes_need_the_csrf_token_then_a_route(site: Site) -> None:
-    """Signed in: a write without the token is 403; with it, deleting a trace is 405."""
+    """Signed in: a write without the token is 403; with it, deleting a trace or a
+    session is 405."""
     store(site.db, site.demo, _trace(0))
     client = site.client()
     csrf = await sign_in(client, "owner@acme.test")
@@ -72,7 +73,7 @@ async def test_writes_need_the_csrf_token_then_a_route(site: Site) -> None:
     assert (await client.delete(path, headers={"X-CSRF-Token": "wrong"})).status_code == 403
     assert (await client.delete(path, headers={"X-CSRF-Token": csrf})).status_code == 405
     sessions = "/api/v1/projects/demo/sessions/s1"
-    assert (await client.delete(sessions, headers={"X-CSRF-Token": csrf})).status_code == 404
+    assert (await client.delete(sessions, headers={"X-CSRF-Token": csrf})).status_code == 405
 
 
 async def test_projects_of_the_users_organisation_only(site: Site) -> None:
