@@ -95,9 +95,15 @@ def _hash_of(value: Any) -> int:
     return _EMPTY
 
 
+#: The value hash of a row that says only that a trace has the key (the `attr=key`
+#: filter's row: one seek, where the key's rows of every value would be read).
+KEY_ONLY = 0
+
+
 def attribute_pairs(attributes: str) -> list[tuple[str, int]]:
-    """The (key, value hash) pairs of a row's attributes (their stored JSON text)."""
-    found = []
+    """The (key, value hash) pairs of a row's attributes (their stored JSON text),
+    each key also with KEY_ONLY."""
+    found: list[tuple[str, int]] = []
     hashes = _hashes
     for pair in orjson.loads(attributes):
         try:
@@ -108,7 +114,7 @@ def attribute_pairs(attributes: str) -> list[tuple[str, int]]:
             if type(pair) is not dict or type(pair.get("key")) is not str:
                 continue
             key, hashed = pair["key"], _hash_of(pair.get("value"))
-        found.append((key, hashed))
+        found += ((key, hashed), (key, KEY_ONLY))
     return found
 
 
@@ -199,7 +205,7 @@ def _insert(tx: Transaction, table: str, rows: list[tuple[Any, ...]]) -> None:
 
 def _facets(rows: Iterable[SpanRow]) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
     """The distinct (project, key, value hash, trace) and (project, name, trace) of
-    rows, each sorted."""
+    rows (a trace's rows fall to one writer: no two writers insert the same ones)."""
     pairs: dict[tuple[str, str], set[tuple[str, int]]] = {}
     names: dict[tuple[str, str], set[str]] = {}
     for row in rows:
@@ -212,8 +218,8 @@ def _facets(rows: Iterable[SpanRow]) -> tuple[list[tuple[Any, ...]], list[tuple[
         if row.attributes != "[]":
             of_trace.update(attribute_pairs(row.attributes))
     return (
-        sorted((p, k, h, t) for (p, t), found in pairs.items() for k, h in found),
-        sorted((p, n, t) for (p, t), found in names.items() for n in found),
+        [(p, k, h, t) for (p, t), found in pairs.items() for k, h in found],
+        [(p, n, t) for (p, t), found in names.items() for n in found],
     )
 
 

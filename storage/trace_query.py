@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import orjson
 
 from storage import summary_genai
-from storage.trace_index import value_hash
+from storage.trace_index import KEY_ONLY, value_hash
 
 #: Whether a trace's model calls report any usage: else its other spans' own counts
 #: (TraceSummary.usage does the same in Python).
@@ -138,17 +138,25 @@ def fts5_phrase(word: str) -> str:
     return '"' + word.replace('"', '""') + '"'
 
 
-def _text_traces(postgres: bool) -> str:
+def _text_traces(postgres: bool) -> tuple[str, str]:
+    """The traces whose text holds a word (parameter): as a query of them (driving a
+    page), and as a condition on one trace's texts (checking a walked trace's)."""
     if postgres:
+        words = "x.words @@ plainto_tsquery('simple', ?)"
         return (
-            "SELECT x.trace_id FROM span_texts AS x WHERE x.project_id = ?1 "
-            "AND x.words @@ plainto_tsquery('simple', ?)"
+            f"SELECT x.trace_id FROM span_texts AS x WHERE x.project_id = ?1 AND {words}",
+            f"EXISTS (SELECT 1 FROM span_texts AS x WHERE x.project_id = ?1 "
+            f"AND x.trace_id = trace_summaries.trace_id AND {words})",
         )
     # the words' rows first, then their project (`+`: not by the project's index, which
-    # would read every text of the project)
+    # would read every text of the project); a walked trace's few texts, each matched
+    # by its rowid
     return (
         "SELECT x.trace_id FROM span_texts AS x WHERE x.id IN (SELECT rowid "
-        "FROM span_text_words WHERE span_text_words MATCH ?) AND +x.project_id = ?1"
+        "FROM span_text_words WHERE span_text_words MATCH ?) AND +x.project_id = ?1",
+        "EXISTS (SELECT 1 FROM span_texts AS x JOIN span_text_words AS w ON w.rowid = x.id "
+        "WHERE x.project_id = ?1 AND x.trace_id = trace_summaries.trace_id "
+        "AND span_text_words MATCH ?)",
     )
 
 
@@ -176,42 +184,55 @@ _PLAIN = (  # (field, SQL of the condition on a set value)
     ("user", "user_id = ?"),
     ("from_ns", "start_ns >= ? AND sort_ns >= ?"),  # sort_ns >= start_ns: for the index
     ("to_ns", "start_ns < ?"),
-    ("min_duration_ns", f"{DURATION} >= ?"),
-    ("max_duration_ns", f"{DURATION} <= ?"),
-    ("min_cost_usd", f"{COST} >= ?"),
-    ("min_tokens", f"{TOKENS} >= ?"),
+)
+#: The bounds: field, the sort whose expression it bounds, the condition. Under another
+#: sort the expression is written `+(…)`, which no index matches: SQLite otherwise
+#: reads every trace in the bounds through the bound's index and sorts them, where
+#: walking the sort's index finds a page of them in a few rows.
+_BOUNDS = (
+    ("min_duration_ns", "duration", ">="),
+    ("max_duration_ns", "duration", "<="),
+    ("min_cost_usd", "cost", ">="),
+    ("min_tokens", "tokens", ">="),
 )
 
 
-def index_queries(filters: TraceFilter, postgres: bool) -> list[tuple[str, list[object]]]:
-    """The filters answered by the worker's indexes (storage/trace_index.py): each a
-    query of the traces it lets through (the project is `?1`), and its parameters."""
-    queries: list[tuple[str, list[object]]] = []
+def index_queries(filters: TraceFilter, postgres: bool) -> list[tuple[str, str, list[object]]]:
+    """The filters answered by the worker's indexes (storage/trace_index.py): each as a
+    query of the traces it lets through, as a condition on a summary's trace (the
+    project is `?1` in both), and its parameters."""
+    queries: list[tuple[str, str, list[object]]] = []
     if filters.span_name:
+        names = (
+            "FROM trace_span_names AS n WHERE n.project_id = ?1 AND n.name IN "
+            "(SELECT p.name FROM project_span_names AS p WHERE p.project_id = ?1 "
+            "AND LOWER(p.name) LIKE ? ESCAPE '\\')"
+        )
         queries.append(
             (
-                "SELECT n.trace_id FROM trace_span_names AS n WHERE n.project_id = ?1 "
-                "AND n.name IN (SELECT p.name FROM project_span_names AS p "
-                "WHERE p.project_id = ?1 AND LOWER(p.name) LIKE ? ESCAPE '\\')",
+                f"SELECT n.trace_id {names}",
+                f"EXISTS (SELECT 1 {names} AND n.trace_id = trace_summaries.trace_id)",
                 [_like(filters.span_name)],
             )
         )
     for key, value in filters.attributes:
-        sql = (
-            "SELECT a.trace_id FROM trace_attributes AS a WHERE a.project_id = ?1 "
-            "AND a.attr_key = ?"
+        pairs = "FROM trace_attributes AS a WHERE a.project_id = ?1 AND a.attr_key = ? "
+        pairs += "AND a.value_hash = ?"
+        queries.append(
+            (
+                f"SELECT a.trace_id {pairs}",
+                f"EXISTS (SELECT 1 {pairs} AND a.trace_id = trace_summaries.trace_id)",
+                [key, KEY_ONLY if value is None else value_hash(value)],
+            )
         )
-        if value is None:
-            queries.append((sql, [key]))
-        else:
-            queries.append((sql + " AND a.value_hash = ?", [key, value_hash(value)]))
     for word in filters.words:
-        queries.append((_text_traces(postgres), [word if postgres else fts5_phrase(word)]))
+        traces, exists = _text_traces(postgres)
+        queries.append((traces, exists, [word if postgres else fts5_phrase(word)]))
     return queries
 
 
 def where(
-    filters: TraceFilter, postgres: bool, driver: int | None = None
+    filters: TraceFilter, postgres: bool, driver: int | None = None, sort: str = "start"
 ) -> tuple[list[str], list[object]]:
     """The conditions on trace_summaries of `filters` (the project is `?1`, its first
     parameter, given by the caller) and their parameters, in order; but the index query
@@ -227,12 +248,16 @@ def where(
         if value is not None:
             conditions.append(sql)
             params += [value] * sql.count("?")
+    bounds = [(f, b, op, v) for f, b, op in _BOUNDS if (v := getattr(filters, f)) is not None]
+    for _, bounded, op, value in bounds:
+        conditions.append(f"{'' if bounded == sort else '+'}{SORTS[bounded]} {op} ?")
+        params.append(value)
     if filters.model is not None:
         conditions.append(_model_condition(postgres))
         params += [_like(orjson.dumps(filters.model).decode(), fold=False), filters.model]
-    for at, (sql, values) in enumerate(index_queries(filters, postgres)):
+    for at, (_, exists, values) in enumerate(index_queries(filters, postgres)):
         if at != driver:
-            conditions.append(f"trace_id IN ({sql})")
+            conditions.append(exists)
             params += values
     for score in filters.scores:
         sql, values = _score_condition(score)
@@ -275,7 +300,7 @@ def driver_counts(
             [*params, DRIVING_MATCHES],
             project_id,
         )
-        for sql, params in index_queries(filters, postgres)
+        for sql, _, params in index_queries(filters, postgres)
     ]
 
 
@@ -284,7 +309,7 @@ def _source(filters: TraceFilter, postgres: bool, driver: int | None) -> tuple[s
     them, that query read first (SQLite's CROSS JOIN keeps the order given)."""
     if driver is None:
         return "trace_summaries", []
-    sql, params = index_queries(filters, postgres)[driver]
+    sql, _, params = index_queries(filters, postgres)[driver]
     return (
         f"(SELECT DISTINCT trace_id AS matched FROM ({sql}) AS d) AS m CROSS JOIN "
         "trace_summaries ON trace_summaries.project_id = ?1 "
@@ -308,7 +333,7 @@ def page_query(
     order = order or TraceOrder()
     key = SORTS[order.sort]
     source, params = _source(filters, postgres, driver)
-    conditions, values = where(filters, postgres, driver)
+    conditions, values = where(filters, postgres, driver, order.sort)
     params += values
     if order.sort in NULLABLE:
         conditions.append(f"{key} IS NOT NULL")
@@ -339,7 +364,7 @@ def tail_query(
     of them."""
     key = SORTS[order.sort]
     source, params = _source(filters, postgres, driver)
-    conditions, values = where(filters, postgres, driver)
+    conditions, values = where(filters, postgres, driver, order.sort)
     params += values
     conditions.append(f"{key} IS NULL")
     beyond, way = ("<", "DESC") if order.descending else (">", "ASC")
