@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import orjson
 
 from storage import summary_genai
-from storage.trace_index import KEY_ONLY, value_hash
+from storage.index_filters import index_queries, like
 
 #: Whether a trace's model calls report any usage: else its other spans' own counts
 #: (TraceSummary.usage does the same in Python).
@@ -128,40 +128,6 @@ _SELECT = (
 )
 
 
-def _like(text: str, fold: bool = True) -> str:
-    """A LIKE pattern of `text` anywhere (folded to lower case when `fold`)."""
-    text = text.lower() if fold else text
-    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return f"%{escaped}%"
-
-
-def fts5_phrase(word: str) -> str:
-    """A word as an FTS5 query: one quoted phrase (its tokens in a row)."""
-    return '"' + word.replace('"', '""') + '"'
-
-
-def _text_traces(postgres: bool) -> tuple[str, str]:
-    """The traces whose text holds a word (parameter): as a query of them (driving a
-    page), and as a condition on one trace's texts (checking a walked trace's)."""
-    if postgres:
-        words = "x.words @@ plainto_tsquery('simple', ?)"
-        return (
-            f"SELECT x.trace_id FROM span_texts AS x WHERE x.project_id = ?1 AND {words}",
-            f"EXISTS (SELECT 1 FROM span_texts AS x WHERE x.project_id = ?1 "
-            f"AND x.trace_id = trace_summaries.trace_id AND {words})",
-        )
-    # the words' rows first, then their project (`+`: not by the project's index, which
-    # would read every text of the project); a walked trace's few texts, each matched
-    # by its rowid
-    return (
-        "SELECT x.trace_id FROM span_texts AS x WHERE x.id IN (SELECT rowid "
-        "FROM span_text_words WHERE span_text_words MATCH ?) AND +x.project_id = ?1",
-        "EXISTS (SELECT 1 FROM span_texts AS x JOIN span_text_words AS w ON w.rowid = x.id "
-        "WHERE x.project_id = ?1 AND x.trace_id = trace_summaries.trace_id "
-        "AND span_text_words MATCH ?)",
-    )
-
-
 def _model_condition(postgres: bool) -> str:
     exact = (
         "models::jsonb @> jsonb_build_array(?::text)"
@@ -199,40 +165,6 @@ _BOUNDS = (
 )
 
 
-def index_queries(filters: TraceFilter, postgres: bool) -> list[tuple[str, str, list[object]]]:
-    """The filters answered by the worker's indexes (storage/trace_index.py): each as a
-    query of the traces it lets through, as a condition on a summary's trace (the
-    project is `?1` in both), and its parameters."""
-    queries: list[tuple[str, str, list[object]]] = []
-    if filters.span_name:
-        names = (
-            "FROM trace_span_names AS n WHERE n.project_id = ?1 AND n.name IN "
-            "(SELECT p.name FROM project_span_names AS p WHERE p.project_id = ?1 "
-            "AND LOWER(p.name) LIKE ? ESCAPE '\\')"
-        )
-        queries.append(
-            (
-                f"SELECT n.trace_id {names}",
-                f"EXISTS (SELECT 1 {names} AND n.trace_id = trace_summaries.trace_id)",
-                [_like(filters.span_name)],
-            )
-        )
-    for key, value in filters.attributes:
-        pairs = "FROM trace_attributes AS a WHERE a.project_id = ?1 AND a.attr_key = ? "
-        pairs += "AND a.value_hash = ?"
-        queries.append(
-            (
-                f"SELECT a.trace_id {pairs}",
-                f"EXISTS (SELECT 1 {pairs} AND a.trace_id = trace_summaries.trace_id)",
-                [key, KEY_ONLY if value is None else value_hash(value)],
-            )
-        )
-    for word in filters.words:
-        traces, exists = _text_traces(postgres)
-        queries.append((traces, exists, [word if postgres else fts5_phrase(word)]))
-    return queries
-
-
 def where(
     filters: TraceFilter, postgres: bool, driver: int | None = None, sort: str = "start"
 ) -> tuple[list[str], list[object]]:
@@ -242,7 +174,7 @@ def where(
     conditions, params = list[str](), list[object]()
     if filters.name:
         conditions.append("LOWER(root_name) LIKE ? ESCAPE '\\'")
-        params.append(_like(filters.name))
+        params.append(like(filters.name))
     if filters.errors_only:
         conditions.append("error_count > 0")
     for field, sql in _PLAIN:
@@ -256,11 +188,11 @@ def where(
         params.append(value)
     if filters.model is not None:
         conditions.append(_model_condition(postgres))
-        params += [_like(orjson.dumps(filters.model).decode(), fold=False), filters.model]
-    for at, (_, exists, values) in enumerate(index_queries(filters, postgres)):
+        params += [like(orjson.dumps(filters.model).decode(), fold=False), filters.model]
+    for at, found in enumerate(index_queries(filters, postgres)):
         if at != driver:
-            conditions.append(exists)
-            params += values
+            conditions.append(found.exists)
+            params += found.exists_params
     for score in filters.scores:
         sql, values = _score_condition(score)
         conditions.append(sql)
@@ -304,7 +236,7 @@ def driver_counts(
             [*params, DRIVING_MATCHES],
             project_id,
         )
-        for sql, _, params in index_queries(filters, postgres)
+        for sql, params, _, _ in index_queries(filters, postgres)
     ]
 
 
@@ -313,7 +245,7 @@ def _source(filters: TraceFilter, postgres: bool, driver: int | None) -> tuple[s
     them, that query read first (SQLite's CROSS JOIN keeps the order given)."""
     if driver is None:
         return "trace_summaries", []
-    sql, _, params = index_queries(filters, postgres)[driver]
+    sql, params, _, _ = index_queries(filters, postgres)[driver]
     return (
         f"(SELECT DISTINCT trace_id AS matched FROM ({sql}) AS d) AS m CROSS JOIN "
         "trace_summaries ON trace_summaries.project_id = ?1 "

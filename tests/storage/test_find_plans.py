@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from storage.database import Database
+from storage.index_filters import index_queries
 from storage.retention import make_partitions
 from storage.schema import migrate
 from storage.session_summaries import SessionCursor, SessionFilter, sessions_query
@@ -26,7 +27,6 @@ from storage.trace_query import (
     ScoreCondition,
     TraceFilter,
     TraceOrder,
-    index_queries,
     page_query,
     tail_query,
 )
