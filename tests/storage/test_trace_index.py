@@ -141,3 +141,25 @@ def test_retention_takes_the_words_and_sessions_of_removed_days(database: Databa
     remove_days_before(database, date(2026, 11, 22))
     assert _find(database, words=("bravo",)) == ["c"]
     assert_exact(database)
+
+
+def test_the_spans_stored_before_the_indexes_get_theirs(database_url: str) -> None:
+    """A store migrated with spans already stored: its sessions are summed by the
+    migration, and the upgrade indexes every stored trace, once."""
+    from storage import find_upgrade
+
+    db = Database(database_url)
+    try:
+        migrate(db, until=12)
+        rows = [
+            _indexed(span_row(trace=trace, span=span, content=content, session="s1"))
+            for trace, span, content in (("a", "1", "y"), ("a", "2", "z"), ("b", "1", "x"))
+        ]
+        SpanStore(db, find_index=False).upsert(rows, WINDOW_MS)
+        migrate(db)
+        assert find_upgrade.upgrade(db) == 2
+        assert_exact(db)
+        assert _find(db, words=("bravo",)) == ["a"]
+        assert find_upgrade.upgrade(db) == 0
+    finally:
+        db.close()
