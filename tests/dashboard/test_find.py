@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 import pytest
-from quart.typing import TestClientProtocol
+from quart.typing import TestClientProtocol as Client
 
 from storage.identity import IdentityStore
 from storage.scores import NewScore, ScoreStore
@@ -73,7 +73,7 @@ def _seed(site: Site) -> None:
         )
 
 
-async def _ids(client: TestClientProtocol, query: str) -> list[int]:
+async def _ids(client: Client, query: str) -> list[int]:
     response = await client.get(f"{LIST}?{query}")
     assert response.status_code == 200, await response.get_data()
     body = orjson.loads(await response.get_data())
@@ -81,7 +81,7 @@ async def _ids(client: TestClientProtocol, query: str) -> list[int]:
 
 
 @pytest.fixture
-async def client(site: Site) -> TestClientProtocol:
+async def client(site: Site) -> Client:
     """A signed-in viewer of the seeded project."""
     _seed(site)
     client = site.client()
@@ -129,9 +129,7 @@ async def client(site: Site) -> TestClientProtocol:
         ("name=lookup&attr=tenant=t0&minTokens=1&status=error", [2]),
     ],
 )
-async def test_each_filter_and_their_and(
-    client: TestClientProtocol, query: str, expected: list[int]
-) -> None:
+async def test_each_filter_and_their_and(client: Client, query: str, expected: list[int]) -> None:
     """Each filter of the contract selects exactly its traces; several are ANDed."""
     assert await _ids(client, query) == expected
 
@@ -148,7 +146,7 @@ _SORTED = {  # the full order of each sort, descending; the traces with no value
 @pytest.mark.parametrize("order", ["desc", "asc"])
 @pytest.mark.parametrize("limit", [1, 2, 4])
 async def test_cursors_page_every_sort_in_both_orders(
-    client: TestClientProtocol, sort: str, order: str, limit: int
+    client: Client, sort: str, order: str, limit: int
 ) -> None:
     """Paging by cursor under any sort and order gives every trace once, in order, the
     traces with no value for the sort last (by trace id) in either order."""
@@ -190,7 +188,7 @@ async def test_cursors_page_every_sort_in_both_orders(
     ],
 )
 async def test_a_bad_value_is_a_400_naming_its_parameter(
-    client: TestClientProtocol, query: str, parameter: str
+    client: Client, query: str, parameter: str
 ) -> None:
     """Each bad value is 400 VALIDATION_ERROR whose message names the parameter, on the
     JSON, the export and the page."""
@@ -203,7 +201,7 @@ async def test_a_bad_value_is_a_400_naming_its_parameter(
             assert error["message"].startswith(parameter), error
 
 
-async def test_the_export_answers_the_page_shown(client: TestClientProtocol) -> None:
+async def test_the_export_answers_the_page_shown(client: Client) -> None:
     """The export with the page's filters, sort, cursor and limit holds that page's
     traces, in its order."""
     query = "attr=tenant=t0&sort=duration&order=asc&limit=1"
@@ -216,7 +214,7 @@ async def test_the_export_answers_the_page_shown(client: TestClientProtocol) -> 
     assert exported[0]["spans"]
 
 
-async def test_the_page_keeps_the_filters_in_its_links(client: TestClientProtocol) -> None:
+async def test_the_page_keeps_the_filters_in_its_links(client: Client) -> None:
     """The list page's next-page, export and sort links carry the filters."""
     page = (await (await client.get("/projects/demo/traces?attr=tenant%3Dt0&limit=1"))
             .get_data()).decode()  # fmt: skip

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import orjson
 import pytest
-from quart.typing import TestClientProtocol
+from quart.typing import TestClientProtocol as Client
 
 from tests.dashboard.conftest import Site, sign_in, store
 from tests.proto_json.spans import span
@@ -35,7 +35,7 @@ def _seed(site: Site) -> None:
 
 
 @pytest.fixture
-async def client(site: Site) -> TestClientProtocol:
+async def client(site: Site) -> Client:
     """A signed-in viewer of the seeded project."""
     _seed(site)
     client = site.client()
@@ -43,13 +43,13 @@ async def client(site: Site) -> TestClientProtocol:
     return client
 
 
-async def _get(client: TestClientProtocol, query: str) -> dict[str, object]:
+async def _get(client: Client, query: str) -> dict[str, object]:
     response = await client.get(f"{SESSIONS}?{query}")
     assert response.status_code == 200, await response.get_data()
     return orjson.loads(await response.get_data())  # type: ignore[no-any-return]
 
 
-async def test_the_sessions_json_sums_each_session(client: TestClientProtocol) -> None:
+async def test_the_sessions_json_sums_each_session(client: Client) -> None:
     """Each session's traces, times, errors, tokens, cost and user, latest first."""
     body = await _get(client, "")
     sessions = body["sessions"]
@@ -64,7 +64,7 @@ async def test_the_sessions_json_sums_each_session(client: TestClientProtocol) -
     assert sessions[0]["costUsd"] is None and body["next"] is None
 
 
-async def test_the_sessions_page_by_cursor_and_filter(client: TestClientProtocol) -> None:
+async def test_the_sessions_page_by_cursor_and_filter(client: Client) -> None:
     """Paging gives every session once in order; user and from/to narrow the list."""
     seen, cursor = [], None
     for _ in range(6):
@@ -85,7 +85,7 @@ async def test_the_sessions_page_by_cursor_and_filter(client: TestClientProtocol
     [("from=soon", "from"), ("to=x", "to"), ("cursor=abc", "cursor"), ("limit=0", "limit")],
 )
 async def test_a_bad_sessions_parameter_is_a_400(
-    client: TestClientProtocol, query: str, parameter: str
+    client: Client, query: str, parameter: str
 ) -> None:
     """A bad value is 400 VALIDATION_ERROR naming its parameter."""
     response = await client.get(f"{SESSIONS}?{query}")
@@ -95,7 +95,7 @@ async def test_a_bad_sessions_parameter_is_a_400(
     assert (await client.get(f"/projects/demo/sessions?{query}")).status_code == 400
 
 
-async def test_a_sessions_traces_in_time_order(client: TestClientProtocol) -> None:
+async def test_a_sessions_traces_in_time_order(client: Client) -> None:
     """`GET …/sessions/{id}`: the session's trace items, in time order."""
     response = await client.get(f"{SESSIONS}/s1")
     found = orjson.loads(await response.get_data())
@@ -105,7 +105,7 @@ async def test_a_sessions_traces_in_time_order(client: TestClientProtocol) -> No
     assert (await client.get(f"{SESSIONS}/nothing")).status_code == 404
 
 
-async def test_the_sessions_page_lists_and_pages(client: TestClientProtocol) -> None:
+async def test_the_sessions_page_lists_and_pages(client: Client) -> None:
     """The page shows the sessions with their sums and a next-page link keeping the
     filters."""
     page = (await (await client.get("/projects/demo/sessions?limit=1&user=user-1"))
