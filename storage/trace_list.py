@@ -221,6 +221,8 @@ class TraceSummaries:
         order = order or (after.order if after is not None else TraceOrder())
         postgres = self.db.postgres
         with self.db.transaction() as tx:
+            if postgres:  # every query of the list has an index path; a scan is a misguess
+                tx.execute("SET LOCAL enable_seqscan = off")
             driver = None if postgres else _driver(tx, project_id, filters)
             rows: list[Any] = []
             if after is None or after.value is not None:
