@@ -143,18 +143,21 @@ BINARY = "(FORMAT BINARY)"
 BATCH_ENTRIES = 50
 
 
-def _run_worker(redis_url: str, db_url: str, name: str, go: Any) -> None:  # in a fork
-    worker = Worker(
-        redis.Redis.from_url(redis_url), SpanStore(Database(db_url)), 1200, consumer=name
-    )
+def _run_worker(
+    redis_url: str, db_url: str, name: str, go: Any, find_index: bool = True
+) -> None:  # in a fork
+    store = SpanStore(Database(db_url), find_index)
+    worker = Worker(redis.Redis.from_url(redis_url), store, 1200, consumer=name)
     go.wait()
     worker.run(burst=True)
 
 
-def drain(redis_url: str, db_url: str, processes: int) -> float:
-    """Seconds for `processes` workers (this one alone when 1) to drain every stream."""
+def drain(redis_url: str, db_url: str, processes: int, find_index: bool = True) -> float:
+    """Seconds for `processes` workers (this one alone when 1) to drain every stream
+    (`find_index`: keeping the indexes that find a trace)."""
     if processes == 1:
-        worker = Worker(redis.Redis.from_url(redis_url), SpanStore(Database(db_url)), 1200)
+        store = SpanStore(Database(db_url), find_index)
+        worker = Worker(redis.Redis.from_url(redis_url), store, 1200)
         start = time.perf_counter()
         with worker_process():
             worker.run(burst=True)
@@ -162,7 +165,7 @@ def drain(redis_url: str, db_url: str, processes: int) -> float:
     context = multiprocessing.get_context("fork")
     go = context.Event()
     children = [
-        context.Process(target=_run_worker, args=(redis_url, db_url, f"bench-{i}", go))
+        context.Process(target=_run_worker, args=(redis_url, db_url, f"bench-{i}", go, find_index))
         for i in range(processes)
     ]
     with worker_process():  # the children inherit the settings
@@ -220,6 +223,51 @@ def genai_rounds(args: argparse.Namespace) -> None:
     print(f"ratio {ratio:.2f}; target >= {GENAI_TARGET}: {verdict}")
 
 
+#: The schema before the indexes that find a trace (migration 13).
+BEFORE_FIND_INDEX = 12
+FIND_INDEX_TARGET = 0.8
+
+
+def find_index_rounds(args: argparse.Namespace) -> None:
+    """`--find-index`: the same bodies drained into a store with the indexes that find
+    a trace (full text, attributes, names, sorts, sessions) and into one migrated to
+    before them, written without them; the order alternating; the ratio of rates."""
+    total = args.entries * args.spans
+    rates: dict[bool, list[float]] = {True: [], False: []}
+    for round_no in range(args.rounds):
+        work = Path(tempfile.mkdtemp(prefix="spangate-worker-bench-"))
+        server = RedisServer(work / "redis").start()
+        bodies = [
+            proto_json.convert_spans(
+                native_spans_body(args.spans, seed=i + 1, across=args.across)
+            ).payload
+            for i in range(args.entries)
+        ]
+        for indexed in (True, False) if round_no % 2 == 0 else (False, True):
+            project = f"bench{round_no}{int(indexed)}"
+            with ExitStack() as stack:
+                url = (
+                    stack.enter_context(postgres_schema(args.database))
+                    if args.database
+                    else f"sqlite:///{work / f'{int(indexed)}.db'}"
+                )
+                db = Database(url)
+                migrate(db, None if indexed else BEFORE_FIND_INDEX)
+                enqueue(server, project, bodies, args.spans)
+                rates[indexed].append(total / drain(server.url, url, args.processes, indexed))
+                assert SpanStore(db).count(project) == total
+                db.close()
+        server.stop()
+    for indexed, label in ((True, "with the find indexes"), (False, "without them")):
+        print(
+            f"{label:22} {statistics.median(rates[indexed]):10,.0f} spans/s (median of "
+            f"{args.rounds}; rounds: " + ", ".join(f"{r:,.0f}" for r in rates[indexed]) + ")"
+        )
+    ratio = statistics.median(rates[True]) / statistics.median(rates[False])
+    verdict = "PASS" if ratio >= FIND_INDEX_TARGET else "FAIL"
+    print(f"ratio {ratio:.2f}; target >= {FIND_INDEX_TARGET}: {verdict}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--entries", type=int, default=100)
@@ -245,7 +293,16 @@ def main() -> None:
         help="GenAI chat calls against their twins without GenAI attributes (the cost of "
         "the GenAI view), instead of the worker against a plain insert",
     )
+    parser.add_argument(
+        "--find-index",
+        action="store_true",
+        help="the worker with the indexes that find a trace against the worker without "
+        "them (their cost), instead of the worker against a plain insert",
+    )
     args = parser.parse_args()
+    if args.find_index:
+        find_index_rounds(args)
+        return
     if args.genai:
         genai_rounds(args)
         return

@@ -48,17 +48,32 @@ class Api:
         )
 
     async def traces(self, project: str) -> Response:
-        args = request.args
-        filters = params.trace_filter(args)
-        limit = params.limit_of(args, params.DEFAULT_LIMIT, params.MAX_LIMIT)
-        after = params.cursor_of(args)
+        asked = params.list_query(request.args, params.DEFAULT_LIMIT, params.MAX_LIMIT)
         found = await asyncio.to_thread(self.explorer.project, current_session().user, project)
-        page, cursor = await asyncio.to_thread(self.explorer.traces, found, filters, limit, after)
+        page, cursor = await asyncio.to_thread(self.explorer.traces, found, asked)
         return json_response(
             {
                 "traces": [params.summary_json(t) for t in page],
                 "next": None if cursor is None else cursor.encode(),
             }
+        )
+
+    async def sessions(self, project: str) -> Response:
+        filters, after, limit = params.session_query(request.args)
+        found = await asyncio.to_thread(self.explorer.project, current_session().user, project)
+        page, cursor = await asyncio.to_thread(self.explorer.sessions, found, filters, limit, after)
+        return json_response(
+            {
+                "sessions": [params.session_json(s) for s in page],
+                "next": None if cursor is None else cursor.encode(),
+            }
+        )
+
+    async def session(self, project: str, session_id: str) -> Response:
+        found = await asyncio.to_thread(self.explorer.project, current_session().user, project)
+        traces = await asyncio.to_thread(self.explorer.session, found, session_id)
+        return json_response(
+            {"sessionId": session_id, "traces": [params.summary_json(t) for t in traces]}
         )
 
     async def trace(self, project: str, trace_id: str) -> Response:
@@ -76,13 +91,12 @@ class Api:
 
     async def export(self, project: str) -> Response:
         args = request.args
-        filters = params.trace_filter(args)
         form = args.get("format", "json")
         if form not in ("csv", "json"):
             raise invalid("format must be csv or json")
-        limit = params.limit_of(args, MAX_EXPORT_TRACES, MAX_EXPORT_TRACES)
+        asked = params.list_query(args, MAX_EXPORT_TRACES, MAX_EXPORT_TRACES)
         found = await asyncio.to_thread(self.explorer.project, current_session().user, project)
-        traces = await asyncio.to_thread(self.explorer.export, found, filters, limit)
+        traces = await asyncio.to_thread(self.explorer.export, found, asked)
         disposition = {"Content-Disposition": f'attachment; filename="{found.name}-traces.{form}"'}
         if form == "json":
             return json_response(traces, headers=disposition)
@@ -98,5 +112,7 @@ def install_api(app: Quart, explorer: Explorer) -> None:
         (f"{base}/<project>/traces", api.traces),
         (f"{base}/<project>/traces/export", api.export),
         (f"{base}/<project>/traces/<trace_id>", api.trace),
+        (f"{base}/<project>/sessions", api.sessions),
+        (f"{base}/<project>/sessions/<segment:session_id>", api.session),
     ):
         app.add_url_rule(rule, endpoint=f"api_{view.__name__}", view_func=view, methods=["GET"])

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from dashboard.params import ListQuery
 from dashboard.signin import current_session
 from storage.database import Database
 from storage.datasets import DatasetStore
@@ -19,17 +20,20 @@ from storage.errors import NotFound
 from storage.export import export_traces
 from storage.identity import IdentityStore, Project, User
 from storage.scores import Score, ScoreStore
+from storage.session_summaries import (
+    SessionCursor,
+    SessionFilter,
+    SessionSummary,
+    sessions_page,
+)
 from storage.spans import SpanOutline, SpanStore
 from storage.trace_list import (
     Cursor,
-    SessionSummary,
-    TraceFilter,
     TraceSummaries,
     TraceSummary,
 )
 
 _TRACE_ID = re.compile(r"[0-9a-fA-F]{32}")
-SESSIONS_SHOWN = 200
 SESSION_TRACES_SHOWN = 1000
 
 
@@ -86,10 +90,12 @@ class Explorer:
         return project
 
     def traces(
-        self, project: Project, filters: TraceFilter, limit: int, after: Cursor | None
+        self, project: Project, asked: ListQuery
     ) -> tuple[list[TraceSummary], Cursor | None]:
-        """A page of the trace list, newest first, and the next page's cursor."""
-        return self.summaries.page(project.id, filters, limit, after)
+        """A page of the trace list as asked, and the next page's cursor."""
+        return self.summaries.page(
+            project.id, asked.filters, asked.limit, asked.after, order=asked.order
+        )
 
     def scores(self, project: Project, traces: list[TraceSummary]) -> dict[str, list[Score]]:
         """The scores of the traces of a page, by trace id."""
@@ -134,9 +140,11 @@ class Explorer:
         """The names of the project's datasets (for "Add to dataset")."""
         return [dataset.name for dataset in DatasetStore(self.db).list(project.id)]
 
-    def sessions(self, project: Project) -> list[SessionSummary]:
-        """The project's most recent sessions."""
-        return self.summaries.sessions(project.id, SESSIONS_SHOWN)
+    def sessions(
+        self, project: Project, filters: SessionFilter, limit: int, after: SessionCursor | None
+    ) -> tuple[list[SessionSummary], SessionCursor | None]:
+        """A page of the project's sessions, latest activity first, and the next's cursor."""
+        return sessions_page(self.db, project.id, filters, limit, after)
 
     def session(self, project: Project, session_id: str) -> list[TraceSummary]:
         """A session's traces in time order; NotFound for a session with none."""
@@ -145,6 +153,8 @@ class Explorer:
             raise NotFound(f"no session {session_id}")
         return traces
 
-    def export(self, project: Project, filters: TraceFilter, limit: int) -> list[dict[str, Any]]:
-        """The newest `limit` traces (at most 100) with their spans."""
-        return export_traces(self.db, project.id, filters, limit)
+    def export(self, project: Project, asked: ListQuery) -> list[dict[str, Any]]:
+        """The page of the list `asked` names (at most 100 traces), with their spans."""
+        return export_traces(
+            self.db, project.id, asked.filters, asked.limit, asked.after, asked.order
+        )

@@ -14,11 +14,11 @@ from quart import Quart, Response, render_template, request, url_for
 
 from dashboard import params
 from dashboard.explorer import Explorer, TraceOutline, signed_in_project
+from dashboard.filter_bar import filter_bar, page_links
 from dashboard.signin import current_session, redirect_to
 from dashboard.waterfall import PAGE_ROWS, Row, Waterfall, lay_out
 from dashboard.waterfall_html import rows_html
 from storage.errors import NotFound
-from storage.export import MAX_EXPORT_TRACES
 from storage.identity import Project
 
 
@@ -41,24 +41,17 @@ class Pages:
         return redirect_to(url_for("traces", project=found.name), 302)
 
     async def traces(self, project: str) -> str:
-        args = request.args
-        filters = params.trace_filter(args)
-        limit = params.limit_of(args, params.DEFAULT_LIMIT, params.MAX_LIMIT)
-        after = params.cursor_of(args)
+        asked = params.list_query(request.args, params.DEFAULT_LIMIT, params.MAX_LIMIT)
         found = await signed_in_project(self.explorer, project)
-        page, cursor = await asyncio.to_thread(self.explorer.traces, found, filters, limit, after)
+        page, cursor = await asyncio.to_thread(self.explorer.traces, found, asked)
         scores = await asyncio.to_thread(self.explorer.scores, found, page)
-        kept = {k: v for k, v in args.items() if k in ("q", "status", "session") and v}
         return await render_template(
             "traces.html",
             project=found,
             traces=page,
             scores=scores,
-            filters=filters,
-            filtered=bool(kept),
-            next_query=None if cursor is None else urlencode({**kept, "cursor": cursor.encode()}),
-            first_query=urlencode(kept) if after is not None else None,
-            export_query=urlencode({**kept, "limit": MAX_EXPORT_TRACES}),
+            bar=await asyncio.to_thread(filter_bar, self.explorer, found, request.args, asked),
+            links=page_links(request.args, asked, cursor),
             ingest_url=self.ingest_url,
         )
 
@@ -126,10 +119,24 @@ class Pages:
         return await render_template("evaluations.html", project=found)
 
     async def sessions(self, project: str) -> str:
+        filters, after, limit = params.session_query(request.args)
         found = await signed_in_project(self.explorer, project)
-        listed = await asyncio.to_thread(self.explorer.sessions, found)
+        listed, cursor = await asyncio.to_thread(
+            self.explorer.sessions, found, filters, limit, after
+        )
+        kept = [(k, request.args.get(k, "")) for k in ("user", "from", "to")]
+        kept = [(k, v) for k, v in kept if v]
         return await render_template(
-            "sessions.html", project=found, sessions=listed, ingest_url=self.ingest_url
+            "sessions.html",
+            project=found,
+            sessions=listed,
+            values=dict(kept),
+            filtered=bool(kept),
+            next_query=None
+            if cursor is None
+            else urlencode([*kept, ("cursor", cursor.encode()), ("limit", str(limit))]),
+            first_query=urlencode(kept) if after is not None else None,
+            ingest_url=self.ingest_url,
         )
 
 

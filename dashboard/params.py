@@ -1,34 +1,190 @@
-"""Query parameters shared by the trace list page, its JSON and the export."""
+"""Query parameters shared by the trace list page, its JSON and the export: parsed
+here, once, into the storage layer's filter, order and cursor (docs/api.md lists them).
+A bad value is a 400 VALIDATION_ERROR whose message starts with the parameter's name."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
 from quart import request
+from werkzeug.datastructures import MultiDict
 
 from dashboard.errors import invalid
 from dashboard.genai_json import summary_genai_json
-from storage.trace_list import Cursor, TraceFilter, TraceSummary
+from storage.session_summaries import SessionCursor, SessionFilter, SessionSummary
+from storage.trace_list import Cursor, TraceFilter, TraceOrder, TraceSummary
+from storage.trace_query import SORTS, ScoreCondition
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
+#: `attr`, `score` conditions and `text` words, at most, in one query.
+MAX_CONDITIONS = 20
+#: The parameters of the list, in the order a link writes them.
+FILTER_PARAMS = (
+    "q", "name", "status", "session", "user", "model", "from", "to", "minDurationMs",
+    "maxDurationMs", "minCostUsd", "minTokens", "attr", "text", "score", "sort", "order",
+)  # fmt: skip
+_WORD = re.compile(r"[^\W_]+")
+_SCORE = re.compile(r"(?P<name>[^<>]+?)(?:(?P<op>>=|<=)(?P<value>.*))?")
 
 
-def trace_filter(args: Mapping[str, str]) -> TraceFilter:
-    """`q` (root span name contains), `status=error`, `session`; 400 for a bad status."""
+#: A query string's values.
+Args = MultiDict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class ListQuery:
+    """What a request asks of the trace list."""
+
+    filters: TraceFilter
+    order: TraceOrder
+    after: Cursor | None
+    limit: int
+
+
+def _text(args: Args, name: str) -> str | None:
+    return args.get(name, "").strip() or None
+
+
+def _number(args: Args, name: str) -> float | None:
+    raw = args.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise invalid(f"{name} must be a number, 0 or more")
+    return value
+
+
+def _integer(args: Args, name: str) -> int | None:
+    raw = args.get(name, "").strip()
+    if not raw:
+        return None
+    if not (raw.isascii() and raw.isdigit()):
+        raise invalid(f"{name} must be an integer, 0 or more")
+    return int(raw)
+
+
+def time_ns(args: Args, name: str) -> int | None:
+    """A time parameter: ISO 8601 (UTC when it names no offset) or Unix milliseconds,
+    as Unix nanoseconds."""
+    raw = args.get(name, "").strip()
+    if not raw:
+        return None
+    if raw.isascii() and raw.isdigit():
+        return int(raw) * 1_000_000
+    try:
+        when = datetime.fromisoformat(raw)
+    except ValueError as e:
+        raise invalid(f"{name} must be an ISO 8601 time or Unix milliseconds") from e
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    delta = when - datetime(1970, 1, 1, tzinfo=UTC)
+    return (delta.days * 86_400 + delta.seconds) * 10**9 + delta.microseconds * 1000
+
+
+def _attributes(values: Iterable[str]) -> tuple[tuple[str, str | None], ...]:
+    found: list[tuple[str, str | None]] = []
+    for raw in values:
+        if not raw.strip():  # a form's empty field
+            continue
+        key, equals, value = raw.partition("=")
+        if not key.strip():
+            raise invalid("attr must be key=value or key, with a key")
+        found.append((key.strip(), value if equals else None))
+    return tuple(found)
+
+
+def _scores(values: Iterable[str]) -> tuple[ScoreCondition, ...]:
+    found = []
+    for raw in values:
+        if not raw.strip():
+            continue
+        match = _SCORE.fullmatch(raw.strip())
+        if match is None or not match["name"].strip():
+            raise invalid("score must be NAME, NAME>=X or NAME<=X")
+        if match["op"] is None:
+            found.append(ScoreCondition(match["name"].strip()))
+            continue
+        try:
+            value = float(match["value"])
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value):
+            raise invalid("score must be NAME, NAME>=X or NAME<=X, X a number")
+        found.append(ScoreCondition(match["name"].strip(), match["op"], value))
+    return tuple(found)
+
+
+def _words(args: Args) -> tuple[str, ...]:
+    raw = args.get("text", "").strip()
+    if not raw:
+        return ()
+    words = tuple(dict.fromkeys(word.lower() for word in _WORD.findall(raw)))
+    if not words:
+        raise invalid("text must hold a word (letters or digits)")
+    return words
+
+
+def _nanos(ms: float | None, up: bool) -> int | None:
+    if ms is None:
+        return None
+    exact = ms * 1_000_000
+    return math.ceil(exact) if up else math.floor(exact)
+
+
+def trace_filter(args: Args) -> TraceFilter:
+    """The filters of the list (docs/api.md); 400 naming the parameter for a bad one."""
     status = args.get("status", "").strip()
     if status not in ("", "error"):
         raise invalid("status may only be 'error'")
+    min_tokens = _integer(args, "minTokens")
+    attributes = _attributes(args.getlist("attr"))
+    scores = _scores(args.getlist("score"))
+    words = _words(args)
+    for name, many in (("attr", attributes), ("score", scores), ("text", words)):
+        if len(many) > MAX_CONDITIONS:
+            raise invalid(f"{name} may give at most {MAX_CONDITIONS} conditions")
     return TraceFilter(
-        name=args.get("q", "").strip() or None,
+        name=_text(args, "q"),
         errors_only=status == "error",
-        session=args.get("session", "").strip() or None,
+        session=_text(args, "session"),
+        span_name=_text(args, "name"),
+        user=_text(args, "user"),
+        model=_text(args, "model"),
+        from_ns=time_ns(args, "from"),
+        to_ns=time_ns(args, "to"),
+        min_duration_ns=_nanos(_number(args, "minDurationMs"), up=True),
+        max_duration_ns=_nanos(_number(args, "maxDurationMs"), up=False),
+        min_cost_usd=_number(args, "minCostUsd"),
+        min_tokens=min_tokens,
+        attributes=attributes,
+        words=words,
+        scores=scores,
     )
 
 
-def limit_of(args: Mapping[str, str], default: int, maximum: int) -> int:
+def trace_order(args: Args) -> TraceOrder:
+    """`sort` (start, duration, cost, tokens) and `order` (desc, asc)."""
+    sort = args.get("sort", "").strip() or "start"
+    if sort not in SORTS:
+        raise invalid(f"sort must be one of {', '.join(SORTS)}")
+    order = args.get("order", "").strip() or "desc"
+    if order not in ("desc", "asc"):
+        raise invalid("order must be desc or asc")
+    return TraceOrder(sort, order == "desc")
+
+
+def limit_of(args: Args, default: int, maximum: int) -> int:
     """`limit`, 1 to `maximum`; 400 otherwise."""
     raw = args.get("limit", "").strip()
     if not raw:
@@ -38,15 +194,57 @@ def limit_of(args: Mapping[str, str], default: int, maximum: int) -> int:
     return int(raw)
 
 
-def cursor_of(args: Mapping[str, str]) -> Cursor | None:
-    """`cursor`, as a previous page gave it; 400 for anything else."""
+def cursor_of(args: Args, order: TraceOrder | None = None) -> Cursor | None:
+    """`cursor`, as a previous page of the same order gave it; 400 for anything else."""
     raw = args.get("cursor", "").strip()
     if not raw:
         return None
     try:
-        return Cursor.decode(raw)
+        cursor = Cursor.decode(raw)
     except ValueError as e:
         raise invalid(str(e)) from e
+    if order is not None and cursor.order != order:
+        raise invalid("cursor is from a list in another order (sort, order)")
+    return cursor
+
+
+def list_query(args: Args, default: int, maximum: int) -> ListQuery:
+    """The whole of a list request: filters, order, cursor and limit."""
+    order = trace_order(args)
+    return ListQuery(
+        trace_filter(args), order, cursor_of(args, order), limit_of(args, default, maximum)
+    )
+
+
+def session_query(args: Args) -> tuple[SessionFilter, SessionCursor | None, int]:
+    """The sessions list's filters (`user`, `from`, `to`), cursor and limit."""
+    filters = SessionFilter(_text(args, "user"), time_ns(args, "from"), time_ns(args, "to"))
+    raw = args.get("cursor", "").strip()
+    try:
+        after = SessionCursor.decode(raw) if raw else None
+    except ValueError as e:
+        raise invalid(str(e)) from e
+    return filters, after, limit_of(args, DEFAULT_LIMIT, MAX_LIMIT)
+
+
+def session_json(session: SessionSummary) -> dict[str, Any]:
+    """One session of `GET .../sessions`."""
+    return {
+        "sessionId": session.session_id,
+        "traceCount": session.traces,
+        "startTimeUnixNano": str(session.start_ns),
+        "endTimeUnixNano": None if session.end_ns is None else str(session.end_ns),
+        "errorCount": session.error_count,
+        "inputTokens": session.input_tokens,
+        "outputTokens": session.output_tokens,
+        "costUsd": session.cost_usd,
+        "userId": session.user_id,
+    }
+
+
+def kept_params(args: Args) -> list[tuple[str, str]]:
+    """The list's parameters a request gave (not its cursor or limit), for links."""
+    return [(name, value) for name in FILTER_PARAMS for value in args.getlist(name) if value]
 
 
 async def json_object() -> dict[str, Any]:

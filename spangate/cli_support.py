@@ -11,7 +11,7 @@ import orjson
 
 from genai.prices import Pricer, read_price_file
 from service.settings import Settings, SettingsError
-from storage import genai_upgrade
+from storage import find_upgrade, genai_upgrade
 from storage.database import Database
 from storage.errors import StoreError
 from storage.schema import migrate
@@ -79,7 +79,8 @@ def load_pricer(settings: Settings) -> Pricer:
 
 def upgrade_stored_spans(db: Database, pricer: Pricer) -> None:
     """Give spans stored before the GenAI columns their facts (storage/genai_upgrade.py),
-    with its progress on stderr when the store is large enough to take a while."""
+    with its progress on stderr when the store is large enough to take a while; then
+    index the traces stored before the find indexes (storage/find_upgrade.py)."""
 
     def progress(done: int, total: int) -> None:
         end = "\n" if done >= total else ""
@@ -91,3 +92,4 @@ def upgrade_stored_spans(db: Database, pricer: Pricer) -> None:
         )
 
     genai_upgrade.upgrade(db, pricer, progress)
+    find_upgrade.upgrade(db)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import orjson
 
+from storage import session_summaries, trace_index
 from storage.database import Database, Transaction
 from storage.trace_summaries import recount
 
@@ -99,6 +100,8 @@ class Eraser:
         touched = set(selection.traces) | {trace for trace, _, _ in selection.spans}
         if erase:
             recount(tx, self.project_id, touched)
+            trace_index.rebuild_stale(tx)
+            session_summaries.refresh_stale(tx)
         return Erased(len(touched), spans, scores)
 
     def _take(

@@ -21,7 +21,7 @@ import orjson
 
 from storage.database import Database
 from storage.spans import SpanStore
-from storage.trace_list import TraceFilter, TraceSummaries
+from storage.trace_list import Cursor, TraceFilter, TraceOrder, TraceSummaries
 
 MAX_EXPORT_TRACES = 100
 CSV_COLUMNS = (
@@ -50,10 +50,18 @@ def check_limit(limit: int) -> int:
 
 
 def export_traces(
-    db: Database, project_id: str, filters: TraceFilter, limit: int
+    db: Database,
+    project_id: str,
+    filters: TraceFilter,
+    limit: int,
+    after: Cursor | None = None,
+    order: TraceOrder | None = None,
 ) -> list[dict[str, Any]]:
-    """The newest `limit` traces the filters let through, each with its stored spans."""
-    summaries, _ = TraceSummaries(db).page(project_id, filters, check_limit(limit))
+    """The page of the list (`limit` traces, at most 100) that the filters, `after` and
+    `order` give, each with its stored spans."""
+    summaries, _ = TraceSummaries(db).page(
+        project_id, filters, check_limit(limit), after, ends=False, order=order
+    )
     store = SpanStore(db)
     return [
         {"traceId": t.trace_id, "spans": store.trace(project_id, t.trace_id)} for t in summaries

@@ -19,9 +19,10 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
-from storage import trace_summaries
+from storage import session_summaries, trace_index, trace_summaries
 from storage.database import Database, Transaction
 from storage.span_copy import locked
+from storage.trace_index import stale_partition
 
 AHEAD_DAYS = 7
 #: Serialises changes to the partitions between processes (two workers starting).
@@ -102,10 +103,13 @@ def remove_days_before(db: Database, cutoff: date) -> Removed:
             tx.query_one("SELECT pg_advisory_xact_lock(?)", (_PARTITIONS_LOCK,))
             for day, name in sorted(_day_partitions(tx).items()):
                 if day < cutoff:
+                    stale_partition(tx, name)
                     tx.execute(f"DROP TABLE {name}")
                     dropped.append(name)
     with db.transaction() as tx:
         rows = tx.execute("DELETE FROM spans WHERE start_day < ?", (cutoff.isoformat(),))
+        # a dropped partition fired no trigger: its rows' texts go here
+        tx.execute("DELETE FROM span_texts WHERE start_day < ?", (cutoff.isoformat(),))
     cutoff_ns = (cutoff - date(1970, 1, 1)).days * 86_400 * 10**9
     with db.transaction() as tx:
         touched = tx.query(
@@ -120,4 +124,6 @@ def remove_days_before(db: Database, cutoff: date) -> Removed:
                 locked(tx, traces)
             for project, trace in traces:
                 trace_summaries.recount(tx, project, {trace})
+            trace_index.rebuild_stale(tx)
+            session_summaries.refresh_stale(tx)
     return Removed(dropped, rows, len(touched))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from storage import summary_genai
+from storage import find_schema, session_summaries, summary_genai
 from storage.clock import utc_now_iso
 from storage.database import Database, Transaction
 from storage.errors import StoreError
@@ -27,7 +27,11 @@ class PostgresOnly(tuple[str, ...]):
     """A migration's statements that only PostgreSQL runs (SQLite records the version)."""
 
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (
+class ByDialect(tuple[tuple[str, ...], tuple[str, ...]]):
+    """A migration whose statements differ by dialect: (SQLite's, PostgreSQL's)."""
+
+
+MIGRATIONS: tuple[tuple[str, ...] | ByDialect, ...] = (
     (  # 1: identity
         """CREATE TABLE organizations (
             id TEXT PRIMARY KEY,
@@ -248,6 +252,14 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE login_failures ADD COLUMN client_ip TEXT",
         "CREATE INDEX login_failures_client ON login_failures (client_ip, at_ms)",
     ),
+    ByDialect(  # 13: finding a trace (storage/find_schema.py): the sorts' indexes, the
+        # LLM text's full-text index, the attribute and span-name indexes; and the
+        # session summaries, made here for the sessions already stored.
+        (
+            (*find_schema.SQLITE, session_summaries.BACKFILL),
+            (*find_schema.POSTGRES, session_summaries.BACKFILL),
+        )
+    ),
 )
 
 
@@ -272,6 +284,8 @@ def migrate(db: Database, until: int | None = None) -> int:
                 continue
             if isinstance(statements, PostgresOnly) and not db.postgres:
                 statements = ()
+            if isinstance(statements, ByDialect):
+                statements = statements[1] if db.postgres else statements[0]
             for statement in statements:
                 tx.execute(statement)
             tx.execute(

@@ -7,7 +7,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from storage import span_copy, trace_summaries
+from storage import session_summaries, span_copy, trace_index, trace_summaries
 from storage.database import Database, Transaction
 from storage.errors import WriteConflict
 from storage.resend import (
@@ -105,8 +105,12 @@ _SPAN_COLUMNS = (
 class SpanStore:
     """Spans in the relational database (same database as identity and scores)."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, find_index: bool = True) -> None:
         self.db = db
+        #: whether writes keep the indexes that find a trace (storage/trace_index.py) and
+        #: the session summaries: off only to measure what they cost, on a store
+        #: migrated to before them (benchmarks/bench_worker.py --find-index)
+        self.find_index = find_index
 
     def prepared(self, rows: list[SpanRow]) -> list[SpanRow] | span_copy.Batch:
         """`rows` with what `upsert` needs of them that reads nothing stored, for a thread
@@ -136,9 +140,18 @@ class SpanStore:
         that took the write lock at its start: `transaction(immediate=True)`)."""
         if self.db.postgres:
             batch = rows if isinstance(rows, span_copy.Batch) else span_copy.Batch.of(rows)
-            return span_copy.write(tx, batch, window_ms)
-        if isinstance(rows, span_copy.Batch):
-            rows = rows.rows
+            refused = span_copy.write(tx, batch, window_ms)
+            rows = batch.rows
+        else:
+            if isinstance(rows, span_copy.Batch):
+                rows = rows.rows
+            refused = self._write_sqlite(tx, rows, window_ms)
+        if self.find_index:
+            trace_index.write(tx, rows, refused)
+            session_summaries.refresh_stale(tx)
+        return refused
+
+    def _write_sqlite(self, tx: Transaction, rows: list[SpanRow], window_ms: int) -> list[SpanRow]:
         stored = {
             trace
             for asked in traces_asked(rows)

@@ -6,8 +6,6 @@ through the table's indexes only, whatever the size of the store.
 
 from __future__ import annotations
 
-import base64
-import binascii
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -16,6 +14,18 @@ import orjson
 from genai import GenAIView, view_of
 from storage import summary_genai
 from storage.database import Database, Transaction
+from storage.trace_query import (
+    DRIVING_MATCHES,
+    NULLABLE,
+    Cursor,
+    TraceFilter,
+    TraceOrder,
+    driver_counts,
+    page_query,
+    tail_query,
+)
+
+__all__ = ["Cursor", "TraceFilter", "TraceOrder", "TraceSummaries", "TraceSummary"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,46 +181,6 @@ def _usage(values: tuple[Any, ...]) -> tuple[int | None, int | None, int | None,
     return (tokens[0], tokens[1], tokens[2], cost)
 
 
-@dataclass(frozen=True, slots=True)
-class Cursor:
-    """Where a page of the list ends: the next page starts after this trace."""
-
-    sort_ns: int
-    trace_id: str
-
-    def encode(self) -> str:
-        """The opaque text a client passes back."""
-        return base64.urlsafe_b64encode(f"{self.sort_ns}:{self.trace_id}".encode()).decode()
-
-    @classmethod
-    def decode(cls, text: str) -> Cursor:
-        """The cursor `encode` wrote; ValueError for anything else."""
-        try:
-            sort_ns, trace_id = base64.urlsafe_b64decode(text.encode()).decode().split(":")
-            return cls(int(sort_ns), trace_id)
-        except (binascii.Error, UnicodeError, ValueError) as e:
-            raise ValueError("cursor is not one this list gave") from e
-
-
-@dataclass(frozen=True, slots=True)
-class TraceFilter:
-    """What the list may be narrowed to."""
-
-    name: str | None = None  # a substring of the root span's name, any case
-    errors_only: bool = False  # traces with at least one span whose status is error
-    session: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class SessionSummary:
-    """One session (the `session.id` of its spans) as the sessions list shows it."""
-
-    session_id: str
-    traces: int
-    start_ns: int
-    end_ns: int | None
-
-
 _SELECT = (
     "SELECT trace_id, root_name, start_ns, end_ns, span_count, error_count, session_id, "
     f"received_ms, sort_ns, {', '.join(summary_genai.NAMES)} FROM trace_summaries "
@@ -218,38 +188,20 @@ _SELECT = (
 )
 
 
-def _like(text: str) -> str:
-    escaped = text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return f"%{escaped}%"
-
-
-def _where(filters: TraceFilter) -> tuple[str, list[object]]:
-    sql, params = "", list[object]()
-    if filters.name:
-        sql += " AND LOWER(root_name) LIKE ? ESCAPE '\\'"
-        params.append(_like(filters.name))
-    if filters.errors_only:
-        sql += " AND error_count > 0"
-    if filters.session is not None:
-        sql += " AND session_id = ?"
-        params.append(filters.session)
-    return sql, params
-
-
-def page_query(
-    project_id: str, filters: TraceFilter, limit: int, after: Cursor | None
-) -> tuple[str, list[object]]:
-    """The SQL and parameters of a page of the list: newest first, through an index."""
-    where, params = _where(filters)
-    if after is not None:
-        where += " AND (sort_ns < ? OR (sort_ns = ? AND trace_id < ?))"
-        params += [after.sort_ns, after.sort_ns, after.trace_id]
-    sql = f"{_SELECT}{where} ORDER BY sort_ns DESC, trace_id DESC LIMIT ?"
-    return sql, [project_id, *params, limit]
+def _driver(tx: Transaction, project_id: str, filters: TraceFilter) -> int | None:
+    """SQLite: the index filter that lets the fewest traces through, when it lets fewer
+    than DRIVING_MATCHES through (storage/trace_query.py)."""
+    counts = [
+        (tx.query_one(sql, params) or (DRIVING_MATCHES,))[0]
+        for sql, params in driver_counts(project_id, filters, postgres=False)
+    ]
+    if not counts or min(counts) >= DRIVING_MATCHES:
+        return None
+    return counts.index(min(counts))
 
 
 class TraceSummaries:
-    """Reads of the summaries: pages of the list, a session's traces, the sessions."""
+    """Reads of the summaries: pages of the list, a session's traces."""
 
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -261,17 +213,35 @@ class TraceSummaries:
         limit: int,
         after: Cursor | None = None,
         ends: bool = True,
+        order: TraceOrder | None = None,
     ) -> tuple[list[TraceSummary], Cursor | None]:
-        """Up to `limit` traces, newest first, after `after`; and the next page's cursor
-        (None when this page is the last). `ends`: with their input and output."""
-        sql, params = page_query(project_id, filters, limit + 1, after)
+        """Up to `limit` traces in `order` (newest first by default), after `after`;
+        and the next page's cursor (None when this page is the last). `ends`: with
+        their input and output."""
+        order = order or (after.order if after is not None else TraceOrder())
+        postgres = self.db.postgres
         with self.db.transaction() as tx:
-            rows = tx.query(sql, params)
-            traces = [TraceSummary.of_row(row) for row in rows[:limit]]
+            if postgres:  # every query of the list has an index path; a scan is a misguess
+                tx.execute("SET LOCAL enable_seqscan = off")
+            driver = None if postgres else _driver(tx, project_id, filters)
+            rows: list[Any] = []
+            if after is None or after.value is not None:
+                rows = tx.query(
+                    *page_query(project_id, filters, limit + 1, after, order, postgres, driver)
+                )
+            if len(rows) <= limit and order.sort in NULLABLE:
+                tail_after = after if after is not None and after.value is None else None
+                asked = limit + 1 - len(rows)
+                rows += tx.query(
+                    *tail_query(project_id, filters, asked, tail_after, order, postgres, driver)
+                )
+            traces = [TraceSummary.of_row(row[:-1]) for row in rows[:limit]]
             if ends:
                 traces = conversation_ends(tx, project_id, traces)
-        last = traces[-1] if len(rows) > limit else None
-        return traces, None if last is None else Cursor(last.sort_ns, last.trace_id)
+        if len(rows) <= limit:
+            return traces, None
+        last = rows[limit - 1]
+        return traces, Cursor(last[-1], last[0], order.sort, order.descending)
 
     def of_session(self, project_id: str, session_id: str, limit: int) -> list[TraceSummary]:
         """The first `limit` traces of a session, in time order."""
@@ -282,16 +252,16 @@ class TraceSummaries:
             )
             return conversation_ends(tx, project_id, [TraceSummary.of_row(row) for row in rows])
 
-    def sessions(self, project_id: str, limit: int) -> list[SessionSummary]:
-        """The `limit` sessions whose latest trace is most recent, most recent first."""
+    def recent_facets(self, project_id: str, traces: int) -> list[tuple[str | None, str | None]]:
+        """The models (as stored) and user of the newest `traces` traces: the filter
+        bar's facets, read through the list's index."""
         with self.db.transaction() as tx:
             rows = tx.query(
-                "SELECT session_id, COUNT(*), MIN(start_ns), MAX(end_ns) FROM trace_summaries "
-                "WHERE project_id = ? AND session_id IS NOT NULL GROUP BY session_id "
-                "ORDER BY MAX(sort_ns) DESC, session_id LIMIT ?",
-                (project_id, limit),
+                "SELECT models, user_id FROM trace_summaries WHERE project_id = ? "
+                "ORDER BY sort_ns DESC, trace_id DESC LIMIT ?",
+                (project_id, traces),
             )
-        return [SessionSummary(*row) for row in rows]
+        return [(models, user) for models, user in rows]
 
     def get(self, project_id: str, trace_id: str) -> TraceSummary | None:
         """One trace's summary, or None when nothing of it is stored."""

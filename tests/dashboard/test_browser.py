@@ -7,6 +7,7 @@ CI a missing browser fails these tests; elsewhere they skip, saying how to insta
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -313,3 +314,31 @@ def test_an_llm_run_shows_its_models_tokens_cost_and_messages(
     if os.environ.get("SPANGATE_SCREENSHOTS"):  # to look at them: a directory to copy to
         for shot in tmp_path.glob("llm-*.png"):
             (Path(os.environ["SPANGATE_SCREENSHOTS"]) / shot.name).write_bytes(shot.read_bytes())
+
+
+def test_filter_sort_and_go_live(browser: Browser, dashboard_url: str, tmp_path: Path) -> None:
+    """The trace list's filter bar: pick a model (listed with its count), search the
+    answer's words, sort by cost, then turn the live view on; each step is in the URL
+    and the list follows."""
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    _sign_in(page, dashboard_url)
+    page.goto(f"{dashboard_url}/projects/llm/traces")
+    page.get_by_label("Model").select_option(label="gpt-4o (1)")
+    page.get_by_label("Words in the LLM text").fill("SHIPS today")
+    page.get_by_role("button", name="Filter").click()
+    expect(page).to_have_url(re.compile(r"text=SHIPS\+today&model=gpt-4o&"))
+    expect(page.get_by_role("link", name=LLM_TRACE)).to_be_visible()
+    page.get_by_role("link", name="Cost", exact=True).click()
+    expect(page).to_have_url(re.compile(r"model=gpt-4o&text=SHIPS\+today&sort=cost&order=desc"))
+    expect(page.get_by_role("link", name="Cost ▼")).to_be_visible()
+    expect(page.get_by_label("Words in the LLM text")).to_have_value("SHIPS today")
+    shot = Path(os.environ.get("SPANGATE_SCREENSHOTS", tmp_path)) / "trace-list-filters.png"
+    page.screenshot(path=str(shot), full_page=True)
+    page.get_by_label("Words in the LLM text").fill("nowhere")
+    page.get_by_role("button", name="Filter").click()
+    expect(page.get_by_text("No traces match these filters.")).to_be_visible()
+    page.get_by_role("link", name="Clear filters").click()
+    page.get_by_role("link", name="Live").click()
+    expect(page.get_by_role("link", name="Live: on (every 5 s)")).to_be_visible()
+    assert page.locator('meta[http-equiv="refresh"]').count() == 1
+    page.close()

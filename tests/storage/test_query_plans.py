@@ -19,6 +19,7 @@ from storage.retention import make_partitions, today
 from storage.span_rows import SpanRow
 from storage.spans import SpanStore
 from storage.trace_list import Cursor, TraceFilter, page_query
+from storage.trace_query import SORTS, TraceOrder
 from tests.storage.rows import span_row
 
 PROJECTS = 4
@@ -75,6 +76,12 @@ _READS: list[tuple[str, str, list[Any]]] = [
         for f in _PAGE_FILTERS
         for after in (None, Cursor(1000 * 10**9, "f" * 32))
     ),
+    *(
+        (f"list page by {sort}", *page_query("p1", TraceFilter(), 51, None, TraceOrder(sort)))
+        for sort in SORTS
+        if sort != "start"
+    ),
+    ("list page of a user", *page_query("p1", TraceFilter(user="u1"), 51, None)),
     (
         "a trace's spans",
         "SELECT * FROM spans WHERE project_id = ? AND trace_id = ? "

@@ -1,0 +1,175 @@
+"""Schema migration 13: what finding a trace reads (storage/trace_query.py) and the
+per-session summary (storage/session_summaries.py).
+
+* An index of the summaries for each sort (the same expressions as the queries'), and
+  one for the user filter.
+* The LLM text of each stored span row that has any (`span_texts`), with its words
+  indexed: an FTS5 table over it on SQLite, a `tsvector` column and a GIN index on
+  PostgreSQL; the `simple` configuration folds case and stems nothing, and neither
+  drops diacritics (FTS5's tokenizer told not to), so both find the same words.
+* The attribute index (`trace_attributes`: project, key, value hash, trace; one row a
+  distinct pair of a trace) and the span-name index (`trace_span_names`, with the
+  project's distinct names in `project_span_names`).
+* The session summaries.
+
+A stored span row that is replaced or deleted (the re-sending rules, erasure, SQLite's
+retention) has a trigger delete its text and copy its name and attributes to
+`trace_index_stale`: the writer then removes those of its trace's attribute and name
+rows that no stored span of the trace still gives (storage/trace_index.py), so neither
+table needs an index by trace, which every insert would pay for. A trace summary
+written or deleted has a trigger note its sessions in `session_stale`, whose summaries
+are made anew the same way. The span triggers cost nothing to the inserts that are most
+of the worker's writes.
+"""
+
+from __future__ import annotations
+
+from storage.trace_query import COST, DURATION, TOKENS
+
+_COMMON = (
+    f"CREATE INDEX trace_summaries_duration ON trace_summaries (project_id, {DURATION}, trace_id)",
+    f"CREATE INDEX trace_summaries_cost ON trace_summaries (project_id, {COST}, trace_id)",
+    f"CREATE INDEX trace_summaries_tokens ON trace_summaries (project_id, {TOKENS}, trace_id)",
+    "CREATE INDEX trace_summaries_user ON trace_summaries "
+    "(project_id, user_id, sort_ns, trace_id) WHERE user_id IS NOT NULL",
+    """CREATE TABLE trace_attributes (
+        project_id TEXT NOT NULL,
+        attr_key TEXT NOT NULL,
+        value_hash BIGINT NOT NULL,
+        trace_id TEXT NOT NULL,
+        PRIMARY KEY (project_id, attr_key, value_hash, trace_id)){keyed}""",
+    """CREATE TABLE trace_span_names (
+        project_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        trace_id TEXT NOT NULL,
+        PRIMARY KEY (project_id, name, trace_id)){keyed}""",
+    """CREATE TABLE project_span_names (
+        project_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        PRIMARY KEY (project_id, name)){keyed}""",
+    """CREATE TABLE trace_index_stale (
+        project_id TEXT NOT NULL,
+        trace_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        attributes TEXT NOT NULL)""",
+    """CREATE TABLE session_summaries (
+        project_id TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        trace_count BIGINT NOT NULL,
+        start_ns BIGINT NOT NULL,
+        end_ns BIGINT,
+        last_ns BIGINT NOT NULL,
+        error_count BIGINT NOT NULL,
+        input_tokens BIGINT,
+        output_tokens BIGINT,
+        cost_usd DOUBLE PRECISION,
+        user_id TEXT,
+        PRIMARY KEY (project_id, session_id))""",
+    "CREATE INDEX session_summaries_recent ON session_summaries (project_id, last_ns, session_id)",
+    "CREATE INDEX session_summaries_user ON session_summaries "
+    "(project_id, user_id, last_ns, session_id) WHERE user_id IS NOT NULL",
+    """CREATE TABLE session_stale (
+        project_id TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        PRIMARY KEY (project_id, session_id))""",
+)
+
+_SAME_ROW = (
+    "project_id = OLD.project_id AND trace_id = OLD.trace_id AND span_id = OLD.span_id "
+    "AND start_day = OLD.start_day"
+)
+
+
+def _sqlite_stale(row: str) -> str:
+    """SQLite: a trigger's statement noting the session of `row` (NEW or OLD) stale. Not
+    INSERT OR IGNORE: a trigger's statement takes the conflict policy of the statement
+    that fired it (an upsert's: abort)."""
+    return (
+        f"INSERT INTO session_stale SELECT {row}.project_id, {row}.session_id "
+        f"WHERE {row}.session_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM session_stale "
+        f"WHERE project_id = {row}.project_id AND session_id = {row}.session_id);"
+    )
+
+
+#: The tables that are their key: SQLite keeps them in the key's b-tree alone (no rowid
+#: table beside it: half the size, one b-tree written a row).
+SQLITE = (
+    *(statement.replace("{keyed}", " WITHOUT ROWID") for statement in _COMMON),
+    """CREATE TABLE span_texts (
+        id INTEGER PRIMARY KEY,
+        project_id TEXT NOT NULL,
+        trace_id TEXT NOT NULL,
+        span_id TEXT NOT NULL,
+        start_day TEXT NOT NULL,
+        body TEXT NOT NULL,
+        UNIQUE (project_id, trace_id, span_id, start_day))""",
+    "CREATE INDEX span_texts_day ON span_texts (start_day)",
+    "CREATE VIRTUAL TABLE span_text_words USING fts5(body, content='span_texts', "
+    "content_rowid='id', tokenize='unicode61 remove_diacritics 0')",
+    """CREATE TRIGGER span_texts_added AFTER INSERT ON span_texts BEGIN
+        INSERT INTO span_text_words (rowid, body) VALUES (NEW.id, NEW.body); END""",
+    """CREATE TRIGGER span_texts_removed AFTER DELETE ON span_texts BEGIN
+        INSERT INTO span_text_words (span_text_words, rowid, body)
+        VALUES ('delete', OLD.id, OLD.body); END""",
+    *(
+        f"""CREATE TRIGGER spans_{what} AFTER {event} ON spans BEGIN
+        DELETE FROM span_texts WHERE {_SAME_ROW};
+        INSERT INTO trace_index_stale
+        VALUES (OLD.project_id, OLD.trace_id, OLD.name, OLD.attributes); END"""
+        for what, event in (("replaced", "UPDATE"), ("removed", "DELETE"))
+    ),
+    *(
+        f"""CREATE TRIGGER trace_summaries_{what} AFTER {event} ON trace_summaries
+        WHEN {" OR ".join(f"{r}.session_id IS NOT NULL" for r in rows)} BEGIN
+        {" ".join(_sqlite_stale(r) for r in rows)} END"""
+        for what, event, rows in (
+            ("added", "INSERT", ("NEW",)),
+            ("changed", "UPDATE", ("NEW", "OLD")),
+            ("removed", "DELETE", ("OLD",)),
+        )
+    ),
+)
+
+POSTGRES = (
+    *(statement.replace("{keyed}", "") for statement in _COMMON),
+    """CREATE TABLE span_texts (
+        project_id TEXT COLLATE "C" NOT NULL,
+        trace_id TEXT COLLATE "C" NOT NULL,
+        span_id TEXT COLLATE "C" NOT NULL,
+        start_day TEXT COLLATE "C" NOT NULL,
+        body TEXT NOT NULL,
+        words tsvector GENERATED ALWAYS AS (to_tsvector('simple', body)) STORED,
+        PRIMARY KEY (project_id, trace_id, span_id, start_day))""",
+    "CREATE INDEX span_texts_words ON span_texts USING GIN (words)",
+    "CREATE INDEX span_texts_day ON span_texts (start_day)",
+    f"""CREATE FUNCTION spans_changed() RETURNS trigger LANGUAGE plpgsql AS $body$
+    BEGIN
+        DELETE FROM span_texts WHERE {_SAME_ROW};
+        INSERT INTO trace_index_stale
+        VALUES (OLD.project_id, OLD.trace_id, OLD.name, OLD.attributes);
+        RETURN NULL;
+    END $body$""",
+    "CREATE TRIGGER spans_changed AFTER UPDATE OR DELETE ON spans "
+    "FOR EACH ROW EXECUTE FUNCTION spans_changed()",
+    """CREATE FUNCTION trace_summaries_changed() RETURNS trigger LANGUAGE plpgsql AS $body$
+    BEGIN
+        IF TG_OP <> 'DELETE' AND NEW.session_id IS NOT NULL THEN
+            INSERT INTO session_stale VALUES (NEW.project_id, NEW.session_id)
+            ON CONFLICT DO NOTHING;
+        END IF;
+        IF TG_OP <> 'INSERT' AND OLD.session_id IS NOT NULL THEN
+            INSERT INTO session_stale VALUES (OLD.project_id, OLD.session_id)
+            ON CONFLICT DO NOTHING;
+        END IF;
+        RETURN NULL;
+    END $body$""",
+    *(
+        f"CREATE TRIGGER trace_summaries_{what} AFTER {event} ON trace_summaries "
+        f"FOR EACH ROW WHEN ({when}) EXECUTE FUNCTION trace_summaries_changed()"
+        for what, event, when in (
+            ("added", "INSERT", "NEW.session_id IS NOT NULL"),
+            ("changed", "UPDATE", "NEW.session_id IS NOT NULL OR OLD.session_id IS NOT NULL"),
+            ("removed", "DELETE", "OLD.session_id IS NOT NULL"),
+        )
+    ),
+)

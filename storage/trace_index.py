@@ -1,0 +1,301 @@
+"""The indexes that find a trace, written by the span store in the transaction that
+writes the spans (schema migration 13, storage/find_schema.py).
+
+* `span_texts`: the LLM text (input and output messages) of each stored span row that
+  has some, one row per span row. Only the rows the GenAI view described are read (the
+  worker marked them, storage/span_genai.py); their messages are read here, once, as
+  they are written.
+* `trace_attributes`: one row per distinct (attribute key, value) of a trace's spans,
+  the value as the hash of its string form (`value_text`).
+* `trace_span_names` and `project_span_names`: a trace's distinct span names, and a
+  project's.
+
+Exact under the re-sending rules: the rows the window refused add nothing; a stored
+row replaced or deleted has a trigger delete its text and note its trace as stale,
+whose attribute and name rows (and texts) are made anew here from what is stored
+(`rebuild_stale`), in the same transaction: by the writer after a batch, by erasure
+and retention after they delete.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+from collections.abc import Iterable
+from typing import Any
+
+import orjson
+
+from genai import conventions as c
+from genai import view_of
+from storage.database import Transaction, arrays
+from storage.span_rows import SpanRow
+
+log = logging.getLogger("spangate.worker")
+
+#: A span's indexed text, at most (the words after it are not found).
+MAX_TEXT = 100_000
+_EVENT_MARKER = '"name":"gen_ai.'
+
+
+def value_hash(value: str) -> int:
+    """An attribute value's key in the attribute index: 8 bytes of its BLAKE2b, signed
+    (a BIGINT), so that a prompt-long value costs the index what a short one does."""
+    digest = hashlib.blake2b(value.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def value_text(value: Any) -> str | None:
+    """An OTLP/JSON AnyValue's string form, as the `attr` filter compares it: strings
+    as they are, `true`/`false`, integers in decimal, doubles as JSON writes them,
+    arrays and maps as their JSON; None for an empty value."""
+    if not isinstance(value, dict) or not value:
+        return None
+    for kind, inner in value.items():
+        return _text_of(kind, inner)
+    return None
+
+
+def _text_of(kind: str, inner: Any) -> str:
+    if kind == "stringValue":
+        return str(inner)
+    if kind == "boolValue":
+        return "true" if inner else "false"
+    if kind == "intValue":
+        return str(int(inner))
+    if kind == "doubleValue":
+        return orjson.dumps(float(inner)).decode()
+    return orjson.dumps(inner).decode()
+
+
+#: Value hashes by (kind, value): a batch's spans repeat their attributes' values.
+_hashes: dict[tuple[str, Any], int] = {}
+_HASHES_KEPT = 100_000
+_EMPTY = value_hash("")
+
+
+def _hash_of(value: Any) -> int:
+    """The hash of an AnyValue's string form (that of "" for what has none)."""
+    if type(value) is not dict:
+        return _EMPTY
+    for kind, inner in value.items():
+        if type(inner) in (dict, list):  # arrays and maps: their JSON, not kept
+            return value_hash(orjson.dumps(inner).decode())
+        hashed = _hashes.get((kind, inner))
+        if hashed is None:
+            try:
+                hashed = value_hash(_text_of(kind, inner))
+            except (TypeError, ValueError):
+                hashed = _EMPTY
+            if len(_hashes) >= _HASHES_KEPT:
+                _hashes.clear()
+            _hashes[(kind, inner)] = hashed
+        return hashed
+    return _EMPTY
+
+
+#: The value hash of a row that says only that a trace has the key (the `attr=key`
+#: filter's row: one seek, where the key's rows of every value would be read).
+KEY_ONLY = 0
+
+
+def attribute_pairs(attributes: str) -> list[tuple[str, int]]:
+    """The (key, value hash) pairs of a row's attributes (their stored JSON text),
+    each key also with KEY_ONLY."""
+    found: list[tuple[str, int]] = []
+    hashes = _hashes
+    for pair in orjson.loads(attributes):
+        try:
+            key, value = pair["key"], pair["value"]
+            ((kind, inner),) = value.items()
+            hashed = hashes[kind, inner]
+        except (KeyError, TypeError, ValueError, AttributeError):  # not seen, or odd
+            if type(pair) is not dict or type(pair.get("key")) is not str:
+                continue
+            key, hashed = pair["key"], _hash_of(pair.get("value"))
+        found += ((key, hashed), (key, KEY_ONLY))
+    return found
+
+
+#: An attribute that may give a span messages (genai/conventions.py names them): the
+#: messages' own (any value), indexed messages, and the values of tools and agents
+#: (strings); or a GenAI event. Only a span with one is read for its text.
+_MESSAGE_KEYS = (
+    *(key for key, _ in (*c.INPUT_MESSAGES, *c.OUTPUT_MESSAGES)),
+    c.SYSTEM_INSTRUCTIONS,
+    c.VERCEL_TOOL_CALLS,
+)
+_STRING_KEYS = (*c.INPUT_VALUE, *c.OUTPUT_VALUE, *c.VERCEL_TEXT)
+_SAID = re.compile(
+    '"key":"(?:'
+    + "|".join(re.escape(key) + '"' for key in _MESSAGE_KEYS)
+    + "|"
+    + "|".join(re.escape(prefix) for prefix, _ in (*c.INDEXED_INPUT, *c.INDEXED_OUTPUT))
+    + "|(?:"
+    + "|".join(map(re.escape, _STRING_KEYS))
+    + ')","value":\\{"stringValue")'
+)
+
+
+def says(attributes: str, events: str) -> bool:
+    """Whether a span's attributes or events (their stored JSON texts) may hold
+    messages: a cheap test, no parsing."""
+    return _EVENT_MARKER in events or _SAID.search(attributes) is not None
+
+
+def text_of(name: str, kind: str, attributes: str, events: str) -> str | None:
+    """The LLM text of a span the GenAI view describes: its input and output
+    messages' contents, one a line (None when it has none)."""
+    if not says(attributes, events):
+        return None
+    read = (lambda: orjson.loads(events)) if _EVENT_MARKER in events else None
+    view = view_of(orjson.loads(attributes), read, name, kind)
+    if view is None:
+        return None
+    texts = [m.content for m in (*view.input_messages, *view.output_messages) if m.content]
+    return "\n".join(texts)[:MAX_TEXT] or None
+
+
+def _texts(rows: Iterable[SpanRow]) -> list[tuple[str, str, str, str, str]]:
+    found = []
+    for row in rows:
+        if row.llm_type is None:
+            continue
+        try:
+            body = text_of(row.name, row.kind, row.attributes, row.events)
+        except Exception:  # a span is stored whatever its text makes of it
+            log.exception("span's LLM text failed; stored without it")
+            continue
+        if body is not None:
+            found.append((row.project_id, row.trace_id, row.span_id, row.start_day, body))
+    return found
+
+
+_INSERT = {
+    "span_texts": "project_id, trace_id, span_id, start_day, body",
+    "trace_attributes": "project_id, attr_key, value_hash, trace_id",
+    "trace_span_names": "project_id, name, trace_id",
+    "project_span_names": "project_id, name",
+}
+_TYPES = {
+    "span_texts": ("text",) * 5,
+    "trace_attributes": ("text", "text", "bigint", "text"),
+    "trace_span_names": ("text",) * 3,
+    "project_span_names": ("text",) * 2,
+}
+
+
+def _insert(tx: Transaction, table: str, rows: list[tuple[Any, ...]]) -> None:
+    """Insert rows, leaving those already there as they are."""
+    if not rows:
+        return
+    columns = _INSERT[table]
+    if tx.postgres:
+        unnest = ", ".join(f"?::{kind}[]" for kind in _TYPES[table])
+        tx.execute(
+            f"INSERT INTO {table} ({columns}) SELECT * FROM unnest({unnest}) "
+            "ON CONFLICT DO NOTHING",
+            arrays(rows),
+        )
+        return
+    marks = ", ".join("?" * len(rows[0]))
+    tx.executemany(f"INSERT OR IGNORE INTO {table} ({columns}) VALUES ({marks})", rows)
+
+
+def _facets(rows: Iterable[SpanRow]) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """The distinct (project, key, value hash, trace) and (project, name, trace) of
+    rows (a trace's rows fall to one writer: no two writers insert the same ones)."""
+    pairs: dict[tuple[str, str], set[tuple[str, int]]] = {}
+    names: dict[tuple[str, str], set[str]] = {}
+    for row in rows:
+        trace = (row.project_id, row.trace_id)
+        of_trace = pairs.get(trace)
+        if of_trace is None:
+            of_trace = pairs[trace] = set()
+            names[trace] = set()
+        names[trace].add(row.name)
+        if row.attributes != "[]":
+            of_trace.update(attribute_pairs(row.attributes))
+    return (
+        [(p, k, h, t) for (p, t), found in pairs.items() for k, h in found],
+        [(p, n, t) for (p, t), found in names.items() for n in found],
+    )
+
+
+def _write_facets(tx: Transaction, rows: Iterable[SpanRow]) -> None:
+    pairs, names = _facets(rows)
+    _insert(tx, "trace_attributes", pairs)
+    _insert(tx, "trace_span_names", names)
+    _insert(tx, "project_span_names", sorted({(p, n) for p, n, _ in names}))
+
+
+def write(tx: Transaction, rows: list[SpanRow], refused: list[SpanRow]) -> None:
+    """Index a batch just written in `tx` (`refused`: the rows the window refused, not
+    written), then make the stale traces' indexes anew."""
+    if refused:
+        gone = set(map(id, refused))
+        rows = [row for row in rows if id(row) not in gone]
+    # a span sent twice in the batch: the last send written is what is stored
+    last = {(r.project_id, r.trace_id, r.span_id, r.start_day): r for r in rows}
+    written = list(last.values()) if len(last) < len(rows) else rows
+    _insert(tx, "span_texts", _texts(written))
+    _write_facets(tx, written)
+    rebuild_stale(tx)
+
+
+_STALE = "SELECT project_id, trace_id, name, attributes FROM trace_index_stale"
+_STORED = "SELECT name, attributes FROM spans WHERE project_id = ? AND trace_id = ?"
+
+
+def _given(
+    project: str, trace: str, rows: Iterable[tuple[str, str]]
+) -> tuple[set[tuple[Any, ...]], set[tuple[Any, ...]]]:
+    """The attribute and name rows that span rows (name, attributes) of a trace give."""
+    pairs: set[tuple[Any, ...]] = set()
+    names: set[tuple[Any, ...]] = set()
+    for name, attributes in rows:
+        names.add((project, name, trace))
+        if attributes != "[]":
+            pairs.update((project, k, h, trace) for k, h in attribute_pairs(attributes))
+    return pairs, names
+
+
+def rebuild_stale(tx: Transaction) -> int:
+    """Remove the attribute and name rows that only the span rows noted stale (replaced
+    or deleted) gave: those no stored span of their trace gives any more; how many
+    traces were looked at."""
+    stale = tx.query(_STALE)
+    if not stale:
+        return 0
+    by_trace: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    for project, trace, name, attributes in stale:
+        by_trace.setdefault((project, trace), []).append((name, attributes))
+    gone_pairs: list[tuple[Any, ...]] = []
+    gone_names: list[tuple[Any, ...]] = []
+    for (project, trace), rows in sorted(by_trace.items()):
+        old_pairs, old_names = _given(project, trace, rows)
+        now_pairs, now_names = _given(project, trace, tx.query(_STORED, (project, trace)))
+        gone_pairs += sorted(old_pairs - now_pairs)
+        gone_names += sorted(old_names - now_names)
+    _delete(tx, "trace_attributes", gone_pairs)
+    _delete(tx, "trace_span_names", gone_names)
+    tx.execute("DELETE FROM trace_index_stale")
+    return len(by_trace)
+
+
+def _delete(tx: Transaction, table: str, rows: list[tuple[Any, ...]]) -> None:
+    """Delete rows by their whole key."""
+    if not rows:
+        return
+    where = " AND ".join(f"{column} = ?" for column in _INSERT[table].split(", "))
+    tx.executemany(f"DELETE FROM {table} WHERE {where}", rows)
+
+
+def stale_partition(tx: Transaction, partition: str) -> None:
+    """PostgreSQL: note every span row of a partition about to be dropped as stale (a
+    dropped table fires no trigger)."""
+    tx.execute(
+        "INSERT INTO trace_index_stale SELECT project_id, trace_id, name, attributes "
+        f"FROM {partition}"
+    )

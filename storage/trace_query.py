@@ -1,0 +1,316 @@
+"""The trace list's query: its filters, its sort and the keyset cursor that pages it.
+
+Every filter narrows the per-trace summaries (storage/trace_summaries.py), or the
+worker's indexes beside them (storage/trace_index.py: span names, attributes, the
+LLM text), never the spans. Each sort has an index of the summaries that holds the
+rows in its order (schema migration 13), so a page is a walk of that index from the
+cursor; the traces whose sort value is unknown (no cost, no tokens, no end) come after
+all the others in either order: a page is first read among the known values, then,
+when those run out, among the unknown ones by trace id (`tail_query`).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from dataclasses import dataclass
+
+import orjson
+
+from storage import summary_genai
+from storage.index_filters import index_queries, like
+
+#: Whether a trace's model calls report any usage: else its other spans' own counts
+#: (TraceSummary.usage does the same in Python).
+_MODEL_USAGE_KNOWN = (
+    "(input_tokens IS NOT NULL OR output_tokens IS NOT NULL OR total_tokens IS NOT NULL "
+    "OR cost_usd IS NOT NULL)"
+)
+COST = f"(CASE WHEN {_MODEL_USAGE_KNOWN} THEN cost_usd ELSE other_cost_usd END)"
+TOKENS = f"(CASE WHEN {_MODEL_USAGE_KNOWN} THEN total_tokens ELSE other_total_tokens END)"
+INPUT_TOKENS = f"(CASE WHEN {_MODEL_USAGE_KNOWN} THEN input_tokens ELSE other_input_tokens END)"
+OUTPUT_TOKENS = f"(CASE WHEN {_MODEL_USAGE_KNOWN} THEN output_tokens ELSE other_output_tokens END)"
+DURATION = "(end_ns - start_ns)"
+#: The sorts, by their name in the query string: the expression each orders by (the
+#: same text as its index's, which is how SQLite matches an index on an expression).
+SORTS = {"start": "sort_ns", "duration": DURATION, "cost": COST, "tokens": TOKENS}
+NULLABLE = frozenset(("duration", "cost", "tokens"))
+#: Less than any value of a sort (SQLite: every number is above NULL and this).
+_LEAST = -(2**63)
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreCondition:
+    """A score the trace must have: by name, and `op` (`>=` or `<=`) `value` when set."""
+
+    name: str
+    op: str | None = None
+    value: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TraceFilter:
+    """What the list may be narrowed to (every condition set must hold)."""
+
+    name: str | None = None  # a substring of the root span's name, any case
+    errors_only: bool = False  # traces with at least one span whose status is error
+    session: str | None = None
+    span_name: str | None = None  # a substring of any span's name, any case
+    user: str | None = None
+    model: str | None = None  # one of the trace's models
+    from_ns: int | None = None  # the trace's start, at or after
+    to_ns: int | None = None  # the trace's start, before
+    min_duration_ns: int | None = None
+    max_duration_ns: int | None = None
+    min_cost_usd: float | None = None
+    min_tokens: int | None = None
+    #: (key, value): some span has the attribute with that value as a string; (key,
+    #: None): some span has it
+    attributes: tuple[tuple[str, str | None], ...] = ()
+    words: tuple[str, ...] = ()  # each found in the trace's LLM text
+    scores: tuple[ScoreCondition, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class TraceOrder:
+    """The list's order: by one of SORTS, descending or not."""
+
+    sort: str = "start"
+    descending: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Cursor:
+    """Where a page of the list ends: the next page starts after this trace, whose
+    sort value was `value` (None: among the traces with none) in the order named."""
+
+    value: int | float | None
+    trace_id: str
+    sort: str = "start"
+    descending: bool = True
+
+    @property
+    def order(self) -> TraceOrder:
+        """The order this cursor pages."""
+        return TraceOrder(self.sort, self.descending)
+
+    def encode(self) -> str:
+        """The opaque text a client passes back."""
+        text = orjson.dumps([self.sort, self.descending, self.value, self.trace_id])
+        return base64.urlsafe_b64encode(text).decode().rstrip("=")
+
+    @classmethod
+    def decode(cls, text: str) -> Cursor:
+        """The cursor `encode` wrote; ValueError for anything else."""
+        try:
+            raw = base64.urlsafe_b64decode(text.encode() + b"=" * (-len(text) % 4))
+            sort, descending, value, trace_id = orjson.loads(raw)
+        except (binascii.Error, UnicodeError, ValueError, TypeError) as e:
+            raise ValueError("cursor is not one this list gave") from e
+        valid = (
+            sort in SORTS
+            and isinstance(descending, bool)
+            and isinstance(trace_id, str)
+            and (value is None or type(value) in (int, float))
+            and (value is not None or sort in NULLABLE)
+            and (sort != "cost" or not isinstance(value, int) or value is None)
+        )
+        if not valid:
+            raise ValueError("cursor is not one this list gave")
+        if sort == "cost" and isinstance(value, int):
+            value = float(value)
+        return cls(value, trace_id, sort, descending)
+
+
+_SELECT = (
+    "SELECT trace_id, root_name, start_ns, end_ns, span_count, error_count, session_id, "
+    f"received_ms, sort_ns, {', '.join(summary_genai.NAMES)}"
+)
+
+
+def _model_condition(postgres: bool) -> str:
+    exact = (
+        "models::jsonb @> jsonb_build_array(?::text)"
+        if postgres
+        else "EXISTS (SELECT 1 FROM json_each(models) WHERE value = ?)"
+    )
+    return f"models LIKE ? ESCAPE '\\' AND {exact}"
+
+
+def _score_condition(score: ScoreCondition) -> tuple[str, list[object]]:
+    sql = (
+        "EXISTS (SELECT 1 FROM scores AS sc WHERE sc.project_id = ?1 "
+        "AND sc.trace_id = trace_summaries.trace_id AND sc.name = ?"
+    )
+    if score.op is None:
+        return sql + ")", [score.name]
+    return sql + f" AND sc.score {score.op} ?)", [score.name, score.value]
+
+
+_PLAIN = (  # (field, SQL of the condition on a set value)
+    ("session", "session_id = ?"),
+    ("user", "user_id = ?"),
+    ("from_ns", "start_ns >= ? AND sort_ns >= ?"),  # sort_ns >= start_ns: for the index
+    ("to_ns", "start_ns < ?"),
+)
+#: The bounds: field, the sort whose expression it bounds, the condition. Under another
+#: sort the expression is written `+(…)`, which no index matches: SQLite otherwise
+#: reads every trace in the bounds through the bound's index and sorts them, where
+#: walking the sort's index finds a page of them in a few rows.
+_BOUNDS = (
+    ("min_duration_ns", "duration", ">="),
+    ("max_duration_ns", "duration", "<="),
+    ("min_cost_usd", "cost", ">="),
+    ("min_tokens", "tokens", ">="),
+)
+
+
+def where(
+    filters: TraceFilter, postgres: bool, driver: int | None = None, sort: str = "start"
+) -> tuple[list[str], list[object]]:
+    """The conditions on trace_summaries of `filters` (the project is `?1`, its first
+    parameter, given by the caller) and their parameters, in order; but the index query
+    `driver`, which the caller joins instead (`_source`)."""
+    conditions, params = list[str](), list[object]()
+    if filters.name:
+        conditions.append("LOWER(root_name) LIKE ? ESCAPE '\\'")
+        params.append(like(filters.name))
+    if filters.errors_only:
+        conditions.append("error_count > 0")
+    for field, sql in _PLAIN:
+        value = getattr(filters, field)
+        if value is not None:
+            conditions.append(sql)
+            params += [value] * sql.count("?")
+    bounds = [(f, b, op, v) for f, b, op in _BOUNDS if (v := getattr(filters, f)) is not None]
+    for _, bounded, op, value in bounds:
+        conditions.append(f"{'' if bounded == sort else '+'}{SORTS[bounded]} {op} ?")
+        params.append(value)
+    if filters.model is not None:
+        conditions.append(_model_condition(postgres))
+        params += [like(orjson.dumps(filters.model).decode(), fold=False), filters.model]
+    for at, found in enumerate(index_queries(filters, postgres)):
+        if at != driver:
+            conditions.append(found.exists)
+            params += found.exists_params
+    for score in filters.scores:
+        sql, values = _score_condition(score)
+        conditions.append(sql)
+        params += values
+    return conditions, params
+
+
+def _numbered(sql: str, params: list[object], project_id: str) -> tuple[str, list[object]]:
+    """SQL whose `?1` is the project and whose bare `?`s take `params` in order, as
+    plain `?`s on both dialects."""
+    out, values, taken = [], list[object](), iter(params)
+    parts = sql.split("?")
+    out.append(parts[0])
+    for part in parts[1:]:
+        if part.startswith("1"):
+            values.append(project_id)
+            part = part[1:]
+        else:
+            values.append(next(taken))
+        out.append("?" + part)
+    return "".join(out), values
+
+
+#: SQLite: an index filter that lets fewer traces than this through drives the page (its
+#: traces are read, then sorted), instead of the sort's index walked until a page of
+#: them is found: few matches are then a few seeks, not a walk of the project's
+#: summaries. (PostgreSQL's planner weighs that itself, from its statistics.)
+DRIVING_MATCHES = 5000
+
+
+def driver_counts(
+    project_id: str, filters: TraceFilter, postgres: bool
+) -> list[tuple[str, list[object]]]:
+    """For each index filter, a query of how many traces it lets through, counted up
+    to DRIVING_MATCHES."""
+    return [
+        _numbered(
+            # rows, not distinct traces: a bounded read of the index, no sort (a trace
+            # with several rows only makes walking likelier)
+            f"SELECT COUNT(*) FROM ({sql} LIMIT ?) AS c",
+            [*params, DRIVING_MATCHES],
+            project_id,
+        )
+        for sql, params, _, _ in index_queries(filters, postgres)
+    ]
+
+
+def _source(filters: TraceFilter, postgres: bool, driver: int | None) -> tuple[str, list[object]]:
+    """The FROM clause: the summaries, or the `driver` index query's traces joined to
+    them, that query read first (SQLite's CROSS JOIN keeps the order given)."""
+    if driver is None:
+        return "trace_summaries", []
+    sql, params, _, _ = index_queries(filters, postgres)[driver]
+    return (
+        f"(SELECT DISTINCT trace_id AS matched FROM ({sql}) AS d) AS m CROSS JOIN "
+        "trace_summaries ON trace_summaries.project_id = ?1 "
+        "AND trace_summaries.trace_id = m.matched",
+        params,
+    )
+
+
+def page_query(
+    project_id: str,
+    filters: TraceFilter,
+    limit: int,
+    after: Cursor | None,
+    order: TraceOrder | None = None,
+    postgres: bool = False,
+    driver: int | None = None,
+) -> tuple[str, list[object]]:
+    """The SQL and parameters of a page of the list among the traces whose sort value
+    is known (every trace, sorting by start): in `order`, through the sort's index (or
+    from the index query `driver`); the sort value is the row's last column."""
+    order = order or TraceOrder()
+    key = SORTS[order.sort]
+    source, params = _source(filters, postgres, driver)
+    conditions, values = where(filters, postgres, driver, order.sort)
+    params += values
+    if order.sort in NULLABLE:
+        # SQLite seeks past the NULLs of an index on an expression only by a bound
+        conditions.append(f"{key} IS NOT NULL" if postgres else f"{key} >= {_LEAST}")
+    if after is not None and after.value is not None:
+        beyond = "<" if order.descending else ">"
+        conditions.append(f"({key} {beyond} ? OR ({key} = ? AND trace_id {beyond} ?))")
+        params += [after.value, after.value, after.trace_id]
+    way = "DESC" if order.descending else "ASC"
+    sql = (
+        f"{_SELECT}, {key} FROM {source} WHERE trace_summaries.project_id = ?1"
+        + "".join(f" AND {c}" for c in conditions)
+        + f" ORDER BY {key} {way}, trace_id {way} LIMIT ?"
+    )
+    return _numbered(sql, [*params, limit], project_id)
+
+
+def tail_query(
+    project_id: str,
+    filters: TraceFilter,
+    limit: int,
+    after: Cursor | None,
+    order: TraceOrder,
+    postgres: bool = False,
+    driver: int | None = None,
+) -> tuple[str, list[object]]:
+    """The SQL and parameters of a page among the traces whose sort value is unknown
+    (after all the others, in either order), by trace id, after `after` when it is one
+    of them."""
+    key = SORTS[order.sort]
+    source, params = _source(filters, postgres, driver)
+    conditions, values = where(filters, postgres, driver, order.sort)
+    params += values
+    conditions.append(f"{key} IS NULL")
+    beyond, way = ("<", "DESC") if order.descending else (">", "ASC")
+    if after is not None and after.value is None:
+        conditions.append(f"trace_id {beyond} ?")
+        params.append(after.trace_id)
+    sql = (
+        f"{_SELECT}, NULL FROM {source} WHERE trace_summaries.project_id = ?1"
+        + "".join(f" AND {c}" for c in conditions)
+        + f" ORDER BY {key} {way}, trace_id {way} LIMIT ?"
+    )
+    return _numbered(sql, [*params, limit], project_id)

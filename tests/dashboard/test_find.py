@@ -1,0 +1,223 @@
+"""Finding a trace: every filter of the list, alone and together, the sorts and their
+cursors, the 400s, and the export of the page shown (JSON API; the page shares the
+parser)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+from quart.typing import TestClientProtocol as Client
+
+from storage.identity import IdentityStore
+from storage.scores import NewScore, ScoreStore
+from tests.dashboard.conftest import Site, sign_in, store
+from tests.proto_json.spans import span
+
+LIST = "/api/v1/projects/demo/traces"
+_ANSWERS = ("Your parcel ships Tuesday", "The refund was approved", "Nothing found")
+
+
+def _trace_id(n: int) -> str:
+    return f"{n + 1:032x}"
+
+
+def _trace(n: int, **llm: Any) -> list[dict[str, Any]]:
+    """Trace n: a root at 10:0n (n+1 s long; errors when n is 2), a child `lookup_order`
+    when n is even, and an OTel model call when `llm` gives its attributes."""
+    trace_id, start = _trace_id(n), f"2026-11-22T10:0{n}:00Z"
+    end = f"2026-11-22T10:0{n}:0{n + 1}Z"
+    spans = [
+        span(traceId=trace_id, spanId="a" * 16, name=f"handle request {n}", startTime=start,
+             endTime=end, status="error" if n == 2 else None,
+             attributes={"tenant": f"t{n % 2}", "retries": n, "cached": n == 1,
+                         "ratio": 0.5 + n}),
+    ]  # fmt: skip
+    if n % 2 == 0:
+        spans.append(span(traceId=trace_id, spanId="b" * 16, parentSpanId="a" * 16,
+                          name="lookup_order", startTime=start, endTime=end))  # fmt: skip
+    if llm:
+        spans.append(span(traceId=trace_id, spanId="c" * 16, parentSpanId="a" * 16,
+                          name="chat", startTime=start, endTime=end,
+                          attributes={"gen_ai.operation.name": "chat", **llm}))  # fmt: skip
+    return spans
+
+
+def _seed(site: Site) -> None:
+    """Six traces; 0-2 with model calls of their own model, user, tokens and words."""
+    for n in range(6):
+        llm: dict[str, Any] = {}
+        if n < 3:
+            llm = {
+                "gen_ai.request.model": ["gpt-4o", "gpt-4o-mini", "gpt-4o"][n],
+                "user.id": f"user-{n % 2}",
+                "gen_ai.usage.input_tokens": 100 * (n + 1),
+                "gen_ai.usage.output_tokens": 10,
+                "gen_ai.usage.cost": [0.25, 0.125, 1.0][n],
+                "gen_ai.input.messages": orjson.dumps(
+                    [{"role": "user", "parts": [{"type": "text", "content": f"Question {n}"}]}]
+                ).decode(),
+                "gen_ai.output.messages": orjson.dumps(
+                    [{"role": "assistant", "parts": [{"type": "text", "content": _ANSWERS[n]}]}]
+                ).decode(),
+            }
+        spans = _trace(n, **llm)
+        if n in (1, 4):
+            spans[0]["attributes"]["session.id"] = "chat-a"
+        store(site.db, site.demo, spans)
+    user = IdentityStore(site.db).user("owner@acme.test")
+    for n, value in ((0, 0.2), (3, 0.9)):
+        ScoreStore(site.db).create_by_user(
+            site.demo.id, user.id, NewScore(_trace_id(n), None, "helpful", value, None, "ui")
+        )
+
+
+async def _ids(client: Client, query: str) -> list[int]:
+    response = await client.get(f"{LIST}?{query}")
+    assert response.status_code == 200, await response.get_data()
+    body = orjson.loads(await response.get_data())
+    return [int(t["traceId"], 16) - 1 for t in body["traces"]]
+
+
+@pytest.fixture
+async def client(site: Site) -> Client:
+    """A signed-in viewer of the seeded project."""
+    _seed(site)
+    client = site.client()
+    await sign_in(client, "viewer@acme.test")
+    return client
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("", [5, 4, 3, 2, 1, 0]),
+        ("q=request+3", [3]),
+        ("name=LOOKUP_ord", [4, 2, 0]),
+        ("status=error", [2]),
+        ("session=chat-a", [4, 1]),
+        ("user=user-0", [2, 0]),
+        ("model=gpt-4o", [2, 0]),
+        ("model=gpt-4o-mini", [1]),
+        ("model=gpt", []),
+        ("from=2026-11-22T10:02:00Z&to=2026-11-22T10:04:00Z", [3, 2]),
+        ("from=1795341720000", [5, 4, 3, 2]),  # 10:02 in Unix ms
+        ("from=2026-11-22T10:02:00%2B00:00&to=1795341840000", [3, 2]),
+        ("minDurationMs=3000", [5, 4, 3, 2]),
+        ("maxDurationMs=2000", [1, 0]),
+        ("minDurationMs=2000&maxDurationMs=2000", [1]),
+        ("minCostUsd=0.25", [2, 0]),
+        ("minTokens=210", [2, 1]),
+        ("minTokens=211", [2]),
+        ("attr=tenant=t1", [5, 3, 1]),
+        ("attr=session.id=chat-a", [4, 1]),
+        ("attr=retries=4", [4]),
+        ("attr=cached=true", [1]),
+        ("attr=ratio=2.5", [2]),
+        ("attr=gen_ai.request.model", [2, 1, 0]),
+        ("attr=tenant=t1&attr=retries=3", [3]),
+        ("attr=nothing", []),
+        ("text=PARCEL", [0]),
+        ("text=refund+question", [1]),
+        ("text=refund+parcel", []),
+        ("text=question", [2, 1, 0]),
+        ("score=helpful", [3, 0]),
+        ("score=helpful>=0.5", [3]),
+        ("score=helpful<=0.5", [0]),
+        ("score=other", []),
+        ("name=lookup&attr=tenant=t0&minTokens=1&status=error", [2]),
+    ],
+)
+async def test_each_filter_and_their_and(client: Client, query: str, expected: list[int]) -> None:
+    """Each filter of the contract selects exactly its traces; several are ANDed."""
+    assert await _ids(client, query) == expected
+
+
+_SORTED = {  # the full order of each sort, descending; the traces with no value last
+    "start": [5, 4, 3, 2, 1, 0],
+    "duration": [5, 4, 3, 2, 1, 0],
+    "cost": [2, 0, 1],
+    "tokens": [2, 1, 0],
+}
+
+
+@pytest.mark.parametrize("sort", list(_SORTED))
+@pytest.mark.parametrize("order", ["desc", "asc"])
+@pytest.mark.parametrize("limit", [1, 2, 4])
+async def test_cursors_page_every_sort_in_both_orders(
+    client: Client, sort: str, order: str, limit: int
+) -> None:
+    """Paging by cursor under any sort and order gives every trace once, in order, the
+    traces with no value for the sort last (by trace id) in either order."""
+    known = _SORTED[sort] if order == "desc" else _SORTED[sort][::-1]
+    unknown = sorted(set(range(6)) - set(known), reverse=order == "desc")
+    seen: list[int] = []
+    query = f"sort={sort}&order={order}&limit={limit}"
+    cursor = None
+    for _ in range(10):
+        response = await client.get(f"{LIST}?{query}" + (f"&cursor={cursor}" if cursor else ""))
+        body = orjson.loads(await response.get_data())
+        assert len(body["traces"]) <= limit
+        seen += [int(t["traceId"], 16) - 1 for t in body["traces"]]
+        cursor = body["next"]
+        if cursor is None:
+            break
+    assert seen == known + unknown
+
+
+@pytest.mark.parametrize(
+    ("query", "parameter"),
+    [
+        ("status=ok", "status"),
+        ("from=yesterday", "from"),
+        ("to=2026-13-01", "to"),
+        ("minDurationMs=-1", "minDurationMs"),
+        ("maxDurationMs=abc", "maxDurationMs"),
+        ("minCostUsd=nan", "minCostUsd"),
+        ("minTokens=1.5", "minTokens"),
+        ("attr==x", "attr"),
+        ("text=%3F%21", "text"),
+        ("score=>=0.5", "score"),
+        ("score=helpful>=high", "score"),
+        ("sort=name", "sort"),
+        ("order=up", "order"),
+        ("limit=0", "limit"),
+        ("cursor=bm90LWEtY3Vyc29y", "cursor"),
+        ("sort=cost&cursor=WyJzdGFydCIsdHJ1ZSwxLCJhIl0", "cursor"),  # a start cursor
+    ],
+)
+async def test_a_bad_value_is_a_400_naming_its_parameter(
+    client: Client, query: str, parameter: str
+) -> None:
+    """Each bad value is 400 VALIDATION_ERROR whose message names the parameter, on the
+    JSON, the export and the page."""
+    for path in (LIST, f"{LIST}/export", "/projects/demo/traces"):
+        response = await client.get(f"{path}?{query}")
+        assert response.status_code == 400, (path, query)
+        if path.startswith("/api"):
+            error = orjson.loads(await response.get_data())["error"]
+            assert error["code"] == "VALIDATION_ERROR"
+            assert error["message"].startswith(parameter), error
+
+
+async def test_the_export_answers_the_page_shown(client: Client) -> None:
+    """The export with the page's filters, sort, cursor and limit holds that page's
+    traces, in its order."""
+    query = "attr=tenant=t0&sort=duration&order=asc&limit=1"
+    first = orjson.loads(await (await client.get(f"{LIST}?{query}")).get_data())
+    paged = f"{query}&cursor={first['next']}"
+    second = orjson.loads(await (await client.get(f"{LIST}?{paged}")).get_data())
+    exported = orjson.loads(await (await client.get(f"{LIST}/export?{paged}")).get_data())
+    assert [t["traceId"] for t in exported] == [t["traceId"] for t in second["traces"]]
+    assert [t["traceId"] for t in second["traces"]] == [_trace_id(2)]
+    assert exported[0]["spans"]
+
+
+async def test_the_page_keeps_the_filters_in_its_links(client: Client) -> None:
+    """The list page's next-page, export and sort links carry the filters."""
+    page = (await (await client.get("/projects/demo/traces?attr=tenant%3Dt0&limit=1"))
+            .get_data()).decode()  # fmt: skip
+    assert "Next page" in page
+    assert page.count("attr=tenant%3Dt0") >= 4  # next, export (2), the sort headers
+    assert 'value="tenant=t0"' in page

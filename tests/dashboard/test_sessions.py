@@ -1,0 +1,116 @@
+"""The sessions list: JSON and page from the per-session summaries, paged, filtered."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+from quart.typing import TestClientProtocol as Client
+
+from tests.dashboard.conftest import Site, sign_in, store
+from tests.proto_json.spans import span
+
+SESSIONS = "/api/v1/projects/demo/sessions"
+
+
+def _seed(site: Site) -> None:
+    """Sessions s0-s4, trace n of session n % 5 starting at 10:0n; trace 6 (of s1) has
+    an error and user-1's model call."""
+    for n in range(8):
+        attributes: dict[str, object] = {"session.id": f"s{n % 5}"}
+        spans = [
+            span(traceId=f"{n + 1:032x}", spanId="a" * 16, name="turn",
+                 startTime=f"2026-11-22T10:0{n}:00Z", endTime=f"2026-11-22T10:0{n}:30Z",
+                 status="error" if n == 6 else None, attributes=attributes),
+        ]  # fmt: skip
+        if n == 6:
+            spans.append(
+                span(traceId=f"{n + 1:032x}", spanId="b" * 16, parentSpanId="a" * 16,
+                     name="chat", startTime=f"2026-11-22T10:0{n}:01Z",
+                     endTime=f"2026-11-22T10:0{n}:02Z",
+                     attributes={"gen_ai.operation.name": "chat", "gen_ai.request.model": "m",
+                                 "gen_ai.usage.input_tokens": 7, "gen_ai.usage.output_tokens": 3,
+                                 "gen_ai.usage.cost": 0.5, "user.id": "user-1"})
+            )  # fmt: skip
+        store(site.db, site.demo, spans)
+
+
+@pytest.fixture
+async def client(site: Site) -> Client:
+    """A signed-in viewer of the seeded project."""
+    _seed(site)
+    client = site.client()
+    await sign_in(client, "viewer@acme.test")
+    return client
+
+
+async def _get(client: Client, query: str) -> dict[str, object]:
+    response = await client.get(f"{SESSIONS}?{query}")
+    assert response.status_code == 200, await response.get_data()
+    return orjson.loads(await response.get_data())  # type: ignore[no-any-return]
+
+
+async def test_the_sessions_json_sums_each_session(client: Client) -> None:
+    """Each session's traces, times, errors, tokens, cost and user, latest first."""
+    body = await _get(client, "")
+    sessions = body["sessions"]
+    assert isinstance(sessions, list)
+    assert [s["sessionId"] for s in sessions] == ["s2", "s1", "s0", "s4", "s3"]
+    s1 = sessions[1]
+    assert s1 == {
+        "sessionId": "s1", "traceCount": 2, "startTimeUnixNano": "1795341660000000000",
+        "endTimeUnixNano": "1795341990000000000", "errorCount": 1, "inputTokens": 7,
+        "outputTokens": 3, "costUsd": 0.5, "userId": "user-1",
+    }  # fmt: skip
+    assert sessions[0]["costUsd"] is None and body["next"] is None
+
+
+async def test_the_sessions_page_by_cursor_and_filter(client: Client) -> None:
+    """Paging gives every session once in order; user and from/to narrow the list."""
+    seen, cursor = [], None
+    for _ in range(6):
+        body = await _get(client, "limit=2" + (f"&cursor={cursor}" if cursor else ""))
+        seen += [s["sessionId"] for s in body["sessions"]]  # type: ignore[attr-defined]
+        cursor = body["next"]
+        if cursor is None:
+            break
+    assert seen == ["s2", "s1", "s0", "s4", "s3"]
+    users = await _get(client, "user=user-1")
+    assert [s["sessionId"] for s in users["sessions"]] == ["s1"]  # type: ignore[attr-defined]
+    window = await _get(client, "from=2026-11-22T10:03:00Z&to=2026-11-22T10:05:00Z")
+    assert [s["sessionId"] for s in window["sessions"]] == ["s4", "s3"]  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("query", "parameter"),
+    [("from=soon", "from"), ("to=x", "to"), ("cursor=abc", "cursor"), ("limit=0", "limit")],
+)
+async def test_a_bad_sessions_parameter_is_a_400(
+    client: Client, query: str, parameter: str
+) -> None:
+    """A bad value is 400 VALIDATION_ERROR naming its parameter."""
+    response = await client.get(f"{SESSIONS}?{query}")
+    assert response.status_code == 400
+    error = orjson.loads(await response.get_data())["error"]
+    assert error["code"] == "VALIDATION_ERROR" and error["message"].startswith(parameter)
+    assert (await client.get(f"/projects/demo/sessions?{query}")).status_code == 400
+
+
+async def test_a_sessions_traces_in_time_order(client: Client) -> None:
+    """`GET …/sessions/{id}`: the session's trace items, in time order."""
+    response = await client.get(f"{SESSIONS}/s1")
+    found = orjson.loads(await response.get_data())
+    assert found["sessionId"] == "s1"
+    assert [t["traceId"] for t in found["traces"]] == [f"{2:032x}", f"{7:032x}"]
+    assert found["traces"][1]["costUsd"] == 0.5
+    assert (await client.get(f"{SESSIONS}/nothing")).status_code == 404
+
+
+async def test_the_sessions_page_lists_and_pages(client: Client) -> None:
+    """The page shows the sessions with their sums and a next-page link keeping the
+    filters."""
+    page = (await (await client.get("/projects/demo/sessions?limit=1&user=user-1"))
+            .get_data()).decode()  # fmt: skip
+    assert ">s1</a>" in page and "user-1" in page and ">s0</a>" not in page
+    assert "Next page" not in page
+    page = (await (await client.get("/projects/demo/sessions?limit=2")).get_data()).decode()
+    assert "Next page" in page and "cursor=" in page

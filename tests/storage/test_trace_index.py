@@ -1,0 +1,165 @@
+"""The indexes that find a trace (LLM text, attributes, span names) and the session
+summaries follow what is stored, under every re-sending rule, erasure and retention."""
+
+from __future__ import annotations
+
+import tempfile
+from datetime import date
+from typing import Any
+
+import orjson
+from hypothesis import given
+from hypothesis import strategies as st
+
+from storage.database import Database
+from storage.erasure import Eraser
+from storage.retention import remove_days_before
+from storage.schema import migrate
+from storage.session_summaries import EVERY_SESSION
+from storage.span_rows import SpanRow
+from storage.spans import SpanStore
+from storage.trace_index import attribute_pairs, text_of
+from storage.trace_list import TraceFilter, TraceSummaries
+from tests.fuzz import FUZZ
+from tests.storage.rows import sends, span_row
+
+WINDOW_MS = 1_200_000
+
+
+def _attributes(content: str) -> str:
+    """A row's attributes by its content: `y` an LLM call whose answer names it."""
+    pairs: list[dict[str, Any]] = [{"key": "tenant", "value": {"stringValue": f"t-{content}"}}]
+    if content == "y":
+        answer = [{"role": "assistant", "parts": [{"type": "text", "content": "Alpha BRAVO"}]}]
+        said = orjson.dumps(answer).decode()
+        pairs += [
+            {"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}},
+            {"key": "gen_ai.output.messages", "value": {"stringValue": said}},
+        ]
+    if content == "z":
+        pairs.append({"key": "retries", "value": {"intValue": "3"}})
+    return orjson.dumps(pairs).decode()
+
+
+def _indexed(row: SpanRow) -> SpanRow:
+    return row._replace(attributes=_attributes(row.content_hash))
+
+
+_ROWS = sends(WINDOW_MS).map(_indexed)
+
+
+def _expected(tx: Any) -> tuple[set[Any], set[Any], set[Any]]:
+    """The texts, attribute pairs and span names a recount of the stored rows gives."""
+    texts, pairs, names = set(), set(), set()
+    rows = tx.query(
+        "SELECT project_id, trace_id, span_id, start_day, name, kind, attributes, events, "
+        "llm_type FROM spans"
+    )
+    for project, trace, span, day, name, kind, attributes, events, llm_type in rows:
+        names.add((project, name, trace))
+        pairs.update((project, k, h, trace) for k, h in attribute_pairs(attributes))
+        body = text_of(name, kind, attributes, events) if llm_type else None
+        if body is not None:
+            texts.add((project, trace, span, day, body))
+    return texts, pairs, names
+
+
+def assert_exact(db: Database) -> None:
+    """Every index equals a recount of the stored rows; every session summary its
+    traces' sum; FTS5's index its content."""
+    with db.transaction() as tx:
+        texts, pairs, names = _expected(tx)
+        stored_texts = tx.query(
+            "SELECT project_id, trace_id, span_id, start_day, body FROM span_texts"
+        )
+        assert set(map(tuple, stored_texts)) == texts
+        assert set(map(tuple, tx.query("SELECT * FROM trace_attributes"))) == pairs
+        assert set(map(tuple, tx.query("SELECT * FROM trace_span_names"))) == names
+        sessions = tx.query(EVERY_SESSION)
+        stored = tx.query("SELECT * FROM session_summaries")
+        assert sorted(map(tuple, stored)) == sorted(map(tuple, sessions))
+        if not db.postgres:
+            tx.execute("INSERT INTO span_text_words (span_text_words) VALUES ('integrity-check')")
+
+
+@FUZZ
+@given(st.lists(st.lists(_ROWS, max_size=10), max_size=4))
+def test_the_indexes_equal_a_recount_of_the_stored_spans(batches: list[list[SpanRow]]) -> None:
+    """Batch after batch (repeats, refusals, replacements, other days, new and stored
+    traces mixed), then an erasure and a retention: the indexes are exact."""
+    with tempfile.TemporaryDirectory() as work:
+        db = Database(f"sqlite:///{work}/spans.db")
+        try:
+            migrate(db)
+            for batch in batches:
+                SpanStore(db).upsert(batch, WINDOW_MS)
+                assert_exact(db)
+            Eraser(db, "p").erase(Eraser(db, "p").trace("a"))
+            assert_exact(db)
+            remove_days_before(db, date(2026, 11, 24))
+            assert_exact(db)
+        finally:
+            db.close()
+
+
+def _find(db: Database, **filters: Any) -> list[str]:
+    traces, _ = TraceSummaries(db).page("p", TraceFilter(**filters), 10)
+    return [t.trace_id for t in traces]
+
+
+def test_a_replaced_span_has_its_words_replaced(database: Database) -> None:
+    """The words of a span refused within the window are not found; those of a span
+    replaced after it are, and the replaced span's are gone; erasure takes them."""
+    llm = _indexed(span_row(content="y", session="s1"))
+    plain = _indexed(span_row(content="x", session="s1"))
+    store = SpanStore(database)
+    store.upsert([plain], WINDOW_MS)
+    assert _find(database, words=("alpha",)) == []
+    assert store.upsert([llm._replace(received_ms=1)], WINDOW_MS)  # refused
+    assert _find(database, words=("alpha",)) == []
+    assert _find(database, attributes=(("tenant", "t-x"),)) == ["a"]
+    store.upsert([llm._replace(received_ms=WINDOW_MS + 1)], WINDOW_MS)  # replaces it
+    assert _find(database, words=("alpha", "bravo")) == ["a"]
+    assert _find(database, attributes=(("tenant", "t-x"),)) == []
+    assert _find(database, attributes=(("tenant", "t-y"),)) == ["a"]
+    assert_exact(database)
+    store.upsert([plain._replace(received_ms=3 * WINDOW_MS)], WINDOW_MS)  # and back
+    assert _find(database, words=("alpha",)) == []
+    assert_exact(database)
+    Eraser(database, "p").erase(Eraser(database, "p").trace("a"))
+    assert _find(database, attributes=(("tenant", None),)) == []
+    assert_exact(database)
+
+
+def test_retention_takes_the_words_and_sessions_of_removed_days(database: Database) -> None:
+    """Removing old days (dropped partitions on PostgreSQL) leaves no word, attribute
+    or session of their spans."""
+    old = _indexed(span_row(trace="b", content="y", day="2026-11-20", session="s2"))
+    new = _indexed(span_row(trace="c", content="y", day="2026-11-25", session="s3"))
+    SpanStore(database).upsert([old, new], WINDOW_MS)
+    assert _find(database, words=("bravo",)) == ["c", "b"]
+    remove_days_before(database, date(2026, 11, 22))
+    assert _find(database, words=("bravo",)) == ["c"]
+    assert_exact(database)
+
+
+def test_the_spans_stored_before_the_indexes_get_theirs(database_url: str) -> None:
+    """A store migrated with spans already stored: its sessions are summed by the
+    migration, and the upgrade indexes every stored trace, once."""
+    from storage import find_upgrade
+
+    db = Database(database_url)
+    try:
+        migrate(db, until=12)
+        rows = [
+            _indexed(span_row(trace=trace, span=span, content=content, session="s1"))
+            for trace, span, content in (("a", "1", "y"), ("a", "2", "z"), ("b", "1", "x"))
+        ]
+        SpanStore(db, find_index=False).upsert(rows, WINDOW_MS)
+        migrate(db)
+        assert find_upgrade.upgrade(db) == 2
+        assert_exact(db)
+        assert _find(db, words=("bravo",)) == ["a"]
+        assert find_upgrade.upgrade(db) == 0
+    finally:
+        db.close()
