@@ -8,11 +8,9 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from quart import Quart, Response, render_template
+from quart import Quart, render_template
 
-from dashboard import params
 from dashboard.explorer import Explorer, signed_in_project
-from service.web import json_response
 from storage.trace_list import TraceSummary
 
 
@@ -59,7 +57,7 @@ class SessionTotals:
 
 
 class SessionView:
-    """The single-session page and its JSON."""
+    """The single-session page (its JSON is dashboard/api.py's)."""
 
     def __init__(self, explorer: Explorer) -> None:
         self.explorer = explorer
@@ -77,26 +75,13 @@ class SessionView:
             totals=SessionTotals.of(traces),
         )
 
-    async def json(self, project: str, session_id: str) -> Response:
-        found = await signed_in_project(self.explorer, project)
-        traces = await asyncio.to_thread(self.explorer.session, found, session_id)
-        return json_response(
-            {"sessionId": session_id, "traces": [params.summary_json(t) for t in traces]}
-        )
-
 
 def install_session(app: Quart, explorer: Explorer) -> None:
-    """Add the single-session page and JSON routes."""
+    """Add the single-session page's route."""
     view = SessionView(explorer)
     app.add_url_rule(
         "/projects/<project>/sessions/<segment:session_id>",
         endpoint="session",
         view_func=view.page,
-        methods=["GET"],
-    )
-    app.add_url_rule(
-        "/api/v1/projects/<project>/sessions/<segment:session_id>",
-        endpoint="api_session",
-        view_func=view.json,
         methods=["GET"],
     )
