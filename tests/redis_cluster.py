@@ -23,11 +23,21 @@ NODE_TIMEOUT_MS = 1000
 START_TIMEOUT_S = 30.0
 
 
+def _ephemeral_low() -> int:
+    """The first port the kernel hands out to outgoing connections."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32_768
+
+
 def cluster_port() -> int:
     """A port free on 127.0.0.1 a moment ago, with the one 10,000 above it (the node's
-    cluster bus) free too."""
+    cluster bus) free too. Both lie below the kernel's ephemeral range, so that the
+    tests' own outgoing connections cannot take them before the node binds them."""
+    high = max(_ephemeral_low() - 10_000, 12_000)
     while True:
-        port = random.randrange(20_000, 55_536)
+        port = random.randrange(10_000, high)
         try:
             for probe_port in (port, port + 10_000):
                 with socket.socket() as probe:
@@ -77,7 +87,16 @@ class RedisClusterServers:
 
     def start(self) -> RedisClusterServers:
         for node in self.nodes:
-            node.start()
+            for attempt in range(3):
+                try:
+                    node.start()
+                    break
+                except redis.ConnectionError:
+                    # the port was taken between the probe and the bind: another one
+                    node.crash()
+                    if attempt == 2:
+                        raise
+                    node.port = cluster_port()
         subprocess.run(
             [
                 _redis_cli(), "--cluster", "create",
