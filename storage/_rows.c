@@ -326,6 +326,8 @@ static int tagged(PyObject *attributes, PyObject **session, PyObject **agent) {
     return PyErr_Occurred() ? FAIL : OK;
 }
 
+#define TEXTS_KEPT 256
+
 typedef struct {
     PyObject *project_id, *received_ms, *resource, *scope;
     PyTypeObject *row_type;
@@ -341,6 +343,11 @@ typedef struct {
     const struct Plan *plan;
     PyObject *priced, *left;
     Py_ssize_t count;
+    /* with a plan, also each row's attributes as (key, value's JSON text) pairs, for
+       the attribute index (storage/trace_index.py); the texts made so far, by a hash
+       of their bytes (keys and short values repeat from span to span) */
+    PyObject *pairs;
+    PyObject *texts[TEXTS_KEPT];
 } Rows;
 
 /* Members of the span without a column of their own, as a JSON object ("{}" if none). */
@@ -560,7 +567,7 @@ static PyMethodDef methods[] = {
      "span_rows(request, project_id, received_ms, row_type) -> list[row_type] | None"},
     {"span_rows_json", span_rows_json, METH_VARARGS,
      "span_rows_json(body, project_id, received_ms, row_type, plan=None) -> "
-     "list[row_type] | (list[row_type], priced, left) | None"},
+     "list[row_type] | (list[row_type], priced, left, pairs) | None"},
     {"genai_plan", genai_plan, METH_O,
      "genai_plan((fields, keys, types, prefixes, names, native)) -> a plan for span_rows_json"},
     {"content_hash", content_hash, METH_O, "content_hash(span) -> str | None"},

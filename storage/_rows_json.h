@@ -458,6 +458,58 @@ static PyObject *node_optional_str(const Scan *s, uint32_t i, int *status) {
 
 #include "_rows_genai.h"
 
+/* -- the attribute index's pairs -------------------------------------------------- */
+
+/* A str of UTF-8 bytes, the same object as last time for bytes seen before (when still
+ * in their slot): keys and short values repeat from span to span, and a str made once
+ * is hashed once. */
+static PyObject *kept_text(Rows *r, const char *text, Py_ssize_t len) {
+    if (len > 64) return PyUnicode_DecodeUTF8(text, len, NULL);
+    size_t h = (size_t)len * 2654435761u;
+    for (Py_ssize_t k = 0; k < len; k++) h = (h ^ (unsigned char)text[k]) * 16777619u;
+    PyObject **slot = &r->texts[h % TEXTS_KEPT];
+    PyObject *kept = *slot;
+    if (kept != NULL && PyUnicode_IS_COMPACT_ASCII(kept) && PyUnicode_GET_LENGTH(kept) == len &&
+        memcmp(PyUnicode_DATA(kept), text, (size_t)len) == 0)
+        return Py_NewRef(kept);
+    PyObject *made = PyUnicode_DecodeUTF8(text, len, NULL);
+    if (made != NULL && PyUnicode_IS_COMPACT_ASCII(made)) Py_XSETREF(*slot, Py_NewRef(made));
+    return made;
+}
+
+/* A row's attributes as a tuple of (key, value) pairs, the value as orjson.dumps writes
+ * the AnyValue it reads: the attribute index hashes each distinct one once. The list
+ * was checked by the content hash's walk (objects of an unescaped string key and an
+ * object value). */
+static PyObject *node_pairs(Rows *r, const Scan *s, uint32_t list) {
+    if (list == 0 || NODE(s, list)->type != J_ARRAY) return PyTuple_New(0);
+    PyObject *pairs = PyTuple_New(NODE(s, list)->count);
+    if (pairs == NULL) return NULL;
+    uint32_t item = list + 1;
+    for (uint32_t k = 0; k < NODE(s, list)->count; k++, item = NODE(s, item)->next) {
+        uint32_t key, value;
+        if (member_of(s, item, "key", &key) != OK || member_of(s, item, "value", &value) != OK ||
+            !key || !value)
+            goto fail;
+        r->buf.len = 0;
+        if (put_node(&r->buf, s, value) != OK) goto fail;
+        PyObject *k_text = kept_text(r, (const char *)s->text + NODE(s, key)->start,
+                                     NODE(s, key)->len);
+        PyObject *v_text = k_text ? kept_text(r, r->buf.data, r->buf.len) : NULL;
+        PyObject *pair = v_text ? PyTuple_Pack(2, k_text, v_text) : NULL;
+        Py_XDECREF(k_text);
+        Py_XDECREF(v_text);
+        if (pair == NULL) goto fail;
+        PyTuple_SET_ITEM(pairs, k, pair);
+    }
+    return pairs;
+fail:
+    Py_DECREF(pairs);
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "an attribute the hash accepted");
+    return NULL;
+}
+
+
 static PyObject *row_of_node(Rows *r, const Scan *s, uint32_t span, int *status) {
     SpanNodes m;
     long long kind, code;
@@ -501,6 +553,12 @@ static PyObject *row_of_node(Rows *r, const Scan *s, uint32_t span, int *status)
     FIELD(18, node_hash(r, s, span, status));
     FIELD(19, Py_NewRef(r->received_ms));
     PyObject_GC_UnTrack(row); /* texts, numbers and None only: the GC need not visit it */
+    if (r->pairs != NULL) {
+        PyObject *pairs = node_pairs(r, s, m.attributes);
+        int appended = pairs != NULL && PyList_Append(r->pairs, pairs) == 0;
+        Py_XDECREF(pairs);
+        if (!appended) goto fail;
+    }
     if (r->plan != NULL) {
         int facts = genai_facts(r->plan, s, m.attributes, kind == 1 ? agent : 0, row);
         PyObject *at = facts == GENAI_PRICED || facts == GENAI_PYTHON
@@ -574,8 +632,10 @@ static PyObject *span_rows_json(PyObject *Py_UNUSED(self), PyObject *args) {
     if ((r.row_size = row_size(r.row_type)) < 0) return NULL;
     if (plan != Py_None) {
         if ((r.plan = PyCapsule_GetPointer(plan, "storage._rows.genai_plan")) == NULL) return NULL;
-        if ((r.priced = PyList_New(0)) == NULL || (r.left = PyList_New(0)) == NULL) {
+        if ((r.priced = PyList_New(0)) == NULL || (r.left = PyList_New(0)) == NULL ||
+            (r.pairs = PyList_New(0)) == NULL) {
             Py_XDECREF(r.priced);
+            Py_XDECREF(r.left);
             return NULL;
         }
     }
@@ -594,17 +654,20 @@ static PyObject *span_rows_json(PyObject *Py_UNUSED(self), PyObject *args) {
     scan_free(&s);
     PyMem_Free(r.buf.data);
     Py_XDECREF(r.trace_id);
+    for (int k = 0; k < TEXTS_KEPT; k++) Py_XDECREF(r.texts[k]);
     if (status != OK || PyErr_Occurred()) {
         Py_XDECREF(out);
         Py_XDECREF(r.priced);
         Py_XDECREF(r.left);
+        Py_XDECREF(r.pairs);
         if (PyErr_Occurred()) return NULL;
         Py_RETURN_NONE;
     }
     if (r.plan == NULL) return out;
-    PyObject *all = PyTuple_Pack(3, out, r.priced, r.left);
+    PyObject *all = PyTuple_Pack(4, out, r.priced, r.left, r.pairs);
     Py_DECREF(out);
     Py_DECREF(r.priced);
     Py_DECREF(r.left);
+    Py_DECREF(r.pairs);
     return all;
 }

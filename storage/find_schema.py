@@ -14,12 +14,12 @@ per-session summary (storage/session_summaries.py).
 
 A stored span row that is replaced or deleted (the re-sending rules, erasure, SQLite's
 retention) has a trigger delete its text and copy its name and attributes to
-`trace_index_stale`: the writer then removes those of its trace's attribute and name
-rows that no stored span of the trace still gives (storage/trace_index.py), so neither
-table needs an index by trace, which every insert would pay for. A trace summary
-written or deleted has a trigger note its sessions in `session_stale`, whose summaries
-are made anew the same way. The span triggers cost nothing to the inserts that are most
-of the worker's writes.
+`trace_index_stale` (on SQLite, from migration 14, the writer does it for a replaced
+row): the writer then removes those of its trace's attribute and name rows that no
+stored span of the trace still gives (storage/trace_index.py), so neither table needs
+an index by trace, which every insert would pay for. A trace summary written or
+deleted has a trigger note its sessions in `session_stale`, whose summaries are made
+anew the same way.
 """
 
 from __future__ import annotations
@@ -129,6 +129,10 @@ SQLITE = (
         )
     ),
 )
+
+#: The update trigger of SQLite's spans, dropped: the writer notes a replaced row
+#: itself (storage/trace_index.py, `note_replaced`).
+SQLITE_WRITER_NOTES_REPLACED = "DROP TRIGGER spans_replaced"
 
 POSTGRES = (
     *(statement.replace("{keyed}", "") for statement in _COMMON),

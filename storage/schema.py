@@ -260,6 +260,10 @@ MIGRATIONS: tuple[tuple[str, ...] | ByDialect, ...] = (
             (*find_schema.POSTGRES, session_summaries.BACKFILL),
         )
     ),
+    ByDialect(  # 14: SQLite: the writer notes the span rows an upsert replaces itself
+        # (storage/trace_index.py), without the update trigger, which slowed every insert
+        ((find_schema.SQLITE_WRITER_NOTES_REPLACED,), ())
+    ),
 )
 
 

@@ -22,6 +22,7 @@ from genai.prices import Pricer
 from genai.view import GenAIView, reading_plan
 from proto_json import fastpath
 from storage.span_rows import FAST_ROWS, SpanRow, rows_of_json
+from storage.trace_index import Pairs
 
 log = logging.getLogger("spangate.worker")
 
@@ -126,21 +127,22 @@ _PLAN = None if FAST_ROWS is None or fastpath.turned_off("storage._rows_genai") 
 
 def rows_with_views(
     body: bytes, project_id: str, received_ms: int, pricer: Pricer
-) -> list[SpanRow]:
-    """`with_views(rows_of_json(...))`: where the C row builder takes the body, it
-    fills the facts of each span's view as it builds the rows; here the rows it filled
-    are priced, and those it left are read."""
+) -> tuple[list[SpanRow], list[Pairs | None] | None]:
+    """`with_views(rows_of_json(...))`, and each row's attribute pairs (for the attribute
+    index) where the C row builder gave them: where it takes the body, it fills the
+    facts of each span's view as it builds the rows; here the rows it filled are priced,
+    and those it left are read."""
     if _PLAN is not None and FAST_ROWS is not None:
         built = FAST_ROWS.span_rows_json(body, project_id, received_ms, SpanRow, _PLAN)
         if built is not None:
             rows: list[SpanRow]
-            rows, priced, left = built
+            rows, priced, left, pairs = built
             for at in priced:
                 rows[at] = _priced(rows[at], pricer)
             for at in left:
                 rows[at] = with_views([rows[at]], pricer)[0]
-            return rows
-    return with_views(rows_of_json(body, project_id, received_ms), pricer)
+            return rows, pairs
+    return with_views(rows_of_json(body, project_id, received_ms), pricer), None
 
 
 def _priced(row: SpanRow, pricer: Pricer) -> SpanRow:

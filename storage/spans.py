@@ -102,6 +102,17 @@ _SPAN_COLUMNS = (
 )
 
 
+class Prepared(NamedTuple):
+    """A batch of rows, with what writing them needs that reads nothing stored
+    (`SpanStore.prepared`)."""
+
+    rows: list[SpanRow]
+    #: PostgreSQL's: the rows' traces and summaries as new traces' (storage/span_copy.py)
+    copy: span_copy.Batch | None
+    #: what the rows add to the indexes that find a trace (storage/trace_index.py)
+    found: trace_index.IndexRows | None
+
+
 class SpanStore:
     """Spans in the relational database (same database as identity and scores)."""
 
@@ -112,13 +123,20 @@ class SpanStore:
         #: migrated to before them (benchmarks/bench_worker.py --find-index)
         self.find_index = find_index
 
-    def prepared(self, rows: list[SpanRow]) -> list[SpanRow] | span_copy.Batch:
+    def prepared(
+        self, rows: list[SpanRow], pairs: list[trace_index.Pairs | None] | None = None
+    ) -> Prepared:
         """`rows` with what `upsert` needs of them that reads nothing stored, for a thread
-        other than the writer's to compute (on PostgreSQL: their traces, and their
-        summaries as new traces'; on SQLite, nothing more)."""
-        return span_copy.Batch.of(rows) if self.db.postgres else rows
+        other than the writer's to compute: on PostgreSQL their traces, and their
+        summaries as new traces'; what they add to the indexes that find a trace
+        (`pairs`: each row's attribute pairs, when the row builder gave them)."""
+        return Prepared(
+            rows,
+            span_copy.Batch.of(rows) if self.db.postgres else None,
+            trace_index.index_rows(rows, pairs) if self.find_index else None,
+        )
 
-    def upsert(self, rows: list[SpanRow] | span_copy.Batch, window_ms: int) -> list[SpanRow]:
+    def upsert(self, rows: list[SpanRow] | Prepared, window_ms: int) -> list[SpanRow]:
         """Write a batch (rows, or `prepared` rows) in one transaction by the re-sending
         rules (storage/resend.py), in queue order, and the summaries of its traces; the
         rows the window refused. A transaction that met another writer's (WriteConflict)
@@ -134,20 +152,17 @@ class SpanStore:
                 attempts += 1
 
     def write(
-        self, tx: Transaction, rows: list[SpanRow] | span_copy.Batch, window_ms: int
+        self, tx: Transaction, rows: list[SpanRow] | Prepared, window_ms: int
     ) -> list[SpanRow]:
         """`upsert` within `tx`, a transaction of this store's database (on SQLite, one
         that took the write lock at its start: `transaction(immediate=True)`)."""
-        if self.db.postgres:
-            batch = rows if isinstance(rows, span_copy.Batch) else span_copy.Batch.of(rows)
-            refused = span_copy.write(tx, batch, window_ms)
-            rows = batch.rows
+        batch = rows if isinstance(rows, Prepared) else self.prepared(rows)
+        if batch.copy is not None:
+            refused = span_copy.write(tx, batch.copy, window_ms)
         else:
-            if isinstance(rows, span_copy.Batch):
-                rows = rows.rows
-            refused = self._write_sqlite(tx, rows, window_ms)
-        if self.find_index:
-            trace_index.write(tx, rows, refused)
+            refused = self._write_sqlite(tx, batch.rows, window_ms)
+        if batch.found is not None:
+            trace_index.write(tx, batch.found, batch.rows, refused)
             session_summaries.refresh_stale(tx)
         return refused
 
@@ -159,7 +174,15 @@ class SpanStore:
         }
         repeats = spans_repeat(rows)
         checked = window_checks(rows, stored, repeats)
+        # only a checked row can meet a stored row of its span and replace it
+        replacing = [at for at, check in enumerate(checked) if check] if self.find_index else []
+        if replacing:
+            trace_index.note_replaced(tx, [rows[at][:4] for at in replacing])
         skipped = tx.executemany(UPSERT, rows, sqlite_refusal(window_ms), checked)
+        if replacing:
+            refused = set(skipped)
+            written = [rows[at][:4] for at in replacing if at not in refused]
+            trace_index.forget_texts(tx, written)
         trace_summaries.refresh_sqlite(tx, rows, stored, skipped, repeats)
         return [rows[position] for position in skipped]
 

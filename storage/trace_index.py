@@ -10,11 +10,18 @@ writes the spans (schema migration 13, storage/find_schema.py).
 * `trace_span_names` and `project_span_names`: a trace's distinct span names, and a
   project's.
 
+What a batch adds is made before its transaction (`index_rows`, on the worker's
+decoding thread), from the attribute pairs the C row builder gives where it built the
+rows (nothing parsed again), and written in the transaction that writes the spans.
+
 Exact under the re-sending rules: the rows the window refused add nothing; a stored
-row replaced or deleted has a trigger delete its text and note its trace as stale,
-whose attribute and name rows (and texts) are made anew here from what is stored
-(`rebuild_stale`), in the same transaction: by the writer after a batch, by erasure
-and retention after they delete.
+row replaced or deleted has its text deleted and its trace noted stale, whose attribute
+and name rows are made anew here from what is stored (`rebuild_stale`), in the same
+transaction: by the writer after a batch, by erasure and retention after they delete.
+A trigger does it for a deleted row, and on PostgreSQL for a replaced one; on SQLite
+the writer does it for the rows that may replace a stored one (`note_replaced`,
+`forget_texts`): an update trigger on the spans made every insert of the upsert, most
+of which replace nothing, cost twice as much.
 """
 
 from __future__ import annotations
@@ -22,8 +29,8 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -203,44 +210,97 @@ def _insert(tx: Transaction, table: str, rows: list[tuple[Any, ...]]) -> None:
     tx.executemany(f"INSERT OR IGNORE INTO {table} ({columns}) VALUES ({marks})", rows)
 
 
-def _facets(rows: Iterable[SpanRow]) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+#: A row's attributes as (key, value) pairs, the value an AnyValue's JSON text (the C
+#: row builder gives them: storage/_rows_json.h).
+Pairs = tuple[tuple[str, str], ...]
+#: Value hashes by an AnyValue's JSON text (short ones: long ones rarely repeat).
+_text_hashes: dict[str, int] = {}
+_TEXT_KEPT = 256
+
+
+def _text_hash(text: str) -> int:
+    """The hash of an AnyValue's string form, from the AnyValue's JSON text."""
+    hashed = _text_hashes.get(text)
+    if hashed is None:
+        if text.startswith('{"stringValue":"') and "\\" not in text:  # as it is
+            hashed = value_hash(text[16:-2])
+        else:
+            try:
+                hashed = _hash_of(orjson.loads(text))
+            except orjson.JSONDecodeError:
+                hashed = _EMPTY
+        if len(text) <= _TEXT_KEPT:
+            if len(_text_hashes) >= _HASHES_KEPT:
+                _text_hashes.clear()
+            _text_hashes[text] = hashed
+    return hashed
+
+
+def _facets(
+    rows: list[SpanRow], pairs: list[Pairs | None] | None
+) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
     """The distinct (project, key, value hash, trace) and (project, name, trace) of
-    rows (a trace's rows fall to one writer: no two writers insert the same ones)."""
-    pairs: dict[tuple[str, str], set[tuple[str, int]]] = {}
+    rows (a trace's rows fall to one writer: no two writers insert the same ones);
+    `pairs`: each row's attribute pairs, when the row builder gave them."""
+    hashed: dict[tuple[str, str], set[tuple[str, int]]] = {}
+    texts: dict[tuple[str, str], set[tuple[str, str]]] = {}
     names: dict[tuple[str, str], set[str]] = {}
-    for row in rows:
+    for at, row in enumerate(rows):
         trace = (row.project_id, row.trace_id)
-        of_trace = pairs.get(trace)
+        of_trace = names.get(trace)
         if of_trace is None:
-            of_trace = pairs[trace] = set()
-            names[trace] = set()
-        names[trace].add(row.name)
-        if row.attributes != "[]":
-            of_trace.update(attribute_pairs(row.attributes))
-    return (
-        [(p, k, h, t) for (p, t), found in pairs.items() for k, h in found],
-        [(p, n, t) for (p, t), found in names.items() for n in found],
-    )
+            of_trace = names[trace] = set()
+            hashed[trace] = set()
+            texts[trace] = set()
+        of_trace.add(row.name)
+        given = None if pairs is None else pairs[at]
+        if given is not None:
+            texts[trace].update(given)
+        elif row.attributes != "[]":
+            hashed[trace].update(attribute_pairs(row.attributes))
+    found: list[tuple[Any, ...]] = []
+    for (project, trace_id), of_trace_hashed in hashed.items():
+        of_trace_hashed.update((k, _text_hash(text)) for k, text in texts[project, trace_id])
+        of_trace_hashed.update({(k, KEY_ONLY) for k, _ in of_trace_hashed})
+        found += ((project, k, h, trace_id) for k, h in of_trace_hashed)
+    return found, [(p, n, t) for (p, t), of_trace in names.items() for n in of_trace]
 
 
-def _write_facets(tx: Transaction, rows: Iterable[SpanRow]) -> None:
-    pairs, names = _facets(rows)
-    _insert(tx, "trace_attributes", pairs)
-    _insert(tx, "trace_span_names", names)
-    _insert(tx, "project_span_names", sorted({(p, n) for p, n, _ in names}))
+class IndexRows(NamedTuple):
+    """What a batch's rows add to the indexes, made before its transaction (by the
+    worker, on its decoding thread): nothing stored is read."""
+
+    #: the rows indexed: the batch's, each span's last send only
+    rows: list[SpanRow]
+    texts: list[tuple[str, str, str, str, str]]
+    attributes: list[tuple[Any, ...]]
+    names: list[tuple[Any, ...]]
 
 
-def write(tx: Transaction, rows: list[SpanRow], refused: list[SpanRow]) -> None:
-    """Index a batch just written in `tx` (`refused`: the rows the window refused, not
-    written), then make the stale traces' indexes anew."""
-    if refused:
+def index_rows(rows: list[SpanRow], pairs: list[Pairs | None] | None = None) -> IndexRows:
+    """The index rows of a batch (`pairs`: each row's attribute pairs, when the row
+    builder gave them); a span sent twice in it is indexed by its last send, the one
+    stored."""
+    last = {(r.project_id, r.trace_id, r.span_id, r.start_day): at for at, r in enumerate(rows)}
+    if len(last) < len(rows):
+        kept = sorted(last.values())
+        rows = [rows[at] for at in kept]
+        pairs = None if pairs is None else [pairs[at] for at in kept]
+    attributes, names = _facets(rows, pairs)
+    return IndexRows(rows, _texts(rows), attributes, names)
+
+
+def write(tx: Transaction, index: IndexRows, rows: list[SpanRow], refused: list[SpanRow]) -> None:
+    """Index a batch just written in `tx` (`rows`, whose `index_rows` is `index`;
+    `refused`: those the window refused, not written), then make the stale traces'
+    indexes anew."""
+    if refused:  # rare: the batch indexed anew without the rows refused
         gone = set(map(id, refused))
-        rows = [row for row in rows if id(row) not in gone]
-    # a span sent twice in the batch: the last send written is what is stored
-    last = {(r.project_id, r.trace_id, r.span_id, r.start_day): r for r in rows}
-    written = list(last.values()) if len(last) < len(rows) else rows
-    _insert(tx, "span_texts", _texts(written))
-    _write_facets(tx, written)
+        index = index_rows([row for row in rows if id(row) not in gone])
+    _insert(tx, "span_texts", index.texts)
+    _insert(tx, "trace_attributes", index.attributes)
+    _insert(tx, "trace_span_names", index.names)
+    _insert(tx, "project_span_names", sorted({(p, n) for p, n, _ in index.names}))
     rebuild_stale(tx)
 
 
@@ -290,6 +350,26 @@ def _delete(tx: Transaction, table: str, rows: list[tuple[Any, ...]]) -> None:
         return
     where = " AND ".join(f"{column} = ?" for column in _INSERT[table].split(", "))
     tx.executemany(f"DELETE FROM {table} WHERE {where}", rows)
+
+
+_SAME_SPAN = "project_id = ? AND trace_id = ? AND span_id = ? AND start_day = ?"
+
+
+def note_replaced(tx: Transaction, keys: Sequence[tuple[str, ...]]) -> None:
+    """SQLite, before an upsert: note the stored rows of these keys (project, trace,
+    span, day) stale, as the row the upsert may replace (noting one it keeps is
+    harmless: its trace's rows are made anew from what is stored)."""
+    tx.executemany(
+        "INSERT INTO trace_index_stale SELECT project_id, trace_id, name, attributes "
+        f"FROM spans WHERE {_SAME_SPAN}",
+        keys,
+    )
+
+
+def forget_texts(tx: Transaction, keys: Sequence[tuple[str, ...]]) -> None:
+    """SQLite, after an upsert: delete the texts of rows it replaced (by their keys),
+    which the batch's own then take the place of."""
+    tx.executemany(f"DELETE FROM span_texts WHERE {_SAME_SPAN}", keys)
 
 
 def stale_partition(tx: Transaction, partition: str) -> None:

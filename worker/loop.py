@@ -45,7 +45,6 @@ import time
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from itertools import chain
 
 import redis
 
@@ -56,9 +55,8 @@ from spanqueue.layout import refused_counter
 from storage.checkpoints import BackgroundCheckpoints
 from storage.errors import StoreError, StoreUnavailable
 from storage.retention import make_partitions
-from storage.span_copy import Batch
 from storage.span_rows import SpanRow
-from storage.spans import SpanStore
+from storage.spans import Prepared, SpanStore
 from worker import steps
 from worker.record import WorkerRecord
 from worker.steps import Decoded, Written
@@ -159,7 +157,7 @@ class Worker:
             if self.metrics is not None:
                 self.metrics.dead_letters.inc()
 
-    def _store(self, rows: list[SpanRow] | Batch) -> list[SpanRow]:
+    def _store(self, rows: list[SpanRow] | Prepared) -> list[SpanRow]:
         """Write rows by the re-sending rules (on the writer thread); the refused ones."""
         if self._checkpoints is not None:
             self._checkpoints.before_write()
@@ -179,7 +177,7 @@ class Worker:
         spans = sum(map(len, decoded.rows))  # none: a writer's share with nothing of a part
         rows = decoded.prepared
         if rows is None:
-            rows = list(chain.from_iterable(decoded.rows))
+            rows = decoded.prepared_for(self.store)
         try:
             return Written(decoded.entries, spans, self._store(rows) if spans else [])
         except StoreUnavailable:
@@ -254,7 +252,7 @@ class Worker:
                 continue
             shares = steps.shares(decoded, len(self._writers))
             for share in shares:  # here, not in the writer's transaction
-                share.prepared = self.store.prepared(list(chain.from_iterable(share.rows)))
+                share.prepared = share.prepared_for(self.store)
             self._writing.append(
                 (
                     decoded.entries,

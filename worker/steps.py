@@ -5,23 +5,32 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import chain
 
 from genai.prices import Pricer
 from spanqueue.consumer import Entry
 from spanqueue.layout import QueuedRequest
-from storage.span_copy import Batch
 from storage.span_genai import rows_with_views
 from storage.span_rows import SpanRow
+from storage.spans import Prepared, SpanStore
+from storage.trace_index import Pairs
 
 
 @dataclass
 class Decoded:
     entries: list[Entry] = field(default_factory=list)
     rows: list[list[SpanRow]] = field(default_factory=list)
+    #: each entry's rows' attribute pairs, where the row builder gave them (else None)
+    pairs: list[list[Pairs | None]] = field(default_factory=list)
     poison: list[tuple[Entry, str]] = field(default_factory=list)
     #: the rows of every entry, prepared for the store (SpanStore.prepared) on the
     #: decoding thread, when handed to a writer thread
-    prepared: list[SpanRow] | Batch | None = None
+    prepared: Prepared | None = None
+
+    def prepared_for(self, store: SpanStore) -> Prepared:
+        """Its rows, all entries', prepared for `store`, with their pairs."""
+        rows = list(chain.from_iterable(self.rows))
+        return store.prepared(rows, list(chain.from_iterable(self.pairs)))
 
 
 @dataclass
@@ -37,20 +46,23 @@ class Written:
 
 def shares(decoded: Decoded, writers: int) -> list[Decoded]:
     """The part split between `writers` by trace id: each share has every entry, with
-    the rows of the entry's traces that fall to it."""
+    the rows of the entry's traces that fall to it (and their pairs)."""
     if writers == 1:
         return [decoded]
-    shares = [Decoded(decoded.entries, []) for _ in range(writers)]
-    for rows in decoded.rows:
+    shares = [Decoded(decoded.entries) for _ in range(writers)]
+    for rows, pairs in zip(decoded.rows, decoded.pairs, strict=True):
         split: list[list[SpanRow]] = [[] for _ in shares]
-        trace, share = "", split[0]
-        for row in rows:
+        split_pairs: list[list[Pairs | None]] = [[] for _ in shares]
+        trace, at = "", 0
+        for row, row_pairs in zip(rows, pairs, strict=True):
             if row.trace_id != trace:  # a trace's rows mostly come together
                 trace = row.trace_id
-                share = split[hash(trace) % writers]
-            share.append(row)
-        for into, rows_of_share in zip(shares, split, strict=True):
+                at = hash(trace) % writers
+            split[at].append(row)
+            split_pairs[at].append(row_pairs)
+        for into, rows_of_share, pairs_of_share in zip(shares, split, split_pairs, strict=True):
             into.rows.append(rows_of_share)
+            into.pairs.append(pairs_of_share)
     return shares
 
 
@@ -76,12 +88,13 @@ def decode(entries: list[Entry], pricer: Pricer) -> Decoded:
     for entry in entries:
         try:
             item = QueuedRequest.from_fields(entry.fields)
-            rows = rows_with_views(item.body, item.project_id, item.received_ms, pricer)
+            rows, pairs = rows_with_views(item.body, item.project_id, item.received_ms, pricer)
         except (KeyError, ValueError, TypeError, AttributeError, IndexError) as e:
             decoded.poison.append((entry, f"undecodable entry: {type(e).__name__}: {e}"))
             continue
         decoded.entries.append(entry)
         decoded.rows.append(rows)
+        decoded.pairs.append([None] * len(rows) if pairs is None else pairs)
     return decoded
 
 

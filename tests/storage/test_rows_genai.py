@@ -14,7 +14,7 @@ import proto_json
 from genai import conventions
 from genai.prices import Pricer
 from genai.view import reading_plan
-from storage import span_genai, span_rows
+from storage import span_genai, span_rows, trace_index
 from storage.span_genai import MARKED_NAMES, MARKED_PREFIXES, rows_with_views, with_views
 from tests.fuzz import FUZZ
 
@@ -90,13 +90,20 @@ def _body(spans: list[dict[str, Any]]) -> bytes:
 
 
 def same_rows(body: bytes) -> tuple[list[int], list[int]] | None:
-    """Both readings of a body give the same rows; the positions of the rows the C
-    builder left to be priced, and to Python (None: it declined the body, as it does
-    bodies it does not build rows of, such as a name with an escape in a list it sorts)."""
+    """Both readings of a body give the same rows, and the attribute index the same
+    rows of them (from the C builder's pairs, and from the attributes' text); the
+    positions of the rows the C builder left to be priced, and to Python (None: it
+    declined the body, as it does bodies it does not build rows of, such as a name with
+    an escape in a list it sorts)."""
     assert FAST is not None
     pricer = Pricer()
     reference = with_views(span_rows.python_rows_of(orjson.loads(body), "p", 7), pricer)
-    assert rows_with_views(body, "p", 7, pricer) == reference
+    rows, pairs = rows_with_views(body, "p", 7, pricer)
+    assert rows == reference
+    if pairs is not None:
+        for row, row_pairs in zip(rows, pairs, strict=True):
+            from_pairs = trace_index.index_rows([row], [row_pairs]).attributes
+            assert sorted(from_pairs) == sorted(trace_index.index_rows([row]).attributes)
     built = FAST.span_rows_json(body, "p", 7, span_rows.SpanRow, span_genai._PLAN)
     return None if built is None else (built[1], built[2])
 

@@ -8,7 +8,6 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,12 +28,13 @@ from spanqueue.layout import (
     refused_counter,
     stream_key,
 )
+from storage import span_genai
 from storage.checkpoints import BackgroundCheckpoints
 from storage.database import Database
 from storage.errors import StoreUnavailable
-from storage.span_copy import Batch
 from storage.span_rows import SpanRow
-from storage.spans import SpanStore
+from storage.spans import Prepared, SpanStore
+from storage.trace_index import Pairs
 from tests.proto_json.spans import span
 from worker import steps
 from worker.loop import (
@@ -78,19 +78,8 @@ class Queue:
 
 
 @pytest.fixture
-def client(redis_url: str) -> Iterator[redis.Redis]:
-    connection = redis.Redis.from_url(redis_url)
-    yield connection
-    connection.close()
-
-
-@pytest.fixture
-def queue(client: redis.Redis) -> Iterator[Queue]:
-    project_id = f"prj_{uuid.uuid4().hex[:12]}"
-    yield Queue(client, project_id)
-    for key in client.scan_iter(match=f"spangate:{{{project_id}}}:*"):
-        client.delete(key)
-    client.srem(STREAMS_KEY, stream_key(project_id))
+def queue(client: redis.Redis, project_id: str) -> Queue:
+    return Queue(client, project_id)
 
 
 @pytest.fixture
@@ -506,7 +495,7 @@ class _Recording(SpanStore):
             with self.db.transaction() as tx:
                 threshold = int((tx.query_one("PRAGMA wal_autocheckpoint") or (0,))[0])
         self.writes.append((threading.current_thread().name, threshold))
-        self.sizes.append(rows.rows if isinstance(rows, Batch) else rows)
+        self.sizes.append(rows.rows if isinstance(rows, Prepared) else rows)
         return super().upsert(rows, window_ms)
 
 
@@ -577,31 +566,42 @@ def test_on_postgres_a_part_is_split_between_writers_by_trace(
     assert queue.length() == 0
 
 
-def test_on_postgres_a_part_is_prepared_on_the_decoding_thread(
-    client: redis.Redis, queue: Queue, postgres_database: Database
+@pytest.mark.parametrize("store_database", ["database", "postgres_database"])
+def test_a_part_is_prepared_on_the_decoding_thread(
+    client: redis.Redis, queue: Queue, store_database: str, request: pytest.FixtureRequest
 ) -> None:
-    """What a write needs of its rows that reads nothing stored (their traces, their
-    summaries as new traces') is computed by the thread that decodes, and handed to the
-    writers with the rows: their transactions hold statements only."""
-    preparing: list[str] = []
+    """What a write needs of its rows that reads nothing stored (on PostgreSQL their
+    traces and their summaries as new traces'; what they add to the indexes that find a
+    trace, from the attribute pairs the C row builder gave) is computed by the thread
+    that decodes, and handed to the writers with the rows: their transactions hold
+    statements only."""
+    database: Database = request.getfixturevalue(store_database)
+    preparing: list[tuple[str, bool]] = []
     written: list[Any] = []
 
     class Noting(SpanStore):
-        def prepared(self, rows: list[SpanRow]) -> list[SpanRow] | Batch:
-            preparing.append(threading.current_thread().name)
-            return super().prepared(rows)
+        def prepared(
+            self, rows: list[SpanRow], pairs: list[Pairs | None] | None = None
+        ) -> Prepared:
+            given = pairs is not None and all(p is not None for p in pairs)
+            preparing.append((threading.current_thread().name, given))
+            return super().prepared(rows, pairs)
 
-        def upsert(self, rows: list[SpanRow] | Batch, window_ms: int) -> list[SpanRow]:
+        def upsert(self, rows: list[SpanRow] | Prepared, window_ms: int) -> list[SpanRow]:
             written.append(rows)
             return super().upsert(rows, window_ms)
 
     for i in range(4):
         queue.send(span(traceId=f"{i + 1:032x}", spanId=f"{i + 1:016x}"))
-    drain(client, Noting(postgres_database), batch_entries=2)
-    assert preparing and set(preparing) == {threading.current_thread().name}
-    assert written and all(isinstance(rows, Batch) for rows in written)
+    drain(client, Noting(database), batch_entries=2)
+    assert preparing and {name for name, _ in preparing} == {threading.current_thread().name}
+    # the pairs come from the C row builder, where it is built and not turned off
+    assert all(given == (span_genai._PLAN is not None) for _, given in preparing)
+    assert written and all(isinstance(rows, Prepared) for rows in written)
+    assert all((rows.copy is not None) == database.postgres for rows in written)
+    assert all(rows.found is not None for rows in written)
     assert sum(len(rows.rows) for rows in written) == 4
-    assert SpanStore(postgres_database).count(queue.project_id) == 4
+    assert SpanStore(database).count(queue.project_id) == 4
 
 
 def test_on_sqlite_each_write_may_wait_for_the_checkpoint_to_start_the_log_over(
