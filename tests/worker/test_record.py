@@ -7,12 +7,10 @@ import subprocess
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import orjson
-import pytest
 import redis
 
 import proto_json
@@ -32,22 +30,6 @@ from worker.metrics import WorkerMetrics
 from worker.record import RESEND_REASON, WorkerRecord
 
 WINDOW_S = 60
-
-
-@pytest.fixture
-def client(redis_url: str) -> Iterator[redis.Redis]:
-    connection = redis.Redis.from_url(redis_url)
-    yield connection
-    connection.close()
-
-
-@pytest.fixture
-def project_id(client: redis.Redis) -> Iterator[str]:
-    project = f"prj_{uuid.uuid4().hex[:12]}"
-    yield project
-    for key in client.scan_iter(match=f"spangate:{{{project}}}:*"):
-        client.delete(key)
-    client.srem(STREAMS_KEY, stream_key(project))
 
 
 def send(client: redis.Redis, project_id: str, received_ms: int, **fields: object) -> None:
