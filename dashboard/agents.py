@@ -15,7 +15,6 @@ from quart import Quart, Response, render_template, request, url_for
 from dashboard.errors import invalid
 from dashboard.explorer import Explorer
 from dashboard.genai_json import agents_json
-from dashboard.signin import current_session
 from dashboard.topology import NODE_KINDS, agent_stats, topology
 from dashboard.topology_svg import render
 from service.web import json_response
@@ -36,7 +35,7 @@ class Agents:
     def _window(
         self, name: str
     ) -> tuple[Project, list[TraceSummary], dict[str, list[SpanOutline]]]:
-        project = self.explorer.project(current_session().user, name)
+        project = self.explorer.signed_in(name)
         recent, _ = self.explorer.summaries.page(
             project.id, TraceFilter(), WINDOW_TRACES, ends=False
         )

@@ -8,10 +8,10 @@ from typing import Any
 
 from quart import Quart, Response, render_template, request, url_for
 
-from dashboard.errors import DashboardError, require_role
+from dashboard.errors import DashboardError
 from dashboard.explorer import Explorer, signed_in_project
 from dashboard.genai_json import span_view
-from dashboard.signin import current_session, redirect_to
+from dashboard.signin import redirect_to
 from dashboard.span_text import json_of
 from storage.datasets import DatasetInvalid, DatasetStore
 from storage.errors import Conflict
@@ -52,10 +52,11 @@ class DatasetPages:
         self.store = DatasetStore(explorer.db)
 
     async def _project(self, name: str, change: bool = False) -> Project:
-        project = await signed_in_project(self.explorer, name)
         if change:
-            require_role(current_session().user, "member", "viewers cannot change datasets")
-        return project
+            return await signed_in_project(
+                self.explorer, name, "member", "viewers cannot change datasets"
+            )
+        return await signed_in_project(self.explorer, name)
 
     async def listing(self, project: str) -> str:
         found = await self._project(project)

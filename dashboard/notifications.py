@@ -12,7 +12,6 @@ import asyncio
 
 from quart import Quart, Response, render_template, url_for
 
-from dashboard.errors import require_role
 from dashboard.explorer import Explorer, signed_in_project
 from dashboard.signin import current_session, redirect_to
 from storage.alerts import AlertStore
@@ -35,9 +34,9 @@ class Notifications:
         return await render_template("alerts.html", project=found, rules=rules)
 
     async def rule_action(self, project: str, rule_id: str, action: str) -> Response:
+        refusal = f"viewers cannot {action} alert rules"
+        found = await signed_in_project(self.explorer, project, "member", refusal)
         user = current_session().user
-        found = await signed_in_project(self.explorer, project)
-        require_role(user, "member", f"viewers cannot {action} alert rules")
         if action == "delete":
             await asyncio.to_thread(self.alerts.delete, found.id, rule_id)
         else:

@@ -16,7 +16,6 @@ from quart import Quart, Response, request
 
 from dashboard.errors import DashboardError
 from dashboard.explorer import Explorer
-from dashboard.signin import current_session
 from dashboard.waterfall import PAGE_ROWS, lay_out, plain
 from storage.spans import SpanStore
 
@@ -88,7 +87,7 @@ class TraceFind:
         self.explorer = explorer
 
     def _find(self, name: str, trace_id: str, query: str) -> dict[str, Any]:
-        project = self.explorer.project(current_session().user, name)
+        project = self.explorer.signed_in(name)
         outline = self.explorer.outline(project, trace_id)  # NotFound for no trace
         found = matching_stored(
             SpanStore(self.explorer.db).texts(project.id, outline.trace_id), query

@@ -9,7 +9,7 @@ import orjson
 from quart import Quart, Response, request, url_for
 
 from dashboard.api import score_json
-from dashboard.errors import DashboardError, require_role
+from dashboard.errors import DashboardError
 from dashboard.explorer import Explorer
 from dashboard.params import json_object
 from dashboard.signin import current_session, redirect_to
@@ -31,15 +31,13 @@ class TraceScores:
         self.scores = ScoreStore(explorer.db)
 
     def _give(self, project: str, trace_id: str, fields: dict[str, Any]) -> Score:
-        user = current_session().user
-        found = self.explorer.project(user, project)
-        require_role(user, "member", "viewers cannot give scores")
+        found = self.explorer.signed_in(project, "member", "viewers cannot give scores")
         trace = self.explorer.outline(found, trace_id)  # NotFound for a trace not stored
         new, problems = check_score({**fields, "trace_id": trace.trace_id, "source": "ui"})
         if new is None:
             message = "; ".join(f"{field}: {what}" for field, what in problems.items())
             raise DashboardError(400, "VALIDATION_ERROR", message)
-        return self.scores.create_by_user(found.id, user.id, new)
+        return self.scores.create_by_user(found.id, current_session().user.id, new)
 
     async def from_page(self, project: str, trace_id: str) -> Response:
         form = await request.form
