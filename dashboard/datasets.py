@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from quart import Quart, Response, render_template, request, url_for
+from quart import Response, render_template, request, url_for
 
 from dashboard.errors import DashboardError
 from dashboard.explorer import Explorer, signed_in_project
@@ -139,24 +139,3 @@ class DatasetPages:
         found = await self._project(project, change=True)
         await asyncio.to_thread(self.store.delete, found.id, dataset_id)
         return redirect_to(url_for("datasets", project=found.name))
-
-
-def install_datasets(app: Quart, explorer: Explorer) -> None:
-    """Add the dataset pages."""
-    pages = DatasetPages(explorer)
-    base = "/projects/<project>/datasets"
-    for rule, endpoint, view, method in (
-        (base, "datasets", pages.listing, "GET"),
-        (base, "create_dataset", pages.create, "POST"),
-        (f"{base}/new", "new_dataset", pages.new, "GET"),
-        (f"{base}/<dataset_id>", "dataset", pages.show, "GET"),
-        (f"{base}/<dataset_id>", "update_dataset", pages.update, "POST"),
-        (f"{base}/<dataset_id>/delete", "delete_dataset", pages.delete, "POST"),
-        (
-            "/projects/<project>/traces/<trace_id>/spans/<span_id>/dataset",
-            "add_span_to_dataset",
-            pages.add_span,
-            "POST",
-        ),
-    ):
-        app.add_url_rule(rule, endpoint=endpoint, view_func=view, methods=[method])

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dashboard.errors import require_role
-from dashboard.params import ListQuery
+from dashboard.params import ListQuery, SessionQuery
 from dashboard.signin import current_session
 from storage.database import Database
 from storage.datasets import DatasetStore
@@ -23,7 +23,6 @@ from storage.identity import IdentityStore, Project, Role, User
 from storage.scores import Score, ScoreStore
 from storage.session_summaries import (
     SessionCursor,
-    SessionFilter,
     SessionSummary,
     sessions_page,
 )
@@ -153,10 +152,10 @@ class Explorer:
         return [dataset.name for dataset in DatasetStore(self.db).list(project.id)]
 
     def sessions(
-        self, project: Project, filters: SessionFilter, limit: int, after: SessionCursor | None
+        self, project: Project, asked: SessionQuery
     ) -> tuple[list[SessionSummary], SessionCursor | None]:
         """A page of the project's sessions, latest activity first, and the next's cursor."""
-        return sessions_page(self.db, project.id, filters, limit, after)
+        return sessions_page(self.db, project.id, asked.filters, asked.limit, asked.after)
 
     def session(self, project: Project, session_id: str) -> list[TraceSummary]:
         """A session's traces in time order; NotFound for a session with none."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 
-from quart import Quart, Response, render_template, url_for
+from quart import Response, render_template, url_for
 
 from dashboard.explorer import Explorer, signed_in_project
 from dashboard.signin import current_session, redirect_to
@@ -48,16 +48,3 @@ class Notifications:
         found = await signed_in_project(self.explorer, project)
         hooks = await asyncio.to_thread(self.webhooks.list, found.id)
         return await render_template("webhooks.html", project=found, hooks=hooks)
-
-
-def install_notifications(app: Quart, explorer: Explorer) -> None:
-    """Add the alerts and webhooks pages (GET) and the rule actions (POST)."""
-    routes = Notifications(explorer)
-    base = "/projects/<project>"
-    app.add_url_rule(f"{base}/alerts", view_func=routes.alerts_page, methods=["GET"])
-    app.add_url_rule(
-        f"{base}/alerts/<rule_id>/<any({', '.join(RULE_ACTIONS)}):action>",
-        view_func=routes.rule_action,
-        methods=["POST"],
-    )
-    app.add_url_rule(f"{base}/webhooks", view_func=routes.webhooks_page, methods=["GET"])

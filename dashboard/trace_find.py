@@ -12,7 +12,7 @@ import asyncio
 from typing import Any
 
 import orjson
-from quart import Quart, Response, request
+from quart import Response, request
 
 from dashboard.errors import DashboardError
 from dashboard.explorer import Explorer
@@ -103,13 +103,3 @@ class TraceFind:
     async def find(self, project: str, trace_id: str) -> Response:
         answer = await asyncio.to_thread(self._find, project, trace_id, _query())
         return Response(orjson.dumps(answer), content_type="application/json")
-
-
-def install_trace_find(app: Quart, explorer: Explorer) -> None:
-    """Add the search-within-a-trace route."""
-    app.add_url_rule(
-        "/projects/<project>/traces/<trace_id>/find",
-        endpoint="find_in_trace",
-        view_func=TraceFind(explorer).find,
-        methods=["GET"],
-    )
