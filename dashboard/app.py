@@ -7,25 +7,17 @@ import logging
 from quart import Quart, Response, g, render_template, request
 from werkzeug.exceptions import HTTPException
 
-from dashboard.agents import install_agents
-from dashboard.api import install_api
 from dashboard.cookies import Signer, session_secret
-from dashboard.datasets import install_datasets
 from dashboard.errors import DashboardError
 from dashboard.explorer import Explorer
 from dashboard.formats import NO_COST, count, iso, millis, nanos, usd
 from dashboard.genai_json import span_view
-from dashboard.ingestion import install_ingestion
-from dashboard.notifications import install_notifications
-from dashboard.pages import install_pages
-from dashboard.project_settings import install_settings
+from dashboard.ingestion import iso_ms
+from dashboard.routes import Views, install_routes, route_table
 from dashboard.segments import SegmentConverter
-from dashboard.session_page import install_session
 from dashboard.signin import SignIn, is_api
 from dashboard.span_pane import attribute_rows, message_sources, message_texts
 from dashboard.span_text import arguments_html, content_html
-from dashboard.trace_find import install_trace_find
-from dashboard.trace_scores import install_trace_scores
 from service.framing import FramingGuard
 from service.settings import Settings
 from service.web import (
@@ -122,26 +114,15 @@ def create_app(settings: Settings) -> Quart:
     app.add_template_filter(span_view, "llm_view")
     app.jinja_env.globals["no_cost"] = NO_COST
     for text_filter in (attribute_rows, message_sources, message_texts, content_html,
-                        arguments_html):  # fmt: skip
+                        arguments_html, iso_ms):  # fmt: skip
         app.add_template_filter(text_filter)
-    app.add_url_rule("/login", view_func=signin.login_page, methods=["GET"])
-    app.add_url_rule("/login", endpoint="login_post", view_func=signin.login, methods=["POST"])
-    app.add_url_rule("/logout", view_func=signin.logout, methods=["POST"])
-
-    install_health(app, db)
     ingest_url = f"http://{settings.host}:{settings.ingest_port}"
     app.jinja_env.globals["collector_url"] = ingest_url
-    explorer = Explorer(db)
-    install_pages(app, explorer, ingest_url)
-    install_session(app, explorer)
-    install_api(app, explorer)
-    install_settings(app, explorer)
-    install_notifications(app, explorer)
-    install_datasets(app, explorer)
-    install_trace_scores(app, explorer)
-    install_trace_find(app, explorer)
-    install_agents(app, explorer)
-    install_ingestion(app, explorer, settings.redis_url)
+
+    install_health(app, db)
+    views = Views.of(Explorer(db), signin, ingest_url, settings.redis_url)
+    install_routes(app, route_table(views))
+    app.after_serving(views.ingestion.close)
     _install_error_handlers(app)
     app.asgi_app = FramingGuard(app.asgi_app)  # type: ignore[method-assign,assignment]
     return app

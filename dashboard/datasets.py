@@ -6,12 +6,12 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from quart import Quart, Response, render_template, request, url_for
+from quart import Response, render_template, request, url_for
 
-from dashboard.errors import DashboardError, require_role
+from dashboard.errors import DashboardError
 from dashboard.explorer import Explorer, signed_in_project
 from dashboard.genai_json import span_view
-from dashboard.signin import current_session, redirect_to
+from dashboard.signin import redirect_to
 from dashboard.span_text import json_of
 from storage.datasets import DatasetInvalid, DatasetStore
 from storage.errors import Conflict
@@ -52,10 +52,11 @@ class DatasetPages:
         self.store = DatasetStore(explorer.db)
 
     async def _project(self, name: str, change: bool = False) -> Project:
-        project = await signed_in_project(self.explorer, name)
         if change:
-            require_role(current_session().user, "member", "viewers cannot change datasets")
-        return project
+            return await signed_in_project(
+                self.explorer, name, "member", "viewers cannot change datasets"
+            )
+        return await signed_in_project(self.explorer, name)
 
     async def listing(self, project: str) -> str:
         found = await self._project(project)
@@ -138,24 +139,3 @@ class DatasetPages:
         found = await self._project(project, change=True)
         await asyncio.to_thread(self.store.delete, found.id, dataset_id)
         return redirect_to(url_for("datasets", project=found.name))
-
-
-def install_datasets(app: Quart, explorer: Explorer) -> None:
-    """Add the dataset pages."""
-    pages = DatasetPages(explorer)
-    base = "/projects/<project>/datasets"
-    for rule, endpoint, view, method in (
-        (base, "datasets", pages.listing, "GET"),
-        (base, "create_dataset", pages.create, "POST"),
-        (f"{base}/new", "new_dataset", pages.new, "GET"),
-        (f"{base}/<dataset_id>", "dataset", pages.show, "GET"),
-        (f"{base}/<dataset_id>", "update_dataset", pages.update, "POST"),
-        (f"{base}/<dataset_id>/delete", "delete_dataset", pages.delete, "POST"),
-        (
-            "/projects/<project>/traces/<trace_id>/spans/<span_id>/dataset",
-            "add_span_to_dataset",
-            pages.add_span,
-            "POST",
-        ),
-    ):
-        app.add_url_rule(rule, endpoint=endpoint, view_func=view, methods=[method])

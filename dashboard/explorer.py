@@ -12,17 +12,17 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from dashboard.params import ListQuery
+from dashboard.errors import require_role
+from dashboard.params import ListQuery, SessionQuery
 from dashboard.signin import current_session
 from storage.database import Database
 from storage.datasets import DatasetStore
 from storage.errors import NotFound
 from storage.export import export_traces
-from storage.identity import IdentityStore, Project, User
+from storage.identity import IdentityStore, Project, Role, User
 from storage.scores import Score, ScoreStore
 from storage.session_summaries import (
     SessionCursor,
-    SessionFilter,
     SessionSummary,
     sessions_page,
 )
@@ -65,9 +65,11 @@ def _trace_id(text: str) -> str:
     return text.lower()
 
 
-async def signed_in_project(explorer: Explorer, name: str) -> Project:
-    """The signed-in user's organisation's project of that name (on a thread); 404 else."""
-    return await asyncio.to_thread(explorer.project, current_session().user, name)
+async def signed_in_project(
+    explorer: Explorer, name: str, least: Role | None = None, refusal: str = ""
+) -> Project:
+    """`explorer.signed_in(name, least, refusal)`, on a thread."""
+    return await asyncio.to_thread(explorer.signed_in, name, least, refusal)
 
 
 class Explorer:
@@ -87,6 +89,15 @@ class Explorer:
         project = self.identity.project(name)
         if project.org != user.org:
             raise NotFound(f"no project {name}")
+        return project
+
+    def signed_in(self, name: str, least: Role | None = None, refusal: str = "") -> Project:
+        """The signed-in user's organisation's project of that name (NotFound else); when
+        `least` is given, 403 with `refusal` unless the user's role is that or above."""
+        user = current_session().user
+        project = self.project(user, name)
+        if least is not None:
+            require_role(user, least, refusal)
         return project
 
     def traces(
@@ -141,10 +152,10 @@ class Explorer:
         return [dataset.name for dataset in DatasetStore(self.db).list(project.id)]
 
     def sessions(
-        self, project: Project, filters: SessionFilter, limit: int, after: SessionCursor | None
+        self, project: Project, asked: SessionQuery
     ) -> tuple[list[SessionSummary], SessionCursor | None]:
         """A page of the project's sessions, latest activity first, and the next's cursor."""
-        return sessions_page(self.db, project.id, filters, limit, after)
+        return sessions_page(self.db, project.id, asked.filters, asked.limit, asked.after)
 
     def session(self, project: Project, session_id: str) -> list[TraceSummary]:
         """A session's traces in time order; NotFound for a session with none."""

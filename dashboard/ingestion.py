@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import redis
-from quart import Quart, Response, render_template, request
+from quart import Response, render_template, request
 
 from dashboard import params
 from dashboard.errors import DashboardError, invalid
@@ -121,14 +121,3 @@ class Ingestion:
             client, self._client = self._client, None
         if client is not None:
             await asyncio.to_thread(client.close)
-
-
-def install_ingestion(app: Quart, explorer: Explorer, redis_url: str | None) -> None:
-    """Add the ingestion page and its JSON route."""
-    routes = Ingestion(explorer, redis_url)
-    app.add_url_rule("/projects/<project>/ingestion", endpoint="ingestion", view_func=routes.page)
-    app.add_url_rule(
-        "/api/v1/projects/<project>/ingestion", endpoint="api_ingestion", view_func=routes.api
-    )
-    app.add_template_filter(iso_ms)
-    app.after_serving(routes.close)

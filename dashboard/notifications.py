@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import asyncio
 
-from quart import Quart, Response, render_template, url_for
+from quart import Response, render_template, url_for
 
-from dashboard.errors import require_role
 from dashboard.explorer import Explorer, signed_in_project
 from dashboard.signin import current_session, redirect_to
 from storage.alerts import AlertStore
@@ -35,9 +34,9 @@ class Notifications:
         return await render_template("alerts.html", project=found, rules=rules)
 
     async def rule_action(self, project: str, rule_id: str, action: str) -> Response:
+        refusal = f"viewers cannot {action} alert rules"
+        found = await signed_in_project(self.explorer, project, "member", refusal)
         user = current_session().user
-        found = await signed_in_project(self.explorer, project)
-        require_role(user, "member", f"viewers cannot {action} alert rules")
         if action == "delete":
             await asyncio.to_thread(self.alerts.delete, found.id, rule_id)
         else:
@@ -49,16 +48,3 @@ class Notifications:
         found = await signed_in_project(self.explorer, project)
         hooks = await asyncio.to_thread(self.webhooks.list, found.id)
         return await render_template("webhooks.html", project=found, hooks=hooks)
-
-
-def install_notifications(app: Quart, explorer: Explorer) -> None:
-    """Add the alerts and webhooks pages (GET) and the rule actions (POST)."""
-    routes = Notifications(explorer)
-    base = "/projects/<project>"
-    app.add_url_rule(f"{base}/alerts", view_func=routes.alerts_page, methods=["GET"])
-    app.add_url_rule(
-        f"{base}/alerts/<rule_id>/<any({', '.join(RULE_ACTIONS)}):action>",
-        view_func=routes.rule_action,
-        methods=["POST"],
-    )
-    app.add_url_rule(f"{base}/webhooks", view_func=routes.webhooks_page, methods=["GET"])

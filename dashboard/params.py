@@ -48,6 +48,15 @@ class ListQuery:
     limit: int
 
 
+@dataclass(frozen=True, slots=True)
+class SessionQuery:
+    """What a request asks of the sessions list."""
+
+    filters: SessionFilter
+    after: SessionCursor | None
+    limit: int
+
+
 def _text(args: Args, name: str) -> str | None:
     return args.get(name, "").strip() or None
 
@@ -216,7 +225,7 @@ def list_query(args: Args, default: int, maximum: int) -> ListQuery:
     )
 
 
-def session_query(args: Args) -> tuple[SessionFilter, SessionCursor | None, int]:
+def session_query(args: Args) -> SessionQuery:
     """The sessions list's filters (`user`, `from`, `to`), cursor and limit."""
     filters = SessionFilter(_text(args, "user"), time_ns(args, "from"), time_ns(args, "to"))
     raw = args.get("cursor", "").strip()
@@ -224,7 +233,7 @@ def session_query(args: Args) -> tuple[SessionFilter, SessionCursor | None, int]
         after = SessionCursor.decode(raw) if raw else None
     except ValueError as e:
         raise invalid(str(e)) from e
-    return filters, after, limit_of(args, DEFAULT_LIMIT, MAX_LIMIT)
+    return SessionQuery(filters, after, limit_of(args, DEFAULT_LIMIT, MAX_LIMIT))
 
 
 def session_json(session: SessionSummary) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from quart import Quart, Response, render_template, request, url_for
+from quart import Response, render_template, request, url_for
 
 from dashboard.errors import DashboardError, invalid, require_role
 from dashboard.explorer import Explorer
@@ -130,22 +130,3 @@ class SettingsRoutes:
 
     async def revoke(self, key_id: str) -> Response:
         return json_response(key_json(await self._run(self.settings.revoke, key_id)))
-
-
-def install_settings(app: Quart, explorer: Explorer) -> None:
-    """Add the settings and API keys pages and routes."""
-    routes = SettingsRoutes(Settings(explorer))
-    page = "/projects/<project>/settings"
-    api = "/api/v1/projects/<project>"
-    for rule, endpoint, view, method in (
-        (page, "settings_page", routes.page, "GET"),
-        (page, "rename_page", routes.rename_page, "POST"),
-        (f"{page}/api-keys", "keys_page", routes.keys_page, "GET"),
-        (f"{page}/api-keys", "create_key_page", routes.create_key_page, "POST"),
-        (f"{page}/api-keys/<key_id>/revoke", "revoke_page", routes.revoke_page, "POST"),
-        (api, "api_rename", routes.rename, "PATCH"),
-        (f"{api}/api-keys", "api_keys", routes.keys, "GET"),
-        (f"{api}/api-keys", "api_create_key", routes.create_key, "POST"),
-        ("/api/v1/api-keys/<key_id>/revoke", "api_revoke", routes.revoke, "POST"),
-    ):
-        app.add_url_rule(rule, endpoint=endpoint, view_func=view, methods=[method])

@@ -12,11 +12,10 @@ import asyncio
 from typing import Any
 
 import orjson
-from quart import Quart, Response, request
+from quart import Response, request
 
 from dashboard.errors import DashboardError
 from dashboard.explorer import Explorer
-from dashboard.signin import current_session
 from dashboard.waterfall import PAGE_ROWS, lay_out, plain
 from storage.spans import SpanStore
 
@@ -88,7 +87,7 @@ class TraceFind:
         self.explorer = explorer
 
     def _find(self, name: str, trace_id: str, query: str) -> dict[str, Any]:
-        project = self.explorer.project(current_session().user, name)
+        project = self.explorer.signed_in(name)
         outline = self.explorer.outline(project, trace_id)  # NotFound for no trace
         found = matching_stored(
             SpanStore(self.explorer.db).texts(project.id, outline.trace_id), query
@@ -104,13 +103,3 @@ class TraceFind:
     async def find(self, project: str, trace_id: str) -> Response:
         answer = await asyncio.to_thread(self._find, project, trace_id, _query())
         return Response(orjson.dumps(answer), content_type="application/json")
-
-
-def install_trace_find(app: Quart, explorer: Explorer) -> None:
-    """Add the search-within-a-trace route."""
-    app.add_url_rule(
-        "/projects/<project>/traces/<trace_id>/find",
-        endpoint="find_in_trace",
-        view_func=TraceFind(explorer).find,
-        methods=["GET"],
-    )

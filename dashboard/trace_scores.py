@@ -6,13 +6,13 @@ import asyncio
 from typing import Any
 
 import orjson
-from quart import Quart, Response, request, url_for
+from quart import Response, request, url_for
 
-from dashboard.api import score_json
-from dashboard.errors import DashboardError, require_role
+from dashboard.errors import DashboardError
 from dashboard.explorer import Explorer
 from dashboard.params import json_object
 from dashboard.signin import current_session, redirect_to
+from dashboard.trace_page import score_json
 from storage.scores import Score, ScoreStore, check_score
 
 
@@ -31,15 +31,13 @@ class TraceScores:
         self.scores = ScoreStore(explorer.db)
 
     def _give(self, project: str, trace_id: str, fields: dict[str, Any]) -> Score:
-        user = current_session().user
-        found = self.explorer.project(user, project)
-        require_role(user, "member", "viewers cannot give scores")
+        found = self.explorer.signed_in(project, "member", "viewers cannot give scores")
         trace = self.explorer.outline(found, trace_id)  # NotFound for a trace not stored
         new, problems = check_score({**fields, "trace_id": trace.trace_id, "source": "ui"})
         if new is None:
             message = "; ".join(f"{field}: {what}" for field, what in problems.items())
             raise DashboardError(400, "VALIDATION_ERROR", message)
-        return self.scores.create_by_user(found.id, user.id, new)
+        return self.scores.create_by_user(found.id, current_session().user.id, new)
 
     async def from_page(self, project: str, trace_id: str) -> Response:
         form = await request.form
@@ -62,20 +60,3 @@ class TraceScores:
         }
         score = await asyncio.to_thread(self._give, project, trace_id, fields)
         return Response(orjson.dumps(score_json(score)), 201, content_type="application/json")
-
-
-def install_trace_scores(app: Quart, explorer: Explorer) -> None:
-    """Add the routes that give a score to a trace."""
-    routes = TraceScores(explorer)
-    app.add_url_rule(
-        "/projects/<project>/traces/<trace_id>/scores",
-        endpoint="give_score",
-        view_func=routes.from_page,
-        methods=["POST"],
-    )
-    app.add_url_rule(
-        "/api/v1/projects/<project>/traces/<trace_id>/scores",
-        endpoint="api_give_score",
-        view_func=routes.from_api,
-        methods=["POST"],
-    )

@@ -1,0 +1,77 @@
+"""The trace list: its page and `GET /api/v1/projects/{p}/traces` from one parse of the
+filters (dashboard/params.py), and the export of the page the list shows."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+from quart import Response, render_template, request
+
+from dashboard import params
+from dashboard.errors import invalid
+from dashboard.explorer import Explorer, signed_in_project
+from dashboard.filter_bar import filter_bar, page_links
+from dashboard.views import View
+from service.web import json_response
+from storage.export import MAX_EXPORT_TRACES, as_csv
+from storage.identity import Project
+from storage.trace_list import Cursor, TraceSummary
+
+
+@dataclass(frozen=True, slots=True)
+class TracePage:
+    """A page of the list: what was asked of it, its traces, the next page's cursor."""
+
+    project: Project
+    asked: params.ListQuery
+    traces: list[TraceSummary]
+    cursor: Cursor | None
+
+
+class TraceList(View[TracePage]):
+    """`/projects/{p}/traces` and its JSON."""
+
+    def __init__(self, explorer: Explorer, ingest_url: str) -> None:
+        self.explorer = explorer
+        self.ingest_url = ingest_url
+
+    async def context(self, project: str) -> TracePage:
+        asked = params.list_query(request.args, params.DEFAULT_LIMIT, params.MAX_LIMIT)
+        found = await signed_in_project(self.explorer, project)
+        page, cursor = await asyncio.to_thread(self.explorer.traces, found, asked)
+        return TracePage(found, asked, page, cursor)
+
+    async def page(self, context: TracePage) -> str:
+        found, asked = context.project, context.asked
+        scores = await asyncio.to_thread(self.explorer.scores, found, context.traces)
+        return await render_template(
+            "traces.html",
+            project=found,
+            traces=context.traces,
+            scores=scores,
+            bar=await asyncio.to_thread(filter_bar, self.explorer, found, request.args, asked),
+            links=page_links(request.args, asked, context.cursor),
+            ingest_url=self.ingest_url,
+        )
+
+    async def data(self, context: TracePage) -> dict[str, Any]:
+        return {
+            "traces": [params.summary_json(t) for t in context.traces],
+            "next": None if context.cursor is None else context.cursor.encode(),
+        }
+
+    async def export(self, project: str) -> Response:
+        """`GET /api/v1/projects/{p}/traces/export`: the list's page, with its spans."""
+        args = request.args
+        form = args.get("format", "json")
+        if form not in ("csv", "json"):
+            raise invalid("format must be csv or json")
+        asked = params.list_query(args, MAX_EXPORT_TRACES, MAX_EXPORT_TRACES)
+        found = await signed_in_project(self.explorer, project)
+        traces = await asyncio.to_thread(self.explorer.export, found, asked)
+        disposition = {"Content-Disposition": f'attachment; filename="{found.name}-traces.{form}"'}
+        if form == "json":
+            return json_response(traces, headers=disposition)
+        return Response(as_csv(traces), content_type="text/csv; charset=utf-8", headers=disposition)
