@@ -42,6 +42,7 @@ def _text_traces(postgres: bool, word: str) -> IndexFilter:
             f"EXISTS (SELECT 1 FROM span_texts AS x WHERE x.project_id = ?1 "
             f"AND x.trace_id = trace_summaries.trace_id AND {words})",
             [word],
+            counted=True,
         )
     return _fts5_traces(word)
 
@@ -87,6 +88,11 @@ class IndexFilter(NamedTuple):
     query_params: list[object]
     exists: str
     exists_params: list[object]
+    #: whether its matches are counted to choose a driver on PostgreSQL, whose planner
+    #: weighs the others itself (SQLite counts every one): a word's traces it cannot
+    #: seek the summaries by (storage/trace_query.py), and a count of span names walked
+    #: the project's whole name index there
+    counted: bool = False
 
 
 def index_queries(filters: TraceFilter, postgres: bool) -> list[IndexFilter]:

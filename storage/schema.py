@@ -260,6 +260,10 @@ MIGRATIONS: tuple[tuple[str, ...] | ByDialect, ...] = (
             (*find_schema.POSTGRES, session_summaries.BACKFILL),
         )
     ),
+    PostgresOnly(  # 14: finding a trace: the planner's statistics, GIN's pending list
+        # (storage/find_schema.py)
+        find_schema.POSTGRES_PLANNING
+    ),
 )
 
 
