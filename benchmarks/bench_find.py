@@ -9,7 +9,8 @@ writes: summaries, the full-text, attribute and name indexes, the sessions): a s
 one of 10,000 spans and a large one of `--large-spans`, traces of 5 spans (a root, three
 children, one model call with a question and an answer), the same mix in both: 20
 tenants, 50 users, 4 models, a session every 10 traces, an error every 20, a request id
-of its own per trace, words from a vocabulary where some are common and one is rare.
+of its own per trace, words from a vocabulary where some are common and one is rare
+(1 trace in 10,000), and a word of the same 5 traces in either store.
 SQLite files by default; with `--database`, a PostgreSQL schema each.
 
 For each query (a page of 50 through storage/trace_list.py, with its input and output
@@ -42,6 +43,9 @@ SPANS = 5  # a trace
 WORDS = [f"word{n}" for n in range(200)]
 START_NS = 1_795_300_000 * 10**9
 PROJECT = "bench"
+#: The traces whose answer says a word no other trace says: five in either store, so
+#: that the word's row measures its lookup, not a page that holds more traces.
+FIVE = frozenset((11, 500, 1000, 1500, 1999))
 
 
 def _message(role: str, text: str) -> str:
@@ -73,6 +77,7 @@ def _trace_rows(n: int) -> list[SpanRow]:
         if s == SPANS - 1:
             name = "chat"
             rare = " zyzzyva" if n % 10_000 == 7 else ""
+            rare += " quokka" if n in FIVE else ""
             attributes |= {
                 "gen_ai.operation.name": "chat",
                 "gen_ai.request.model": f"model-{n % 4}",
@@ -155,6 +160,7 @@ def queries() -> Iterator[tuple[str, Callable[[int], TraceFilter], TraceOrder]]:
         ("text, a common word", TraceFilter(words=("word3",))),
         ("text, two words", TraceFilter(words=("word3", "word5"))),
         ("text, a rare word", TraceFilter(words=("zyzzyva",))),
+        ("text, a word of 5 traces", TraceFilter(words=("quokka",))),
     ):
         yield what, (lambda _, f=filters: f), start
     yield "from/to (the last hour)", _last_hour, start

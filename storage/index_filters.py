@@ -25,6 +25,12 @@ def fts5_phrase(word: str) -> str:
     return '"' + word.replace('"', '""') + '"'
 
 
+#: SQLite: how many of a word's newest texts (FTS5's highest rowids) a walk checks by
+#: one set read once a query, rather than by a lookup of FTS5 each.
+NEWEST_TEXTS = 2000
+_LEAST = -(2**63)
+
+
 def _text_traces(postgres: bool, word: str) -> IndexFilter:
     """The traces whose text holds a word: as a query of them (driving a page), as a
     condition on one trace's texts (checking a walked trace's), and the parameters."""
@@ -36,23 +42,40 @@ def _text_traces(postgres: bool, word: str) -> IndexFilter:
             f"EXISTS (SELECT 1 FROM span_texts AS x WHERE x.project_id = ?1 "
             f"AND x.trace_id = trace_summaries.trace_id AND {words})",
             [word],
+            counted=True,
         )
-    # Driving: the words' rows first, then their project (`+`: not by the project's
-    # index, which would read every text of the project). Checking a walked trace: its
-    # few texts, each matched by its rowid, after a LIKE that rejects most for less (an
-    # ASCII word's token is in the text only where the text contains it, in any case:
-    # the index keeps diacritics, and SQLite's LIKE folds ASCII only).
+    return _fts5_traces(word)
+
+
+def _fts5_traces(word: str) -> IndexFilter:
+    """SQLite. Driving: the word's rows in FTS5's order, each joined to its text by
+    rowid (a stream: a bounded count stops at its bound, where an `IN` of the matches
+    read every match of a common word first).
+
+    Checking a walked trace: its texts by the project's index, each looked up in the set
+    of the word's NEWEST_TEXTS newest texts (FTS5 reads a doclist backwards, and the set
+    is read once a query); a text older than the set's oldest (its rowid below) is
+    matched by its rowid in FTS5 (a lookup of the whole doclist: 50-200 us on a large
+    store), after a LIKE that rejects most for less (an ASCII word's token is in the text
+    only where the text contains it, in any case: the index keeps diacritics, and
+    SQLite's LIKE folds ASCII only). Exact: the set holds every match at or above its
+    edge (all of them when there are fewer), and below it FTS5 answers."""
+    phrase = fts5_phrase(word)
+    newest = "SELECT rowid FROM span_text_words WHERE span_text_words MATCH ?"
+    edge = f"COALESCE(({newest} ORDER BY rowid DESC LIMIT 1 OFFSET {NEWEST_TEXTS - 1}), {_LEAST})"
     prefilter, contains = (
         ("AND x.body LIKE ? ESCAPE '\\' ", [like(word)]) if word.isascii() else ("", [])
     )
     return IndexFilter(
-        "SELECT x.trace_id FROM span_texts AS x WHERE x.id IN (SELECT rowid "
-        "FROM span_text_words WHERE span_text_words MATCH ?) AND +x.project_id = ?1",
-        [fts5_phrase(word)],
-        "EXISTS (SELECT 1 FROM span_texts AS x JOIN span_text_words AS w ON w.rowid = x.id "
-        f"WHERE x.project_id = ?1 AND x.trace_id = trace_summaries.trace_id {prefilter}"
-        "AND span_text_words MATCH ?)",
-        [*contains, fts5_phrase(word)],
+        "SELECT x.trace_id FROM span_text_words CROSS JOIN span_texts AS x "
+        "ON x.id = span_text_words.rowid WHERE span_text_words MATCH ? AND x.project_id = ?1",
+        [phrase],
+        "EXISTS (SELECT 1 FROM span_texts AS x WHERE x.project_id = ?1 "
+        "AND x.trace_id = trace_summaries.trace_id "
+        f"AND (x.id IN ({newest} AND rowid >= {edge}) OR (x.id < {edge} {prefilter}"
+        "AND EXISTS (SELECT 1 FROM span_text_words WHERE span_text_words MATCH ? "
+        "AND rowid = x.id))))",
+        [phrase, phrase, phrase, *contains, phrase],
     )
 
 
@@ -65,6 +88,11 @@ class IndexFilter(NamedTuple):
     query_params: list[object]
     exists: str
     exists_params: list[object]
+    #: whether its matches are counted to choose a driver on PostgreSQL, whose planner
+    #: weighs the others itself (SQLite counts every one): a word's traces it cannot
+    #: seek the summaries by (storage/trace_query.py), and a count of span names walked
+    #: the project's whole name index there
+    counted: bool = False
 
 
 def index_queries(filters: TraceFilter, postgres: bool) -> list[IndexFilter]:

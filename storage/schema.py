@@ -264,6 +264,10 @@ MIGRATIONS: tuple[tuple[str, ...] | ByDialect, ...] = (
         # (storage/trace_index.py), without the update trigger, which slowed every insert
         ((find_schema.SQLITE_WRITER_NOTES_REPLACED,), ())
     ),
+    PostgresOnly(  # 15: finding a trace: the planner's statistics, GIN's pending list
+        # (storage/find_schema.py)
+        find_schema.POSTGRES_PLANNING
+    ),
 )
 
 

@@ -15,12 +15,12 @@ from genai import GenAIView, view_of
 from storage import summary_genai
 from storage.database import Database, Transaction
 from storage.trace_query import (
-    DRIVING_MATCHES,
     NULLABLE,
     Cursor,
     TraceFilter,
     TraceOrder,
     driver_counts,
+    driving_matches,
     page_query,
     tail_query,
 )
@@ -189,15 +189,16 @@ _SELECT = (
 
 
 def _driver(tx: Transaction, project_id: str, filters: TraceFilter) -> int | None:
-    """SQLite: the index filter that lets the fewest traces through, when it lets fewer
-    than DRIVING_MATCHES through (storage/trace_query.py)."""
+    """The index filter that lets the fewest traces through, when it lets fewer than
+    `driving_matches` through (storage/trace_query.py)."""
+    bound = driving_matches(tx.postgres)
     counts = [
-        (tx.query_one(sql, params) or (DRIVING_MATCHES,))[0]
-        for sql, params in driver_counts(project_id, filters, postgres=False)
+        ((tx.query_one(sql, params) or (bound,))[0], at)
+        for at, sql, params in driver_counts(project_id, filters, tx.postgres)
     ]
-    if not counts or min(counts) >= DRIVING_MATCHES:
+    if not counts or min(counts)[0] >= bound:
         return None
-    return counts.index(min(counts))
+    return min(counts)[1]
 
 
 class TraceSummaries:
@@ -223,7 +224,10 @@ class TraceSummaries:
         with self.db.transaction() as tx:
             if postgres:  # every query of the list has an index path; a scan is a misguess
                 tx.execute("SET LOCAL enable_seqscan = off")
-            driver = None if postgres else _driver(tx, project_id, filters)
+                # a plan for the values given: a generic one (psycopg prepares a query
+                # run five times) guesses a LIKE's and a filter's share blind
+                tx.execute("SET LOCAL plan_cache_mode = force_custom_plan")
+            driver = _driver(tx, project_id, filters)
             rows: list[Any] = []
             if after is None or after.value is not None:
                 rows = tx.query(

@@ -216,27 +216,42 @@ def _numbered(sql: str, params: list[object], project_id: str) -> tuple[str, lis
     return "".join(out), values
 
 
-#: SQLite: an index filter that lets fewer traces than this through drives the page (its
-#: traces are read, then sorted), instead of the sort's index walked until a page of
-#: them is found: few matches are then a few seeks, not a walk of the project's
-#: summaries. (PostgreSQL's planner weighs that itself, from its statistics.)
+#: An index filter that lets fewer traces than this through drives the page (its traces
+#: are read, then sorted), instead of the sort's index walked until a page of them is
+#: found: few matches are then a few seeks, not a walk of the project's summaries.
 DRIVING_MATCHES = 5000
+#: PostgreSQL's: a walked trace costs it more than SQLite (a probe of another index
+#: per row, not a set lookup), and a GIN index is read whole by a count. Below it the
+#: planner's guesses were the trouble: a rare word's traces were hashed against every
+#: summary of the project (the span texts' ids collate as "C", the summaries' key not,
+#: so it could not seek the summaries by the matches).
+DRIVING_MATCHES_POSTGRES = 500
+
+
+def driving_matches(postgres: bool) -> int:
+    """The bound under which an index filter drives the page, by dialect."""
+    return DRIVING_MATCHES_POSTGRES if postgres else DRIVING_MATCHES
 
 
 def driver_counts(
     project_id: str, filters: TraceFilter, postgres: bool
-) -> list[tuple[str, list[object]]]:
-    """For each index filter, a query of how many traces it lets through, counted up
-    to DRIVING_MATCHES."""
+) -> list[tuple[int, str, list[object]]]:
+    """For each index filter that may drive the page (by its position among
+    `index_queries`), a query of how many traces it lets through, counted up to
+    `driving_matches`."""
     return [
-        _numbered(
-            # rows, not distinct traces: a bounded read of the index, no sort (a trace
-            # with several rows only makes walking likelier)
-            f"SELECT COUNT(*) FROM ({sql} LIMIT ?) AS c",
-            [*params, DRIVING_MATCHES],
-            project_id,
+        (
+            at,
+            *_numbered(
+                # rows, not distinct traces: a bounded read of the index, no sort (a
+                # trace with several rows only makes walking likelier)
+                f"SELECT COUNT(*) FROM ({found.query} LIMIT ?) AS c",
+                [*found.query_params, driving_matches(postgres)],
+                project_id,
+            ),
         )
-        for sql, params, _, _ in index_queries(filters, postgres)
+        for at, found in enumerate(index_queries(filters, postgres))
+        if found.counted or not postgres
     ]
 
 
@@ -245,11 +260,15 @@ def _source(filters: TraceFilter, postgres: bool, driver: int | None) -> tuple[s
     them, that query read first (SQLite's CROSS JOIN keeps the order given)."""
     if driver is None:
         return "trace_summaries", []
-    sql, params, _, _ = index_queries(filters, postgres)[driver]
+    sql, params, *_ = index_queries(filters, postgres)[driver]
+    # PostgreSQL: the summaries' key collates by default, the span texts' ids as "C"
+    join, matched = (
+        ("JOIN", 'm.matched COLLATE "default"') if postgres else ("CROSS JOIN", "m.matched")
+    )
     return (
-        f"(SELECT DISTINCT trace_id AS matched FROM ({sql}) AS d) AS m CROSS JOIN "
+        f"(SELECT DISTINCT trace_id AS matched FROM ({sql}) AS d) AS m {join} "
         "trace_summaries ON trace_summaries.project_id = ?1 "
-        "AND trace_summaries.trace_id = m.matched",
+        f"AND trace_summaries.trace_id = {matched}",
         params,
     )
 

@@ -125,9 +125,9 @@ def _reads(postgres: bool) -> Iterator[tuple[str, str, list[Any]]]:
         for sort in SORTS:
             for descending in (True, False):
                 order = TraceOrder(sort, descending)
-                # SQLite: a filter of the worker's indexes that lets few traces through
-                # drives the page (storage/trace_list.py)
-                drivers = [None] + [0] * bool(index_queries(filters, postgres) and not postgres)
+                # a filter of the worker's indexes that lets few traces through drives
+                # the page (storage/trace_list.py)
+                drivers = [None] + [0] * bool(index_queries(filters, postgres))
                 for after in (None, Cursor(100 * 10**9, "f" * 32, sort, descending)):
                     for driver in drivers:
                         name = f"{what} by {sort} {descending} after {after} from {driver}"
@@ -186,3 +186,24 @@ def test_every_find_query_goes_through_indexes(seeded: Database) -> None:
         if (scanned := scans(seeded, sql, params))
     }
     assert not found, found
+
+
+def _postgres_plan(db: Database, sql: str, params: list[Any]) -> list[dict[str, Any]]:
+    with db.transaction() as tx:
+        tx.execute("SET LOCAL enable_seqscan = off")
+        (answer,) = tx.query_one(f"EXPLAIN (FORMAT JSON) {sql}", params) or [None]
+    document = answer if isinstance(answer, list) else json.loads(answer)
+    return list(_nodes(document[0]["Plan"]))
+
+
+def test_postgres_walks_the_sort_index_for_a_root_name_most_traces_have(
+    seeded: Database,
+) -> None:
+    """PostgreSQL: `q` kept by every trace walks the start index and stops at the page
+    (the expression's statistics); it sorted the project's summaries, guessing the LIKE
+    kept a few."""
+    if not seeded.postgres:
+        pytest.skip("the planner's choice is PostgreSQL's")
+    plan = _postgres_plan(seeded, *page_query("p1", TraceFilter(name="name"), 51, None))
+    assert not [node for node in plan if node["Node Type"] == "Sort"], plan
+    assert any(node.get("Index Name") == "trace_summaries_recent" for node in plan), plan
