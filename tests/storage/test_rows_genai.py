@@ -95,7 +95,7 @@ def same_rows(body: bytes) -> tuple[list[int], list[int]] | None:
     bodies it does not build rows of, such as a name with an escape in a list it sorts)."""
     assert FAST is not None
     pricer = Pricer()
-    reference = with_views(span_rows.python_rows_of(orjson.loads(body), "p", 7), pricer)
+    reference = with_views(span_rows.rows_of(orjson.loads(body), "p", 7), pricer)
     assert rows_with_views(body, "p", 7, pricer) == reference
     built = FAST.span_rows_json(body, "p", 7, span_rows.SpanRow, span_genai._PLAN)
     return None if built is None else (built[1], built[2])
