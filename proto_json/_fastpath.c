@@ -8,16 +8,10 @@
  * reference. Every value this file accepts it must render exactly as they would:
  * tests/proto_json/test_fastpath.py compares the two on generated bodies.
  *
- * What it buys, end to end: the collector's rate as a ratio of an echo app's, on
- * 1,000-span bodies, each converted from its bytes (_native_bytes.h, _otlp_bytes.h):
- * 1.12 on native /v1/spans, 2.74 on OTLP/JSON, 1.41 on NDJSON and 0.95 on native
- * /v1/traces with it; 0.11, 0.15, 0.13 and 0.11 without it (`python -m
- * benchmarks.bench_ingest --rounds 3`, then the same with
- * SPANGATE_PURE_PYTHON=proto_json._fastpath; 2026-11-24, one 2-core machine); on 1-span
- * bodies 0.75 against 0.71. The converter from parsed native spans (native_spans)
- * converts what the bytes paths decline but it does not (a string escaped otherwise
- * than orjson writes it, say): 3.3-4.3 ms for such a 1,000-span body of each native
- * format, against 13.8-14.8 ms without it.
+ * The byte paths (_native_bytes.h, _otlp_bytes.h) convert whole bodies from their
+ * bytes; the converter from parsed native spans (native_spans) converts what they
+ * decline but it does not (a string escaped otherwise than orjson writes it, say).
+ * What each buys: docs/benchmarks.md, "What each C extension buys".
  */
 #include "_jsonbuf.h"
 

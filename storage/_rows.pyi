@@ -1,9 +1,5 @@
 from typing import Any
 
-def span_rows(
-    request: dict[str, Any], project_id: str, received_ms: int, row_type: type[Any]
-) -> list[Any] | None: ...
-def content_hash(span: dict[str, Any]) -> str | None: ...
 def span_rows_json(
     body: bytes, project_id: str, received_ms: int, row_type: type[Any]
 ) -> list[Any] | None: ...

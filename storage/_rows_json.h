@@ -1,11 +1,11 @@
 /* Span rows straight from a queue entry's canonical OTLP/JSON bytes (part of _rows.c).
  *
  * The bytes are scanned into nodes (proto_json/_jsonscan.h) instead of Python objects,
- * and the rows are built from the nodes: the same rows as python_rows_of(orjson.loads(
- * bytes)), JSON columns byte for byte as orjson writes them and the same content hash.
- * Bytes not written the way spangate writes them, duplicate members, and every shape
- * the dict-based builder would decline are declined here too (None): the caller then
- * parses with orjson.
+ * and the rows are built from the nodes: the same rows as storage/span_rows.rows_of(
+ * orjson.loads(bytes)), JSON columns byte for byte as orjson writes them and the same
+ * content hash (proto_json.span_content_hash). Bytes not written the way spangate
+ * writes them, duplicate members, and shapes outside what it writes are declined
+ * (None): the caller then parses with orjson and builds the rows in Python.
  */
 #define SCAN_MARKS_CANONICAL /* J_CANONICAL nodes: texts copied, not written anew */
 #include "../proto_json/_jsonscan.h"
@@ -141,7 +141,7 @@ static int put_node(Buf *b, const Scan *s, uint32_t i) {
     return PUT(b, "}");
 }
 
-/* -- the content hash over nodes (see put_attribute_list and put_any_value) --------- */
+/* -- the content hash over nodes (proto_json.span_content_hash's sorted form) ------- */
 
 typedef int (*NodeMember)(Buf *, const Scan *, uint32_t key, uint32_t value);
 

@@ -9,7 +9,8 @@ import orjson
 
 from proto_json import KIND_ATTRIBUTE, SESSION_ATTRIBUTE, fastpath, span_content_hash
 
-#: The C row builder (storage/_rows.c), where it was built: the same rows, faster.
+#: The C row builder (storage/_rows.c), where it was built: the same rows from a
+#: request's bytes, without parsing them into Python objects.
 FAST_ROWS = fastpath.extension("storage._rows")
 
 _NANOS_PER_DAY = 86_400 * 10**9
@@ -151,12 +152,16 @@ def row_of(
 
 
 def rows_of(request: dict[str, Any], project_id: str, received_ms: int) -> list[SpanRow]:
-    """Every span of a canonical request, in order."""
-    if FAST_ROWS is not None:
-        built: list[SpanRow] | None = FAST_ROWS.span_rows(request, project_id, received_ms, SpanRow)
-        if built is not None:
-            return built
-    return python_rows_of(request, project_id, received_ms)
+    """Every span of a canonical request, in order: the reference the C builder's rows
+    from a request's bytes are tested against, and the path for those it declines."""
+    rows: list[SpanRow] = []
+    for resource_spans in request.get("resourceSpans", []):
+        resource = orjson.dumps(resource_spans.get("resource", {})).decode()
+        for scope_spans in resource_spans.get("scopeSpans", []):
+            scope = orjson.dumps(scope_spans.get("scope", {})).decode()
+            for span in scope_spans.get("spans", []):
+                rows.append(row_of(span, project_id, received_ms, resource, scope))
+    return rows
 
 
 def rows_of_json(body: bytes, project_id: str, received_ms: int) -> list[SpanRow]:
@@ -173,15 +178,3 @@ def rows_of_json(body: bytes, project_id: str, received_ms: int) -> list[SpanRow
         if built is not None:
             return built
     return rows_of(orjson.loads(body), project_id, received_ms)
-
-
-def python_rows_of(request: dict[str, Any], project_id: str, received_ms: int) -> list[SpanRow]:
-    """rows_of in Python: the reference, and the path for anything the C builder declines."""
-    rows: list[SpanRow] = []
-    for resource_spans in request.get("resourceSpans", []):
-        resource = orjson.dumps(resource_spans.get("resource", {})).decode()
-        for scope_spans in resource_spans.get("scopeSpans", []):
-            scope = orjson.dumps(scope_spans.get("scope", {})).decode()
-            for span in scope_spans.get("spans", []):
-                rows.append(row_of(span, project_id, received_ms, resource, scope))
-    return rows

@@ -194,3 +194,64 @@ def test_postgres_down_fails_at_once_after_the_first_time(
             db.ping()
     finally:
         db.close()
+
+
+TABLE = "CREATE TABLE t (a TEXT NOT NULL, b INTEGER, c REAL, d BLOB, PRIMARY KEY (a))"
+INSERT = "INSERT INTO t (a, b, c, d) VALUES (?, ?, ?, ?)"
+GUARDED = [("k", 5, None, None), ("k", 1, None, None), ("k", 9, None, None), ("j", 0, 1.5, None)]
+
+
+@pytest.mark.parametrize(
+    "unless",
+    [
+        "SELECT 1 FROM t WHERE a = ?1 AND b > ?2",
+        "SELECT 1 FROM t WHERE a = ?1 AND ?4 IS NULL AND b > ?2",  # ?3 unused: a gap
+        "SELECT 1 FROM t WHERE a = ? AND b > ?",  # bare ?: the row's first values
+    ],
+)
+def test_unless_skips_the_rows_its_query_finds_and_names_them(tmp_path: Path, unless: str) -> None:
+    """`unless` runs before each row, on the row's values at the places it names (or its
+    first ones, for bare ?) and after the rows before it: the rows it finds anything for
+    are skipped, and their positions returned."""
+    upsert = INSERT + " ON CONFLICT (a) DO UPDATE SET b = excluded.b"
+    db = Database(f"sqlite:///{tmp_path / 'layer.db'}")
+    try:
+        with db.transaction() as tx:
+            tx.execute(TABLE)
+            tx.execute(INSERT, ("j", 7, None, None))
+        with db.transaction() as tx:
+            skipped = tx.executemany(upsert, GUARDED, unless=unless)
+            assert skipped == [1, 3]
+            assert tx.query("SELECT a, b, c FROM t ORDER BY a") == [("j", 7, None), ("k", 9, None)]
+    finally:
+        db.close()
+
+
+@pytest.mark.parametrize(
+    ("checked", "expected"),
+    [
+        (b"\x01\x00\x01\x01", ([3], [("j", 7, None), ("k", 9, None)])),  # (k, 1) unchecked
+        (bytes(4), ([], [("j", 0, 1.5), ("k", 9, None)])),
+        (b"\x01\x01\x01\x01", ([1, 3], [("j", 7, None), ("k", 9, None)])),
+        (b"\x00\x00\x01\x00", ([], [("j", 0, 1.5), ("k", 9, None)])),  # a run, then a check
+    ],
+)
+def test_checked_limits_unless_to_the_rows_it_names(
+    tmp_path: Path, checked: bytes, expected: tuple[list[int], list[tuple[object, ...]]]
+) -> None:
+    """With `checked`, `unless` runs only for the rows of a nonzero byte, after the rows
+    before it are written; the others are written without it."""
+    upsert = INSERT + " ON CONFLICT (a) DO UPDATE SET b = excluded.b, c = excluded.c"
+    unless = "SELECT 1 FROM t WHERE a = ?1 AND b > ?2"
+    db = Database(f"sqlite:///{tmp_path / 'layer.db'}")
+    try:
+        with db.transaction() as tx:
+            tx.execute(TABLE)
+            tx.execute(INSERT, ("j", 7, None, None))
+        with db.transaction() as tx:
+            skipped = tx.executemany(upsert, GUARDED, unless, checked)
+            assert (skipped, tx.query("SELECT a, b, c FROM t ORDER BY a")) == expected
+            with pytest.raises(ValueError, match="checked"):
+                tx.executemany(upsert, GUARDED, unless, checked[:-1])
+    finally:
+        db.close()

@@ -97,7 +97,7 @@ def same_rows(body: bytes) -> tuple[list[int], list[int]] | None:
     an escape in a list it sorts)."""
     assert FAST is not None
     pricer = Pricer()
-    reference = with_views(span_rows.python_rows_of(orjson.loads(body), "p", 7), pricer)
+    reference = with_views(span_rows.rows_of(orjson.loads(body), "p", 7), pricer)
     rows, pairs = rows_with_views(body, "p", 7, pricer)
     assert rows == reference
     if pairs is not None:
