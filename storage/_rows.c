@@ -111,7 +111,7 @@ typedef struct {
     const struct Plan *plan;
     PyObject *priced, *left;
     Py_ssize_t count;
-    /* with a plan, also each row's attributes as (key, value's JSON text) pairs, for
+    /* with a plan and when asked, also each row's attributes as (key, value's JSON text) pairs, for
        the attribute index (storage/trace_index.py); the texts made so far, by a hash
        of their bytes (keys and short values repeat from span to span) */
     PyObject *pairs;
@@ -152,7 +152,7 @@ static PyObject *new_row(const Rows *r) {
 
 static PyMethodDef methods[] = {
     {"span_rows_json", span_rows_json, METH_VARARGS,
-     "span_rows_json(body, project_id, received_ms, row_type, plan=None) -> "
+     "span_rows_json(body, project_id, received_ms, row_type, plan=None, pairs=False) -> "
      "list[row_type] | (list[row_type], priced, left, pairs) | None"},
     {"genai_plan", genai_plan, METH_O,
      "genai_plan((fields, keys, types, prefixes, names, native)) -> a plan for span_rows_json"},

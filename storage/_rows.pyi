@@ -1,5 +1,16 @@
-from typing import Any
+from typing import Any, overload
 
+@overload
 def span_rows_json(
     body: bytes, project_id: str, received_ms: int, row_type: type[Any]
 ) -> list[Any] | None: ...
+@overload
+def span_rows_json(
+    body: bytes,
+    project_id: str,
+    received_ms: int,
+    row_type: type[Any],
+    plan: object,
+    pairs: bool = False,
+) -> tuple[list[Any], list[int], list[int], list[tuple[tuple[str, str], ...]] | None] | None: ...
+def genai_plan(tables: tuple[Any, ...]) -> object: ...

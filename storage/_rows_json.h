@@ -626,14 +626,15 @@ static PyObject *span_rows_json(PyObject *Py_UNUSED(self), PyObject *args) {
     Py_ssize_t size;
     Rows r = {0};
     PyObject *plan = Py_None;
-    if (!PyArg_ParseTuple(args, "y#UOO!|O", &text, &size, &r.project_id, &r.received_ms,
-                          &PyType_Type, &r.row_type, &plan))
+    int want_pairs = 0;
+    if (!PyArg_ParseTuple(args, "y#UOO!|Op", &text, &size, &r.project_id, &r.received_ms,
+                          &PyType_Type, &r.row_type, &plan, &want_pairs))
         return NULL;
     if ((r.row_size = row_size(r.row_type)) < 0) return NULL;
     if (plan != Py_None) {
         if ((r.plan = PyCapsule_GetPointer(plan, "storage._rows.genai_plan")) == NULL) return NULL;
         if ((r.priced = PyList_New(0)) == NULL || (r.left = PyList_New(0)) == NULL ||
-            (r.pairs = PyList_New(0)) == NULL) {
+            (want_pairs && (r.pairs = PyList_New(0)) == NULL)) {
             Py_XDECREF(r.priced);
             Py_XDECREF(r.left);
             return NULL;
@@ -664,10 +665,10 @@ static PyObject *span_rows_json(PyObject *Py_UNUSED(self), PyObject *args) {
         Py_RETURN_NONE;
     }
     if (r.plan == NULL) return out;
-    PyObject *all = PyTuple_Pack(4, out, r.priced, r.left, r.pairs);
+    PyObject *all = PyTuple_Pack(4, out, r.priced, r.left, r.pairs ? r.pairs : Py_None);
     Py_DECREF(out);
     Py_DECREF(r.priced);
     Py_DECREF(r.left);
-    Py_DECREF(r.pairs);
+    Py_XDECREF(r.pairs);
     return all;
 }

@@ -126,22 +126,22 @@ _PLAN = None if FAST_ROWS is None or fastpath.turned_off("storage._rows_genai") 
 
 
 def rows_with_views(
-    body: bytes, project_id: str, received_ms: int, pricer: Pricer
+    body: bytes, project_id: str, received_ms: int, pricer: Pricer, pairs: bool = True
 ) -> tuple[list[SpanRow], list[Pairs | None] | None]:
-    """`with_views(rows_of_json(...))`, and each row's attribute pairs (for the attribute
-    index) where the C row builder gave them: where it takes the body, it fills the
-    facts of each span's view as it builds the rows; here the rows it filled are priced,
-    and those it left are read."""
+    """`with_views(rows_of_json(...))`, and (when `pairs`: the store keeps the attribute
+    index) each row's attribute pairs where the C row builder gave them: where it takes
+    the body, it fills the facts of each span's view as it builds the rows; here the
+    rows it filled are priced, and those it left are read."""
     if _PLAN is not None and FAST_ROWS is not None:
-        built = FAST_ROWS.span_rows_json(body, project_id, received_ms, SpanRow, _PLAN)
+        built = FAST_ROWS.span_rows_json(body, project_id, received_ms, SpanRow, _PLAN, pairs)
         if built is not None:
             rows: list[SpanRow]
-            rows, priced, left, pairs = built
+            rows, priced, left, given = built
             for at in priced:
                 rows[at] = _priced(rows[at], pricer)
             for at in left:
                 rows[at] = with_views([rows[at]], pricer)[0]
-            return rows, pairs
+            return rows, given
     return with_views(rows_of_json(body, project_id, received_ms), pricer), None
 
 

@@ -242,7 +242,7 @@ class Worker:
         first = spans if self._writing else spans // 5
         parts = list(steps.parts(entries, spans, first))
         for number, part in enumerate(parts, start=1):
-            decoded = steps.decode(part, self.pricer)
+            decoded = steps.decode(part, self.pricer, self.store.find_index)
             for entry, reason in decoded.poison:
                 self._failed(entry, reason)
             if number == len(parts):

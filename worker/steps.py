@@ -81,20 +81,23 @@ def merged(entries: list[Entry], written: list[Written]) -> Written:
     )
 
 
-def decode(entries: list[Entry], pricer: Pricer) -> Decoded:
-    """Rows of each entry, with their GenAI facts (priced by `pricer`); the entries
-    that do not decode, with the reason."""
+def decode(entries: list[Entry], pricer: Pricer, pairs: bool = True) -> Decoded:
+    """Rows of each entry, with their GenAI facts (priced by `pricer`) and (`pairs`: for
+    a store that keeps the attribute index) their attribute pairs; the entries that do
+    not decode, with the reason."""
     decoded = Decoded()
     for entry in entries:
         try:
             item = QueuedRequest.from_fields(entry.fields)
-            rows, pairs = rows_with_views(item.body, item.project_id, item.received_ms, pricer)
+            rows, given = rows_with_views(
+                item.body, item.project_id, item.received_ms, pricer, pairs
+            )
         except (KeyError, ValueError, TypeError, AttributeError, IndexError) as e:
             decoded.poison.append((entry, f"undecodable entry: {type(e).__name__}: {e}"))
             continue
         decoded.entries.append(entry)
         decoded.rows.append(rows)
-        decoded.pairs.append([None] * len(rows) if pairs is None else pairs)
+        decoded.pairs.append([None] * len(rows) if given is None else given)
     return decoded
 
 

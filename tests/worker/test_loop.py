@@ -382,9 +382,9 @@ def test_parts_are_decoded_while_the_writer_is_behind_up_to_parts_ahead(
     decoded: list[Any] = []
     decode = steps.decode
 
-    def counted(part: Any, pricer: Any) -> Any:
+    def counted(part: Any, pricer: Any, pairs: bool) -> Any:
         decoded.append(part)
-        return decode(part, pricer)
+        return decode(part, pricer, pairs)
 
     monkeypatch.setattr("worker.steps.decode", counted)
     for i in range(6):
