@@ -33,5 +33,11 @@ setup(
             optional=True,
             extra_compile_args=["-O2"],
         ),
+        Extension(
+            "storage._sqlite_bulk",
+            ["storage/_sqlite_bulk.c"],
+            optional=True,
+            extra_compile_args=["-O2"],
+        ),
     ]
 )

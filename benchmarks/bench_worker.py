@@ -14,7 +14,8 @@ Target: >= 0.8, on SQLite and PostgreSQL.
 SQLite (the default): the baseline inserts the very same rows (already built) with the
 sqlite3 module's own executemany, one transaction per 50 entries' rows (BATCH_ENTRIES),
 into an empty copy of the spans table: the database's ceiling through the standard
-library, which the worker writes through too.
+library (the worker's store writes through storage/_sqlite_bulk.c where it was built, so
+it can pass 1.0).
 
 PostgreSQL (`--database`, a schema of its own each round, dropped after): the baseline
 COPYs the same rows (binary, as the worker), in the same transactions, into a table of

@@ -26,14 +26,21 @@ def turned_off(name: str) -> bool:
     return value not in ("", "0") and (value == "1" or name in value.split(","))
 
 
+#: Why each C extension that was built refused to load (its ImportError's message).
+REFUSED: dict[str, str] = {}
+
+
 def extension(name: str) -> ModuleType | None:
     """The optional C extension `name`; None where it was not built, where it refused to
-    load and when SPANGATE_PURE_PYTHON turns the extensions off."""
+    load (REFUSED says why) and when SPANGATE_PURE_PYTHON turns the extensions off."""
     if turned_off(name):
         return None
     try:
         return importlib.import_module(name)
-    except ImportError:  # ModuleNotFoundError included: not built
+    except ModuleNotFoundError:
+        return None
+    except ImportError as e:
+        REFUSED[name] = str(e)
         return None
 
 

@@ -7,6 +7,7 @@ import ctypes
 import dataclasses
 import functools
 import gc
+import logging
 import os
 import signal
 import socket
@@ -24,7 +25,7 @@ from spangate.cli_support import fail, load_pricer, load_settings, upgrade_store
 from spangate.embedded_redis import EmbeddedRedis, EmbeddedRedisError
 from spangate.ports import PortTaken, check_ports
 from spangate.supervisor import Supervisor
-from storage.database import Database
+from storage.database import Database, sqlite_writer_refused
 from storage.errors import StoreError
 from storage.schema import migrate
 
@@ -133,6 +134,10 @@ def _worker(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     db = Database(settings.database_url, settings.database_statement_timeout_ms)
+    if db.sqlite_path is not None and (refused := sqlite_writer_refused()):
+        logging.getLogger("spangate.worker").warning(
+            "SQLite rows are written through the sqlite3 module", extra={"reason": refused}
+        )
     try:
         migrate(db)
         upgrade_stored_spans(db, pricer)

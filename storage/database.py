@@ -20,16 +20,29 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Protocol
 
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from proto_json import fastpath
 from storage.errors import StoreError, StoreUnavailable, WriteConflict
 
 # The pool logs each failed connection attempt; StoreUnavailable says why, once, where
 # the failure is met.
 logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
+
+#: executemany without the sqlite3 module's per-row cost (storage/_sqlite_bulk.c),
+#: where it was built and found the SQLite library the sqlite3 module uses.
+SQLITE_BULK = fastpath.extension("storage._sqlite_bulk")
+
+
+def sqlite_writer_refused() -> str | None:
+    """Why storage/_sqlite_bulk.c, built here, refused to load (the worker says so at
+    start-up: it then writes SQLite through the sqlite3 module, slower); None else."""
+    return fastpath.REFUSED.get("storage._sqlite_bulk")
+
 
 Row = tuple[Any, ...]
 SQLITE_BUSY_TIMEOUT_MS = 10_000
@@ -96,9 +109,10 @@ class Transaction:
     """Statements run inside one transaction; `?` placeholders on both dialects (and
     `?N`, the Nth value, on SQLite)."""
 
-    def __init__(self, cursor: Cursor, postgres: bool) -> None:
+    def __init__(self, cursor: Cursor, postgres: bool, bulk: ModuleType | None = None) -> None:
         self._cursor = cursor
         self._postgres = postgres
+        self._bulk = bulk
 
     @property
     def postgres(self) -> bool:
@@ -136,6 +150,10 @@ class Transaction:
             raise ValueError("unless is for SQLite; PostgreSQL can say it in one statement")
         if checked is not None and (unless is None or len(checked) != len(rows)):
             raise ValueError("checked must be None, or bytes of one byte a row with unless")
+        if self._bulk is not None and isinstance(rows, list):
+            connection = self._cursor.connection  # type: ignore[attr-defined]
+            skipped: list[int] = self._bulk.executemany(connection, sql, rows, unless, checked)
+            return skipped
         if unless is None:
             self._many(sql, rows)
             return []
@@ -150,8 +168,9 @@ class Transaction:
     def _guarded(
         self, sql: str, rows: Sequence[Sequence[Any]], unless: str, checked: bytes | None
     ) -> list[int]:
-        """executemany with `unless` (SQLite): the rows between two checked ones go in
-        one executemany, written before the next check, which may find them."""
+        """executemany with `unless` (SQLite, through the sqlite3 module): the rows
+        between two checked ones go in one executemany, written before the next check,
+        which may find them."""
         skipped: list[int] = []
         used = max((int(n) for n in re.findall(r"\?(\d+)", unless)), default=0)
         used = used or unless.count("?")
@@ -220,6 +239,15 @@ def _enable_wal(connection: sqlite3.Connection) -> None:
             time.sleep(0.02)
 
 
+def _bulk_for(connection: sqlite3.Connection) -> ModuleType | None:
+    """SQLITE_BULK when the handle it reads from `connection` names the connection's own
+    database file (a check of its assumption about the sqlite3 module's objects)."""
+    if SQLITE_BULK is None:
+        return None
+    files = [row[2] for row in connection.execute("PRAGMA database_list") if row[1] == "main"]
+    return SQLITE_BULK if files and SQLITE_BULK.handle_file(connection) == files[0] else None
+
+
 def _sqlite_path(url: str) -> Path:
     return Path(url.removeprefix("sqlite:///"))
 
@@ -231,10 +259,11 @@ class _Slot:
     thread still using it (with SQLite that would be a use-after-free in C).
     """
 
-    __slots__ = ("closed", "connection", "lock")
+    __slots__ = ("bulk", "closed", "connection", "lock")
 
-    def __init__(self, connection: Any) -> None:
+    def __init__(self, connection: Any, bulk: ModuleType | None = None) -> None:
         self.connection = connection
+        self.bulk = bulk
         self.lock = threading.Lock()
         self.closed = False
 
@@ -322,7 +351,7 @@ class Database:
                 return slot
             slot.lock.release()
         connection = self._connect()
-        slot = _Slot(connection)
+        slot = _Slot(connection, _bulk_for(connection))
         slot.lock.acquire()
         self._local.slot = slot
         with self._lock:
@@ -434,7 +463,7 @@ class Database:
         try:
             cursor.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
             try:
-                yield Transaction(cursor, postgres=False)
+                yield Transaction(cursor, postgres=False, bulk=slot.bulk)
                 cursor.execute("COMMIT")
             except BaseException:
                 try:

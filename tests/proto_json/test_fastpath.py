@@ -685,16 +685,19 @@ def test_examples(name: str) -> None:
     assert isinstance(fast.canonical, bytes), "the examples are valid: the fast path takes them"
 
 
-def test_an_extension_that_refuses_to_load_is_off(
+def test_an_extension_that_refuses_to_load_is_off_and_says_why(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """An extension whose import raises ImportError (one built for another CPython, say)
-    is off, as is one that was not built."""
+    """An extension whose import raises ImportError (as storage/_sqlite_bulk.c does on a
+    CPython it was not tested on) is off, and REFUSED keeps its reason; one that was not
+    built is off without a reason."""
     (tmp_path / "refusing_extension.py").write_text('raise ImportError("tested on 3.11 only")\n')
     monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(fastpath, "REFUSED", {})
     monkeypatch.delenv("SPANGATE_PURE_PYTHON", raising=False)
     assert fastpath.extension("refusing_extension") is None
     assert fastpath.extension("no_such_extension_here") is None
+    assert fastpath.REFUSED == {"refusing_extension": "tested on 3.11 only"}
 
 
 @pytest.mark.parametrize(
@@ -702,14 +705,14 @@ def test_an_extension_that_refuses_to_load_is_off(
     [
         ("", set()),
         ("0", set()),
-        ("1", {"proto_json._fastpath", "storage._rows", "storage._rows_genai"}),
+        ("1", {"proto_json._fastpath", "storage._rows", "storage._sqlite_bulk"}),
         ("storage._rows", {"storage._rows"}),
-        ("storage._rows,storage._rows_genai", {"storage._rows", "storage._rows_genai"}),
+        ("storage._rows,storage._sqlite_bulk", {"storage._rows", "storage._sqlite_bulk"}),
     ],
 )
 def test_pure_python_turns_off_all_extensions_or_those_it_names(
     monkeypatch: pytest.MonkeyPatch, value: str, off: set[str]
 ) -> None:
     monkeypatch.setenv("SPANGATE_PURE_PYTHON", value)
-    names = {"proto_json._fastpath", "storage._rows", "storage._rows_genai"}
+    names = {"proto_json._fastpath", "storage._rows", "storage._sqlite_bulk"}
     assert {name for name in names if fastpath.turned_off(name)} == off
