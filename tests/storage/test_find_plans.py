@@ -196,14 +196,13 @@ def _postgres_plan(db: Database, sql: str, params: list[Any]) -> list[dict[str, 
     return list(_nodes(document[0]["Plan"]))
 
 
+@pytest.mark.parametrize("seeded", ["postgres"], indirect=True)
 def test_postgres_walks_the_sort_index_for_a_root_name_most_traces_have(
     seeded: Database,
 ) -> None:
     """PostgreSQL: `q` kept by every trace walks the start index and stops at the page
     (the expression's statistics); it sorted the project's summaries, guessing the LIKE
     kept a few."""
-    if not seeded.postgres:
-        pytest.skip("the planner's choice is PostgreSQL's")
     plan = _postgres_plan(seeded, *page_query("p1", TraceFilter(name="name"), 51, None))
     assert not [node for node in plan if node["Node Type"] == "Sort"], plan
     assert any(node.get("Index Name") == "trace_summaries_recent" for node in plan), plan
