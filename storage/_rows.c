@@ -95,6 +95,13 @@ static PyObject *utc_day(unsigned long long nanos) {
 }
 
 #define TEXTS_KEPT 256
+#define HASHED_KEPT 256 /* the longest value text whose hash is kept */
+
+typedef struct {
+    char text[HASHED_KEPT];
+    Py_ssize_t len;
+    PyObject *hash; /* NULL: the slot is empty */
+} KeptHash;
 
 typedef struct {
     PyObject *project_id, *received_ms, *resource, *scope;
@@ -111,11 +118,14 @@ typedef struct {
     const struct Plan *plan;
     PyObject *priced, *left;
     Py_ssize_t count;
-    /* with a plan and when asked, also each row's attributes as (key, value's JSON text) pairs, for
-       the attribute index (storage/trace_index.py); the texts made so far, by a hash
-       of their bytes (keys and short values repeat from span to span) */
-    PyObject *pairs;
+    /* with a plan and when asked (`hash_text` given), also each row's attributes as
+       (key, value hash) pairs, for the attribute index (storage/trace_index.py): the
+       hash is hash_text's of the value's JSON text; the keys made so far, and the
+       hashes of the short texts hashed so far, by a hash of their bytes (keys and short
+       values repeat from span to span) */
+    PyObject *pairs, *hash_text;
     PyObject *texts[TEXTS_KEPT];
+    KeptHash *hashes; /* TEXTS_KEPT of them, with pairs */
 } Rows;
 
 /* The number of fields of a NamedTuple type (its `_fields`), at least ROW_FIELDS; -1
@@ -152,7 +162,7 @@ static PyObject *new_row(const Rows *r) {
 
 static PyMethodDef methods[] = {
     {"span_rows_json", span_rows_json, METH_VARARGS,
-     "span_rows_json(body, project_id, received_ms, row_type, plan=None, pairs=False) -> "
+     "span_rows_json(body, project_id, received_ms, row_type, plan=None, hash_text=None) -> "
      "list[row_type] | (list[row_type], priced, left, pairs) | None"},
     {"genai_plan", genai_plan, METH_O,
      "genai_plan((fields, keys, types, prefixes, names, native)) -> a plan for span_rows_json"},

@@ -1,3 +1,4 @@
+from collections.abc import Callable
 from typing import Any, overload
 
 @overload
@@ -11,6 +12,6 @@ def span_rows_json(
     received_ms: int,
     row_type: type[Any],
     plan: object,
-    pairs: bool = False,
-) -> tuple[list[Any], list[int], list[int], list[tuple[tuple[str, str], ...]] | None] | None: ...
+    hash_text: Callable[[str], int] | None = None,
+) -> tuple[list[Any], list[int], list[int], list[tuple[tuple[str, int], ...]] | None] | None: ...
 def genai_plan(tables: tuple[Any, ...]) -> object: ...

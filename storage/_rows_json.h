@@ -460,14 +460,19 @@ static PyObject *node_optional_str(const Scan *s, uint32_t i, int *status) {
 
 /* -- the attribute index's pairs -------------------------------------------------- */
 
+/* A hash of bytes, for the slots of the texts and hashes kept. */
+static size_t slot_of(const char *text, Py_ssize_t len) {
+    size_t h = (size_t)len * 2654435761u;
+    for (Py_ssize_t k = 0; k < len; k++) h = (h ^ (unsigned char)text[k]) * 16777619u;
+    return h % TEXTS_KEPT;
+}
+
 /* A str of UTF-8 bytes, the same object as last time for bytes seen before (when still
  * in their slot): keys and short values repeat from span to span, and a str made once
  * is hashed once. */
 static PyObject *kept_text(Rows *r, const char *text, Py_ssize_t len) {
     if (len > 64) return PyUnicode_DecodeUTF8(text, len, NULL);
-    size_t h = (size_t)len * 2654435761u;
-    for (Py_ssize_t k = 0; k < len; k++) h = (h ^ (unsigned char)text[k]) * 16777619u;
-    PyObject **slot = &r->texts[h % TEXTS_KEPT];
+    PyObject **slot = &r->texts[slot_of(text, len)];
     PyObject *kept = *slot;
     if (kept != NULL && PyUnicode_IS_COMPACT_ASCII(kept) && PyUnicode_GET_LENGTH(kept) == len &&
         memcmp(PyUnicode_DATA(kept), text, (size_t)len) == 0)
@@ -477,10 +482,30 @@ static PyObject *kept_text(Rows *r, const char *text, Py_ssize_t len) {
     return made;
 }
 
-/* A row's attributes as a tuple of (key, value) pairs, the value as orjson.dumps writes
- * the AnyValue it reads: the attribute index hashes each distinct one once. The list
- * was checked by the content hash's walk (objects of an unescaped string key and an
- * object value). */
+/* hash_text's hash of an AnyValue's JSON text (in r->buf), kept for a short text: a
+ * value that repeats from span to span is hashed once. */
+static PyObject *value_hash(Rows *r) {
+    const char *text = r->buf.data;
+    Py_ssize_t len = (Py_ssize_t)r->buf.len;
+    KeptHash *slot = len <= HASHED_KEPT ? &r->hashes[slot_of(text, len)] : NULL;
+    if (slot != NULL && slot->hash != NULL && slot->len == len &&
+        memcmp(slot->text, text, (size_t)len) == 0)
+        return Py_NewRef(slot->hash);
+    PyObject *str = PyUnicode_DecodeUTF8(text, len, NULL);
+    PyObject *hash = str ? PyObject_CallOneArg(r->hash_text, str) : NULL;
+    Py_XDECREF(str);
+    if (hash != NULL && slot != NULL) {
+        memcpy(slot->text, text, (size_t)len);
+        slot->len = len;
+        Py_XSETREF(slot->hash, Py_NewRef(hash));
+    }
+    return hash;
+}
+
+/* A row's attributes as a tuple of (key, value hash) pairs: hash_text's hash of the
+ * value's JSON text as orjson.dumps writes the AnyValue it reads. The list was checked
+ * by the content hash's walk (objects of an unescaped string key and an object value).
+ * Texts and numbers only: the tuples are left out of the GC's work. */
 static PyObject *node_pairs(Rows *r, const Scan *s, uint32_t list) {
     if (list == 0 || NODE(s, list)->type != J_ARRAY) return PyTuple_New(0);
     PyObject *pairs = PyTuple_New(NODE(s, list)->count);
@@ -495,13 +520,15 @@ static PyObject *node_pairs(Rows *r, const Scan *s, uint32_t list) {
         if (put_node(&r->buf, s, value) != OK) goto fail;
         PyObject *k_text = kept_text(r, (const char *)s->text + NODE(s, key)->start,
                                      NODE(s, key)->len);
-        PyObject *v_text = k_text ? kept_text(r, r->buf.data, r->buf.len) : NULL;
-        PyObject *pair = v_text ? PyTuple_Pack(2, k_text, v_text) : NULL;
+        PyObject *hash = k_text ? value_hash(r) : NULL;
+        PyObject *pair = hash ? PyTuple_Pack(2, k_text, hash) : NULL;
         Py_XDECREF(k_text);
-        Py_XDECREF(v_text);
+        Py_XDECREF(hash);
         if (pair == NULL) goto fail;
+        PyObject_GC_UnTrack(pair);
         PyTuple_SET_ITEM(pairs, k, pair);
     }
+    PyObject_GC_UnTrack(pairs);
     return pairs;
 fail:
     Py_DECREF(pairs);
@@ -626,15 +653,24 @@ static PyObject *span_rows_json(PyObject *Py_UNUSED(self), PyObject *args) {
     Py_ssize_t size;
     Rows r = {0};
     PyObject *plan = Py_None;
-    int want_pairs = 0;
-    if (!PyArg_ParseTuple(args, "y#UOO!|Op", &text, &size, &r.project_id, &r.received_ms,
-                          &PyType_Type, &r.row_type, &plan, &want_pairs))
+    PyObject *hash_text = Py_None;
+    if (!PyArg_ParseTuple(args, "y#UOO!|OO", &text, &size, &r.project_id, &r.received_ms,
+                          &PyType_Type, &r.row_type, &plan, &hash_text))
         return NULL;
+    int want_pairs = hash_text != Py_None;
+    if (want_pairs && !PyCallable_Check(hash_text)) {
+        PyErr_SetString(PyExc_TypeError, "hash_text must be callable or None");
+        return NULL;
+    }
+    r.hash_text = hash_text;
     if ((r.row_size = row_size(r.row_type)) < 0) return NULL;
     if (plan != Py_None) {
         if ((r.plan = PyCapsule_GetPointer(plan, "storage._rows.genai_plan")) == NULL) return NULL;
         if ((r.priced = PyList_New(0)) == NULL || (r.left = PyList_New(0)) == NULL ||
-            (want_pairs && (r.pairs = PyList_New(0)) == NULL)) {
+            (want_pairs && (r.pairs = PyList_New(0)) == NULL) ||
+            (want_pairs && (r.hashes = PyMem_Calloc(TEXTS_KEPT, sizeof(KeptHash))) == NULL)) {
+            if (want_pairs && r.hashes == NULL) PyErr_NoMemory();
+            Py_XDECREF(r.pairs);
             Py_XDECREF(r.priced);
             Py_XDECREF(r.left);
             return NULL;
@@ -655,7 +691,11 @@ static PyObject *span_rows_json(PyObject *Py_UNUSED(self), PyObject *args) {
     scan_free(&s);
     PyMem_Free(r.buf.data);
     Py_XDECREF(r.trace_id);
-    for (int k = 0; k < TEXTS_KEPT; k++) Py_XDECREF(r.texts[k]);
+    for (int k = 0; k < TEXTS_KEPT; k++) {
+        Py_XDECREF(r.texts[k]);
+        if (r.hashes != NULL) Py_XDECREF(r.hashes[k].hash);
+    }
+    PyMem_Free(r.hashes);
     if (status != OK || PyErr_Occurred()) {
         Py_XDECREF(out);
         Py_XDECREF(r.priced);

@@ -22,7 +22,7 @@ from genai.prices import Pricer
 from genai.view import GenAIView, reading_plan
 from proto_json import fastpath
 from storage.span_rows import FAST_ROWS, SpanRow, rows_of_json
-from storage.trace_index import Pairs
+from storage.trace_index import Pairs, text_hash
 
 log = logging.getLogger("spangate.worker")
 
@@ -133,7 +133,8 @@ def rows_with_views(
     the body, it fills the facts of each span's view as it builds the rows; here the
     rows it filled are priced, and those it left are read."""
     if _PLAN is not None and FAST_ROWS is not None:
-        built = FAST_ROWS.span_rows_json(body, project_id, received_ms, SpanRow, _PLAN, pairs)
+        hash_text = text_hash if pairs else None
+        built = FAST_ROWS.span_rows_json(body, project_id, received_ms, SpanRow, _PLAN, hash_text)
         if built is not None:
             rows: list[SpanRow]
             rows, priced, left, given = built

@@ -210,16 +210,17 @@ def _insert(tx: Transaction, table: str, rows: list[tuple[Any, ...]]) -> None:
     tx.executemany(f"INSERT OR IGNORE INTO {table} ({columns}) VALUES ({marks})", rows)
 
 
-#: A row's attributes as (key, value) pairs, the value an AnyValue's JSON text (the C
-#: row builder gives them: storage/_rows_json.h).
-Pairs = tuple[tuple[str, str], ...]
+#: A row's attributes as (key, value hash) pairs (the C row builder gives them, hashing
+#: each value's JSON text by `text_hash`: storage/_rows_json.h).
+Pairs = tuple[tuple[str, int], ...]
 #: Value hashes by an AnyValue's JSON text (short ones: long ones rarely repeat).
 _text_hashes: dict[str, int] = {}
 _TEXT_KEPT = 256
 
 
-def _text_hash(text: str) -> int:
-    """The hash of an AnyValue's string form, from the AnyValue's JSON text."""
+def text_hash(text: str) -> int:
+    """The hash of an AnyValue's string form (`value_hash(value_text(...))`), from the
+    AnyValue's JSON text."""
     hashed = _text_hashes.get(text)
     if hashed is None:
         if text.startswith('{"stringValue":"') and "\\" not in text:  # as it is
@@ -243,7 +244,6 @@ def _facets(
     rows (a trace's rows fall to one writer: no two writers insert the same ones);
     `pairs`: each row's attribute pairs, when the row builder gave them."""
     hashed: dict[tuple[str, str], set[tuple[str, int]]] = {}
-    texts: dict[tuple[str, str], set[tuple[str, str]]] = {}
     names: dict[tuple[str, str], set[str]] = {}
     for at, row in enumerate(rows):
         trace = (row.project_id, row.trace_id)
@@ -251,18 +251,16 @@ def _facets(
         if of_trace is None:
             of_trace = names[trace] = set()
             hashed[trace] = set()
-            texts[trace] = set()
         of_trace.add(row.name)
         given = None if pairs is None else pairs[at]
         if given is not None:
-            texts[trace].update(given)
+            hashed[trace].update(given)
         elif row.attributes != "[]":
             hashed[trace].update(attribute_pairs(row.attributes))
     found: list[tuple[Any, ...]] = []
     for (project, trace_id), of_trace_hashed in hashed.items():
-        of_trace_hashed.update((k, _text_hash(text)) for k, text in texts[project, trace_id])
-        of_trace_hashed.update({(k, KEY_ONLY) for k, _ in of_trace_hashed})
-        found += ((project, k, h, trace_id) for k, h in of_trace_hashed)
+        of_trace_hashed.update([(k, KEY_ONLY) for k, _ in of_trace_hashed])
+        found += [(project, k, h, trace_id) for k, h in of_trace_hashed]
     return found, [(p, n, t) for (p, t), of_trace in names.items() for n in of_trace]
 
 
