@@ -6,7 +6,7 @@ through the table's indexes only, whatever the size of the store.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -51,13 +51,15 @@ class TraceSummary:
     last_llm: str | None = None
     first_root: str | None = None
     #: the input and output messages' text (at most PREVIEW_CHARS), read from the spans
-    #: that give them when the summary is read (`conversation_ends`)
+    #: that give them when the summary is read (`summaries_of`)
     input: str | None = None
     output: str | None = None
 
     @classmethod
-    def of_row(cls, row: tuple[Any, ...]) -> TraceSummary:
-        """A summary from a row of _SELECT."""
+    def of_row(
+        cls, row: tuple[Any, ...], ends: tuple[str | None, str | None] = (None, None)
+    ) -> TraceSummary:
+        """A summary from a row of _SELECT, with its input and output `ends`."""
         genai = row[9:]
         return cls(
             trace_id=row[0],
@@ -77,6 +79,8 @@ class TraceSummary:
             first_llm=genai[11],
             last_llm=genai[12],
             first_root=genai[13],
+            input=ends[0],
+            output=ends[1],
         )
 
     @property
@@ -101,28 +105,39 @@ class TraceSummary:
     def input_span(self) -> str | None:
         """The key (storage/summary_genai.py) of the span whose input is the trace's:
         its first LLM call, or its earliest root when it has no LLM call."""
-        return self.first_llm if self.llm_calls else self.first_root
+        return _end_spans(self.llm_calls, self.first_llm, self.last_llm, self.first_root)[0]
 
     @property
     def output_span(self) -> str | None:
         """The key of the span whose output is the trace's: its last LLM call, or its
         earliest root."""
-        return self.last_llm if self.llm_calls else self.first_root
+        return _end_spans(self.llm_calls, self.first_llm, self.last_llm, self.first_root)[1]
+
+
+def _end_spans(
+    llm_calls: int | None, first_llm: str | None, last_llm: str | None, first_root: str | None
+) -> tuple[str | None, str | None]:
+    """The keys of the spans that give a trace's input and its output."""
+    return (first_llm, last_llm) if llm_calls else (first_root, first_root)
 
 
 _KEYS_ASKED = 300  # (trace, span, day) triples in one query: 900 parameters
 
 
-def conversation_ends(
-    tx: Transaction, project_id: str, traces: list[TraceSummary]
+def summaries_of(
+    tx: Transaction, project_id: str, rows: list[tuple[Any, ...]], ends: bool = True
 ) -> list[TraceSummary]:
-    """The traces with their `input` and `output`: the first user message of the span
-    that gives the input, the last output message of the one that gives the output,
-    read from their attributes (the worker stores no message)."""
+    """The summaries of rows of _SELECT; with `ends`, each with its `input` and `output`:
+    the first user message of the span that gives the input, the last output message of
+    the one that gives the output, read from their attributes (the worker stores no
+    message)."""
+    if not ends:
+        return [TraceSummary.of_row(row) for row in rows]
+    keys = [_end_spans(row[9], row[20], row[21], row[22]) for row in rows]
     wanted = {
-        (trace.trace_id, *summary_genai.span_of(key))
-        for trace in traces
-        for key in (trace.input_span, trace.output_span)
+        (row[0], *summary_genai.span_of(key))
+        for row, of_row in zip(rows, keys, strict=True)
+        for key in of_row
         if key is not None
     }
     views: dict[tuple[str, str, str], GenAIView | None] = {}
@@ -130,49 +145,58 @@ def conversation_ends(
         tx, project_id, sorted(wanted)
     ):
         views[(trace_id, span_id, day)] = view_of(
-            orjson.loads(attributes), orjson.loads(events), name, kind
+            orjson.loads(attributes), lambda events=events: orjson.loads(events), name, kind
         )
-    return [_with_ends(trace, views) for trace in traces]
+
+    def view(trace_id: str, key: str | None) -> GenAIView | None:
+        return None if key is None else views.get((trace_id, *summary_genai.span_of(key)))
+
+    found = []
+    for row, (input_key, output_key) in zip(rows, keys, strict=True):
+        first, last = view(row[0], input_key), view(row[0], output_key)
+        found.append(
+            TraceSummary.of_row(
+                row,
+                (
+                    None if first is None else first.input_preview,
+                    None if last is None else last.output_preview,
+                ),
+            )
+        )
+    return found
 
 
-_SPAN = (
-    "SELECT trace_id, span_id, start_day, name, kind, attributes, events FROM spans "
-    "WHERE project_id = ? AND "
-)
+_SPAN = "SELECT spans.trace_id, spans.span_id, spans.start_day, name, kind, attributes, events"
+
+
+def span_query(
+    project_id: str, keys: list[tuple[str, str, str]], postgres: bool
+) -> tuple[str, list[Any]]:
+    """The query of the rows of the spans (trace, span, start day) `keys` names, each
+    through the span table's key (on SQLite the keys' list drives a join: it seeks a
+    row-value IN list by the project alone, a scan of its spans), and its parameters."""
+    listed = ", ".join("(?, ?, ?)" for _ in keys)
+    values = [value for key in keys for value in key]
+    if postgres:
+        return (
+            f"{_SPAN} FROM spans WHERE project_id = ? AND "
+            f"(trace_id, span_id, start_day) IN (VALUES {listed})",
+            [project_id, *values],
+        )
+    return (
+        f"WITH k (t, s, d) AS (VALUES {listed}) {_SPAN} FROM k CROSS JOIN spans "
+        "ON spans.project_id = ? AND spans.trace_id = k.t AND spans.span_id = k.s "
+        "AND spans.start_day = k.d",
+        [*values, project_id],
+    )
 
 
 def _spans(tx: Transaction, project_id: str, keys: list[tuple[str, str, str]]) -> list[Any]:
-    """The rows of the spans (trace, span, start day) `keys` names, each through the
-    span table's key: on PostgreSQL in one query a few hundred; on SQLite one query each
-    (it seeks a row-value IN list by the project alone, a scan of its spans)."""
-    if not tx.postgres:
-        one = _SPAN + "trace_id = ? AND span_id = ? AND start_day = ?"
-        return [row for key in keys for row in tx.query(one, (project_id, *key))]
+    """The rows of the spans `keys` names, a few hundred a query (`span_query`)."""
     rows = []
     for at in range(0, len(keys), _KEYS_ASKED):
-        chunk = keys[at : at + _KEYS_ASKED]
-        rows += tx.query(
-            _SPAN
-            + "(trace_id, span_id, start_day) IN (VALUES "
-            + ", ".join("(?, ?, ?)" for _ in chunk)
-            + ")",
-            (project_id, *(value for key in chunk for value in key)),
-        )
+        rows += tx.query(*span_query(project_id, keys[at : at + _KEYS_ASKED], tx.postgres))
     return rows
-
-
-def _with_ends(
-    trace: TraceSummary, views: dict[tuple[str, str, str], GenAIView | None]
-) -> TraceSummary:
-    def view(key: str | None) -> GenAIView | None:
-        return None if key is None else views.get((trace.trace_id, *summary_genai.span_of(key)))
-
-    first, last = view(trace.input_span), view(trace.output_span)
-    return replace(
-        trace,
-        input=None if first is None else first.input_preview,
-        output=None if last is None else last.output_preview,
-    )
 
 
 def _usage(values: tuple[Any, ...]) -> tuple[int | None, int | None, int | None, float | None]:
@@ -239,9 +263,7 @@ class TraceSummaries:
                 rows += tx.query(
                     *tail_query(project_id, filters, asked, tail_after, order, postgres, driver)
                 )
-            traces = [TraceSummary.of_row(row[:-1]) for row in rows[:limit]]
-            if ends:
-                traces = conversation_ends(tx, project_id, traces)
+            traces = summaries_of(tx, project_id, [row[:-1] for row in rows[:limit]], ends)
         if len(rows) <= limit:
             return traces, None
         last = rows[limit - 1]
@@ -254,7 +276,7 @@ class TraceSummaries:
                 f"{_SELECT} AND session_id = ? ORDER BY sort_ns, trace_id LIMIT ?",
                 (project_id, session_id, limit),
             )
-            return conversation_ends(tx, project_id, [TraceSummary.of_row(row) for row in rows])
+            return summaries_of(tx, project_id, rows)
 
     def recent_facets(self, project_id: str, traces: int) -> list[tuple[str | None, str | None]]:
         """The models (as stored) and user of the newest `traces` traces: the filter
@@ -273,4 +295,4 @@ class TraceSummaries:
             row = tx.query_one(f"{_SELECT} AND trace_id = ?", (project_id, trace_id))
             if row is None:
                 return None
-            return conversation_ends(tx, project_id, [TraceSummary.of_row(row)])[0]
+            return summaries_of(tx, project_id, [row])[0]
