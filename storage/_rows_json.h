@@ -494,6 +494,11 @@ static PyObject *value_hash(Rows *r) {
     PyObject *str = PyUnicode_DecodeUTF8(text, len, NULL);
     PyObject *hash = str ? PyObject_CallOneArg(r->hash_text, str) : NULL;
     Py_XDECREF(str);
+    if (hash != NULL && !PyLong_CheckExact(hash)) { /* an int, or the pairs hold it untracked */
+        Py_DECREF(hash);
+        PyErr_SetString(PyExc_TypeError, "hash_text must return an int");
+        return NULL;
+    }
     if (hash != NULL && slot != NULL) {
         memcpy(slot->text, text, (size_t)len);
         slot->len = len;
@@ -505,11 +510,12 @@ static PyObject *value_hash(Rows *r) {
 /* A row's attributes as a tuple of (key, value hash) pairs: hash_text's hash of the
  * value's JSON text as orjson.dumps writes the AnyValue it reads. The list was checked
  * by the content hash's walk (objects of an unescaped string key and an object value).
- * Texts and numbers only: the tuples are left out of the GC's work. */
+ * Texts and ints only: the tuples are left out of the GC's work. */
 static PyObject *node_pairs(Rows *r, const Scan *s, uint32_t list) {
     if (list == 0 || NODE(s, list)->type != J_ARRAY) return PyTuple_New(0);
     PyObject *pairs = PyTuple_New(NODE(s, list)->count);
     if (pairs == NULL) return NULL;
+    PyObject_GC_UnTrack(pairs); /* before hash_text runs: no Python code sees it half made */
     uint32_t item = list + 1;
     for (uint32_t k = 0; k < NODE(s, list)->count; k++, item = NODE(s, item)->next) {
         uint32_t key, value;
@@ -528,7 +534,6 @@ static PyObject *node_pairs(Rows *r, const Scan *s, uint32_t list) {
         PyObject_GC_UnTrack(pair);
         PyTuple_SET_ITEM(pairs, k, pair);
     }
-    PyObject_GC_UnTrack(pairs);
     return pairs;
 fail:
     Py_DECREF(pairs);
@@ -669,7 +674,7 @@ static PyObject *span_rows_json(PyObject *Py_UNUSED(self), PyObject *args) {
         if ((r.priced = PyList_New(0)) == NULL || (r.left = PyList_New(0)) == NULL ||
             (want_pairs && (r.pairs = PyList_New(0)) == NULL) ||
             (want_pairs && (r.hashes = PyMem_Calloc(TEXTS_KEPT, sizeof(KeptHash))) == NULL)) {
-            if (want_pairs && r.hashes == NULL) PyErr_NoMemory();
+            if (!PyErr_Occurred()) PyErr_NoMemory();
             Py_XDECREF(r.pairs);
             Py_XDECREF(r.priced);
             Py_XDECREF(r.left);

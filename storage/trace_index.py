@@ -223,8 +223,14 @@ def text_hash(text: str) -> int:
     AnyValue's JSON text."""
     hashed = _text_hashes.get(text)
     if hashed is None:
-        if text.startswith('{"stringValue":"') and "\\" not in text:  # as it is
-            hashed = value_hash(text[16:-2])
+        inner = text[16:-2]
+        if (
+            text.startswith('{"stringValue":"')
+            and text.endswith('"}')
+            and "\\" not in inner
+            and '"' not in inner  # one member: a quote unescaped would end the string
+        ):
+            hashed = value_hash(inner)
         else:
             try:
                 hashed = _hash_of(orjson.loads(text))

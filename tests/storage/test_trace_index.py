@@ -18,7 +18,7 @@ from storage.schema import migrate
 from storage.session_summaries import EVERY_SESSION
 from storage.span_rows import SpanRow
 from storage.spans import SpanStore
-from storage.trace_index import attribute_pairs, text_of
+from storage.trace_index import attribute_pairs, text_hash, text_of
 from storage.trace_list import TraceFilter, TraceSummaries
 from tests.fuzz import FUZZ
 from tests.storage.rows import sends, span_row
@@ -163,3 +163,21 @@ def test_the_spans_stored_before_the_indexes_get_theirs(database_url: str) -> No
         assert find_upgrade.upgrade(db) == 0
     finally:
         db.close()
+
+
+@FUZZ
+@given(
+    st.dictionaries(
+        st.sampled_from(["stringValue", "intValue", "boolValue", "zz"]),
+        st.one_of(st.text(max_size=8), st.integers(-5, 5), st.booleans()),
+        min_size=1,
+        max_size=3,
+    )
+)
+def test_a_values_json_text_hashes_as_its_pair_does(value: dict[str, Any]) -> None:
+    """The hash of an AnyValue's JSON text (what the C row builder asks for) is the one
+    its attribute's pair is indexed by, whatever the value holds (a text with a quote,
+    an object of two members)."""
+    attributes = orjson.dumps([{"key": "k", "value": value}]).decode()
+    ((_, hashed), _) = attribute_pairs(attributes)
+    assert text_hash(orjson.dumps(value).decode()) == hashed
