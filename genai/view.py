@@ -460,7 +460,7 @@ def view_of(
 ) -> GenAIView | None:
     """The GenAI view of a span (its OTLP/JSON attributes and events, or a function
     that gives its events; its name and SDK kind), or None when no convention describes
-    it. `messages=False` leaves the messages out (the worker stores none of them): the
+    it. `messages=False` leaves the messages out (a span's stored facts need none): the
     view is the same but for its messages and their sources."""
     return _view(_Reader(attributes), events, name, kind, messages)
 

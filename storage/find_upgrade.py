@@ -1,9 +1,10 @@
-"""The find indexes (storage/trace_index.py) for the spans stored before them.
+"""The find indexes (storage/trace_index.py) for the spans stored before them, and the
+previews of the texts stored before texts had them (schema migration 16).
 
-Run once, after the migrations, by the commands that start the worker (storage/
-trace_walk.py): each stored trace's rows give their texts, attribute and name rows, its
-traces locked on PostgreSQL as a writer locks them. Done again after a stop midway, it
-adds nothing already there.
+Run once each, after the migrations, by the commands that start the worker (storage/
+trace_walk.py): each stored trace's rows give their texts, attribute and name rows (or
+their texts and previews anew), its traces locked on PostgreSQL as a writer locks them.
+Done again after a stop midway, each adds nothing already there.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from storage.span_rows import SpanRow
 
 #: The version recorded in schema_migrations once every stored trace is indexed.
 UPGRADED = 1013
+#: The version recorded once every stored text has its previews.
+PREVIEWED = 1016
 _STORED = (
     "SELECT project_id, trace_id, span_id, start_day, parent_span_id, name, kind, "
     "status_code, status_message, start_ns, end_ns, session_id, attributes, events, "
@@ -28,5 +31,21 @@ def _index_trace(tx: Transaction, project_id: str, trace_id: str) -> None:
 
 
 def upgrade(db: Database) -> int:
-    """Index every stored trace; the traces gone through (0 when it was done before)."""
-    return trace_walk.walk(db, UPGRADED, _index_trace, lock=True)
+    """Index every stored trace; the traces gone through (0 when it was done before).
+    The texts it writes have their previews: they are recorded done too."""
+    if not trace_walk.needed(db, UPGRADED):
+        return 0
+    done = trace_walk.walk(db, UPGRADED, _index_trace, lock=True)
+    trace_walk.record(db, PREVIEWED)
+    return done
+
+
+def _preview_trace(tx: Transaction, project_id: str, trace_id: str) -> None:
+    rows = [SpanRow(*row) for row in tx.query(_STORED, (project_id, trace_id))]
+    trace_index.give_previews(tx, rows)
+
+
+def preview(db: Database, progress: trace_walk.Progress | None = None) -> int:
+    """Give every stored text its previews; the traces gone through (0 when it was done
+    before)."""
+    return trace_walk.walk(db, PREVIEWED, _preview_trace, lock=True, progress=progress)

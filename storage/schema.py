@@ -268,6 +268,10 @@ MIGRATIONS: tuple[tuple[str, ...] | ByDialect, ...] = (
         # (storage/find_schema.py)
         find_schema.POSTGRES_PLANNING
     ),
+    (  # 16: each span text's previews (storage/trace_index.py), which the trace list shows;
+        # the texts stored before get theirs from storage/find_upgrade.py
+        "ALTER TABLE span_texts ADD COLUMN previews TEXT",
+    ),
 )
 
 

@@ -2,9 +2,10 @@
 writes the spans (schema migration 13, storage/find_schema.py).
 
 * `span_texts`: the LLM text (input and output messages) of each stored span row that
-  has some, one row per span row. Only the rows the GenAI view described are read (the
-  worker marked them, storage/span_genai.py); their messages are read here, once, as
-  they are written.
+  has messages, one row per span row, with the view's previews of them (the trace list
+  shows a trace's input and output from them, storage/trace_list.py). Only the rows the
+  GenAI view described are read (the worker marked them, storage/span_genai.py); their
+  messages are read here, once, as they are written.
 * `trace_attributes`: one row per distinct (attribute key, value) of a trace's spans,
   the value as the hash of its string form (`value_text`).
 * `trace_span_names` and `project_span_names`: a trace's distinct span names, and a
@@ -151,63 +152,73 @@ def says(attributes: str, events: str) -> bool:
     return _EVENT_MARKER in events or _SAID.search(attributes) is not None
 
 
-def text_of(name: str, kind: str, attributes: str, events: str) -> str | None:
-    """The LLM text of a span the GenAI view describes: its input and output
-    messages' contents, one a line (None when it has none)."""
+def text_and_previews(name: str, kind: str, attributes: str, events: str) -> tuple[str, str] | None:
+    """What a span the GenAI view describes gives the text index, when it has messages:
+    its input and output messages' contents, one a line (empty when none has any), and
+    its view's previews as the JSON text `[input, output]` (the list shows them)."""
     if not says(attributes, events):
         return None
     read = (lambda: orjson.loads(events)) if _EVENT_MARKER in events else None
     view = view_of(orjson.loads(attributes), read, name, kind)
-    if view is None:
+    if view is None or not (view.input_messages or view.output_messages):
         return None
     texts = [m.content for m in (*view.input_messages, *view.output_messages) if m.content]
-    return "\n".join(texts)[:MAX_TEXT] or None
+    previews = orjson.dumps([view.input_preview, view.output_preview]).decode()
+    return "\n".join(texts)[:MAX_TEXT], previews
 
 
-def _texts(rows: Iterable[SpanRow]) -> list[tuple[str, str, str, str, str]]:
-    found = []
+def _texts(rows: Iterable[SpanRow]) -> list[tuple[str, ...]]:
+    found: list[tuple[str, ...]] = []
     for row in rows:
         if row.llm_type is None:
             continue
         try:
-            body = text_of(row.name, row.kind, row.attributes, row.events)
+            given = text_and_previews(row.name, row.kind, row.attributes, row.events)
         except Exception:  # a span is stored whatever its text makes of it
             log.exception("span's LLM text failed; stored without it")
             continue
-        if body is not None:
-            found.append((row.project_id, row.trace_id, row.span_id, row.start_day, body))
+        if given is not None:
+            found.append((row.project_id, row.trace_id, row.span_id, row.start_day, *given))
     return found
 
 
 _INSERT = {
-    "span_texts": "project_id, trace_id, span_id, start_day, body",
+    "span_texts": "project_id, trace_id, span_id, start_day, body, previews",
     "trace_attributes": "project_id, attr_key, value_hash, trace_id",
     "trace_span_names": "project_id, name, trace_id",
     "project_span_names": "project_id, name",
 }
+#: The unique key of a table whose rows may be updated (`_insert`).
+_KEYS = {"span_texts": "project_id, trace_id, span_id, start_day"}
 _TYPES = {
-    "span_texts": ("text",) * 5,
+    "span_texts": ("text",) * 6,
     "trace_attributes": ("text", "text", "bigint", "text"),
     "trace_span_names": ("text",) * 3,
     "project_span_names": ("text",) * 2,
 }
 
 
-def _insert(tx: Transaction, table: str, rows: list[tuple[Any, ...]]) -> None:
-    """Insert rows, leaving those already there as they are."""
+def _insert(
+    tx: Transaction, table: str, rows: list[tuple[Any, ...]], update: str | None = None
+) -> None:
+    """Insert rows, leaving those already there as they are (`update`: but for this
+    column, set to the row's)."""
     if not rows:
         return
     columns = _INSERT[table]
+    if update is None:
+        conflict = "ON CONFLICT DO NOTHING"
+    else:
+        conflict = f"ON CONFLICT ({_KEYS[table]}) DO UPDATE SET {update} = excluded.{update}"
     if tx.postgres:
         unnest = ", ".join(f"?::{kind}[]" for kind in _TYPES[table])
         tx.execute(
-            f"INSERT INTO {table} ({columns}) SELECT * FROM unnest({unnest}) "
-            "ON CONFLICT DO NOTHING",
+            f"INSERT INTO {table} ({columns}) SELECT * FROM unnest({unnest}) {conflict}",
             arrays(rows),
         )
         return
     marks = ", ".join("?" * len(rows[0]))
-    tx.executemany(f"INSERT OR IGNORE INTO {table} ({columns}) VALUES ({marks})", rows)
+    tx.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks}) {conflict}", rows)
 
 
 #: A row's attributes as (key, value hash) pairs (the C row builder gives them, hashing
@@ -276,7 +287,7 @@ class IndexRows(NamedTuple):
 
     #: the rows indexed: the batch's, each span's last send only
     rows: list[SpanRow]
-    texts: list[tuple[str, str, str, str, str]]
+    texts: list[tuple[str, ...]]
     attributes: list[tuple[Any, ...]]
     names: list[tuple[Any, ...]]
 
@@ -368,6 +379,14 @@ def note_replaced(tx: Transaction, keys: Sequence[tuple[str, ...]]) -> None:
         f"FROM spans WHERE {_SAME_SPAN}",
         keys,
     )
+
+
+def give_previews(tx: Transaction, rows: list[SpanRow]) -> None:
+    """Give the stored texts of a trace's stored `rows` their previews (storage/
+    find_upgrade.py: the texts stored before they had them), by an update of each: a
+    text keeps its rowid, whose order is the text index's newest first
+    (storage/index_filters.py)."""
+    _insert(tx, "span_texts", _texts(rows), update="previews")
 
 
 def forget_texts(tx: Transaction, keys: Sequence[tuple[str, ...]]) -> None:

@@ -11,8 +11,8 @@ from typing import Any
 
 import orjson
 
-from genai import GenAIView, view_of
-from storage import summary_genai
+from genai import view_of
+from storage import find_upgrade, summary_genai
 from storage.database import Database, Transaction
 from storage.trace_query import (
     NULLABLE,
@@ -129,8 +129,7 @@ def summaries_of(
 ) -> list[TraceSummary]:
     """The summaries of rows of _SELECT; with `ends`, each with its `input` and `output`:
     the first user message of the span that gives the input, the last output message of
-    the one that gives the output, read from their attributes (the worker stores no
-    message)."""
+    the one that gives the output (`previews`)."""
     if not ends:
         return [TraceSummary.of_row(row) for row in rows]
     keys = [_end_spans(row[9], row[20], row[21], row[22]) for row in rows]
@@ -140,63 +139,92 @@ def summaries_of(
         for key in of_row
         if key is not None
     }
-    views: dict[tuple[str, str, str], GenAIView | None] = {}
-    for trace_id, span_id, day, name, kind, attributes, events in _spans(
-        tx, project_id, sorted(wanted)
-    ):
-        views[(trace_id, span_id, day)] = view_of(
-            orjson.loads(attributes), lambda events=events: orjson.loads(events), name, kind
-        )
+    found = previews(tx, project_id, sorted(wanted))
 
-    def view(trace_id: str, key: str | None) -> GenAIView | None:
-        return None if key is None else views.get((trace_id, *summary_genai.span_of(key)))
+    def preview(trace_id: str, key: str | None, at: int) -> str | None:
+        if key is None:
+            return None
+        given = found.get((trace_id, *summary_genai.span_of(key)))
+        return None if given is None else given[at]
 
-    found = []
-    for row, (input_key, output_key) in zip(rows, keys, strict=True):
-        first, last = view(row[0], input_key), view(row[0], output_key)
-        found.append(
-            TraceSummary.of_row(
-                row,
-                (
-                    None if first is None else first.input_preview,
-                    None if last is None else last.output_preview,
-                ),
-            )
-        )
+    return [
+        TraceSummary.of_row(row, (preview(row[0], first, 0), preview(row[0], last, 1)))
+        for row, (first, last) in zip(rows, keys, strict=True)
+    ]
+
+
+Previews = dict[tuple[str, str, str], tuple[str | None, str | None]]
+
+
+def previews(tx: Transaction, project_id: str, keys: list[tuple[str, str, str]]) -> Previews:
+    """The input and output previews of the spans (trace, span, start day) `keys` names,
+    as the worker stored them with their texts (storage/trace_index.py); a span stored
+    before texts had previews (until storage/find_upgrade.py gave them theirs) has them
+    read from its attributes. A span of no GenAI type, or with no text once every text
+    has previews, has none."""
+    all_previewed = tx.query_one(_PREVIEWED, (find_upgrade.PREVIEWED,)) is not None
+    found: Previews = {}
+    unread = []
+    for at in range(0, len(keys), _KEYS_ASKED):
+        chunk = keys[at : at + _KEYS_ASKED]
+        for trace_id, span_id, day, llm_type, stored in tx.query(
+            *span_query(project_id, chunk, tx.postgres, _STORED_PREVIEWS)
+        ):
+            key = (trace_id, span_id, day)
+            if stored is not None:
+                first, last = orjson.loads(stored)
+                found[key] = (first, last)
+            elif llm_type is not None and not all_previewed:
+                unread.append(key)
+    for at in range(0, len(unread), _KEYS_ASKED):
+        chunk = unread[at : at + _KEYS_ASKED]
+        for trace_id, span_id, day, name, kind, attributes, events in tx.query(
+            *span_query(project_id, chunk, tx.postgres)
+        ):
+            view = view_of(orjson.loads(attributes), lambda e=events: orjson.loads(e), name, kind)
+            if view is not None:
+                found[(trace_id, span_id, day)] = (view.input_preview, view.output_preview)
     return found
 
 
+_PREVIEWED = "SELECT 1 FROM schema_migrations WHERE version = ?"
 _SPAN = "SELECT spans.trace_id, spans.span_id, spans.start_day, name, kind, attributes, events"
+#: The span's GenAI type and its text's previews (NULL: none stored).
+_STORED_PREVIEWS = (
+    "SELECT spans.trace_id, spans.span_id, spans.start_day, spans.llm_type, x.previews"
+)
+#: The span's text, if any, through span_texts' key (whose texts collate as "C" on
+#: PostgreSQL: {exact} is that collation there).
+_TEXT_OF_SPAN = "LEFT JOIN span_texts AS x ON " + " AND ".join(
+    f"x.{column} = spans.{column}{{exact}}"
+    for column in ("project_id", "trace_id", "span_id", "start_day")
+)
 
 
 def span_query(
-    project_id: str, keys: list[tuple[str, str, str]], postgres: bool
+    project_id: str, keys: list[tuple[str, str, str]], postgres: bool, select: str = _SPAN
 ) -> tuple[str, list[Any]]:
     """The query of the rows of the spans (trace, span, start day) `keys` names, each
     through the span table's key (on SQLite the keys' list drives a join: it seeks a
-    row-value IN list by the project alone, a scan of its spans), and its parameters."""
+    row-value IN list by the project alone, a scan of its spans), and its parameters;
+    `select`: _SPAN (the span's own columns) or _STORED_PREVIEWS."""
     listed = ", ".join("(?, ?, ?)" for _ in keys)
     values = [value for key in keys for value in key]
+    joined = ""
+    if select == _STORED_PREVIEWS:
+        joined = _TEXT_OF_SPAN.format(exact=' COLLATE "C"' if postgres else "")
     if postgres:
         return (
-            f"{_SPAN} FROM spans WHERE project_id = ? AND "
-            f"(trace_id, span_id, start_day) IN (VALUES {listed})",
+            f"{select} FROM spans {joined} WHERE spans.project_id = ? AND "
+            f"(spans.trace_id, spans.span_id, spans.start_day) IN (VALUES {listed})",
             [project_id, *values],
         )
     return (
-        f"WITH k (t, s, d) AS (VALUES {listed}) {_SPAN} FROM k CROSS JOIN spans "
+        f"WITH k (t, s, d) AS (VALUES {listed}) {select} FROM k CROSS JOIN spans "
         "ON spans.project_id = ? AND spans.trace_id = k.t AND spans.span_id = k.s "
-        "AND spans.start_day = k.d",
+        f"AND spans.start_day = k.d {joined}",
         [*values, project_id],
     )
-
-
-def _spans(tx: Transaction, project_id: str, keys: list[tuple[str, str, str]]) -> list[Any]:
-    """The rows of the spans `keys` names, a few hundred a query (`span_query`)."""
-    rows = []
-    for at in range(0, len(keys), _KEYS_ASKED):
-        rows += tx.query(*span_query(project_id, keys[at : at + _KEYS_ASKED], tx.postgres))
-    return rows
 
 
 def _usage(values: tuple[Any, ...]) -> tuple[int | None, int | None, int | None, float | None]:

@@ -59,10 +59,15 @@ def walk(
         done += len(traces)
         if progress is not None:
             progress(done, total)
+    record(db, version)
+    return done
+
+
+def record(db: Database, version: int) -> None:
+    """Record the walk `version` as done."""
     with db.transaction(immediate=True) as tx:
         tx.execute(
             "INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?) "
             "ON CONFLICT (version) DO NOTHING",
             (version, utc_now_iso()),
         )
-    return done

@@ -18,7 +18,7 @@ from storage.schema import migrate
 from storage.session_summaries import EVERY_SESSION
 from storage.span_rows import SpanRow
 from storage.spans import SpanStore
-from storage.trace_index import attribute_pairs, text_hash, text_of
+from storage.trace_index import attribute_pairs, text_and_previews, text_hash
 from storage.trace_list import TraceFilter, TraceSummaries
 from tests.fuzz import FUZZ
 from tests.storage.rows import sends, span_row
@@ -49,7 +49,8 @@ _ROWS = sends(WINDOW_MS).map(_indexed)
 
 
 def _expected(tx: Any) -> tuple[set[Any], set[Any], set[Any]]:
-    """The texts, attribute pairs and span names a recount of the stored rows gives."""
+    """The texts (with their previews), attribute pairs and span names a recount of the
+    stored rows gives."""
     texts, pairs, names = set(), set(), set()
     rows = tx.query(
         "SELECT project_id, trace_id, span_id, start_day, name, kind, attributes, events, "
@@ -58,9 +59,9 @@ def _expected(tx: Any) -> tuple[set[Any], set[Any], set[Any]]:
     for project, trace, span, day, name, kind, attributes, events, llm_type in rows:
         names.add((project, name, trace))
         pairs.update((project, k, h, trace) for k, h in attribute_pairs(attributes))
-        body = text_of(name, kind, attributes, events) if llm_type else None
-        if body is not None:
-            texts.add((project, trace, span, day, body))
+        given = text_and_previews(name, kind, attributes, events) if llm_type else None
+        if given is not None:
+            texts.add((project, trace, span, day, *given))
     return texts, pairs, names
 
 
@@ -70,7 +71,7 @@ def assert_exact(db: Database) -> None:
     with db.transaction() as tx:
         texts, pairs, names = _expected(tx)
         stored_texts = tx.query(
-            "SELECT project_id, trace_id, span_id, start_day, body FROM span_texts"
+            "SELECT project_id, trace_id, span_id, start_day, body, previews FROM span_texts"
         )
         assert set(map(tuple, stored_texts)) == texts
         assert set(map(tuple, tx.query("SELECT * FROM trace_attributes"))) == pairs
@@ -161,6 +162,55 @@ def test_the_spans_stored_before_the_indexes_get_theirs(database_url: str) -> No
         assert_exact(db)
         assert _find(db, words=("bravo",)) == ["a"]
         assert find_upgrade.upgrade(db) == 0
+        assert find_upgrade.preview(db) == 0  # its texts were written with their previews
+    finally:
+        db.close()
+
+
+def _said(role: str, text: str) -> str:
+    return orjson.dumps([{"role": role, "parts": [{"type": "text", "content": text}]}]).decode()
+
+
+def test_the_texts_stored_before_their_previews_get_them(database_url: str) -> None:
+    """A listed trace's input and output come from its texts' previews; a text stored
+    without them (before schema 16) has them read from its span until the upgrade gives
+    them theirs; once every text has previews, an LLM span with no text has none."""
+    from storage import find_upgrade
+
+    db = Database(database_url)
+    try:
+        migrate(db)
+        said = [
+            {"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}},
+            {"key": "gen_ai.input.messages", "value": {"stringValue": _said("user", "Hi?")}},
+            {"key": "gen_ai.output.messages", "value": {"stringValue": _said("assistant", "Yo")}},
+        ]
+        call = span_row(trace="a", span="a" * 16, content="y")._replace(
+            attributes=orjson.dumps(said).decode(), llm_type="llm"
+        )
+        quiet = span_row(trace="b", span="b" * 16, content="q")._replace(llm_type="llm")
+        SpanStore(db).upsert([call, quiet], WINDOW_MS)
+
+        def ends() -> dict[str, tuple[str | None, str | None]]:
+            traces, _ = TraceSummaries(db).page("p", TraceFilter(), 10)
+            return {t.trace_id: (t.input, t.output) for t in traces}
+
+        assert ends() == {"a": ("Hi?", "Yo"), "b": (None, None)}
+        with db.transaction() as tx:  # as a store upgraded to schema 16 finds its texts
+            tx.execute("UPDATE span_texts SET previews = NULL")
+            tx.execute("DELETE FROM schema_migrations WHERE version = ?", (find_upgrade.PREVIEWED,))
+        assert ends() == {"a": ("Hi?", "Yo"), "b": (None, None)}
+        # on SQLite the same row, given its previews: its rowid orders the text index's
+        # newest (PostgreSQL's rows have none)
+        which = "trace_id" if db.postgres else "id, trace_id"
+        with db.transaction() as tx:
+            (before,) = tx.query(f"SELECT {which} FROM span_texts")
+        assert find_upgrade.preview(db) == 2
+        with db.transaction() as tx:
+            stored = tx.query(f"SELECT {which}, previews FROM span_texts")
+        assert [tuple(row) for row in stored] == [(*before, '["Hi?","Yo"]')]
+        assert ends() == {"a": ("Hi?", "Yo"), "b": (None, None)}
+        assert find_upgrade.preview(db) == 0
     finally:
         db.close()
 
