@@ -184,17 +184,23 @@ def test_list_pages_are_read_through_an_index(tmp_path: Path, filters: TraceFilt
 
 
 def test_a_listed_traces_input_and_output_spans_are_sought_by_their_key(tmp_path: Path) -> None:
-    """The spans that give listed traces' input and output are read through the span
-    table's whole key, in one query (SQLite seeks a row-value IN list by the project
-    alone)."""
-    from storage.trace_list import span_query
+    """The spans that give listed traces' input and output, and their texts' previews,
+    are read through the tables' whole keys, in one query (SQLite seeks a row-value IN
+    list by the project alone)."""
+    from storage.trace_list import _SPAN, _STORED_PREVIEWS, span_query
 
     db = Database(f"sqlite:///{tmp_path / 'spans.db'}")
     try:
         migrate(db)
-        sql, params = span_query("p", [("t1", "s1", "d1"), ("t2", "s2", "d2")], False)
-        with db.transaction() as tx:
-            plan = " / ".join(row[-1] for row in tx.query(f"EXPLAIN QUERY PLAN {sql}", params))
-        assert "project_id=? AND trace_id=? AND span_id=? AND start_day=?" in plan, plan
+        whole_key = "(project_id=? AND trace_id=? AND span_id=? AND start_day=?)"
+        keys = [("t1", "s1", "d1"), ("t2", "s2", "d2")]
+        for select, tables in ((_SPAN, ("spans",)), (_STORED_PREVIEWS, ("spans", "x"))):
+            sql, params = span_query("p", keys, False, select)
+            with db.transaction() as tx:
+                plan = [row[-1] for row in tx.query(f"EXPLAIN QUERY PLAN {sql}", params)]
+            for table in tables:
+                assert any(
+                    step.startswith(f"SEARCH {table} ") and whole_key in step for step in plan
+                ), plan
     finally:
         db.close()
