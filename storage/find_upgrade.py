@@ -25,8 +25,12 @@ _STORED = (
 )
 
 
+def _stored(tx: Transaction, project_id: str, trace_id: str) -> list[SpanRow]:
+    return [SpanRow(*row) for row in tx.query(_STORED, (project_id, trace_id))]
+
+
 def _index_trace(tx: Transaction, project_id: str, trace_id: str) -> None:
-    rows = [SpanRow(*row) for row in tx.query(_STORED, (project_id, trace_id))]
+    rows = _stored(tx, project_id, trace_id)
     trace_index.write(tx, trace_index.index_rows(rows), rows, [])
 
 
@@ -41,8 +45,7 @@ def upgrade(db: Database) -> int:
 
 
 def _preview_trace(tx: Transaction, project_id: str, trace_id: str) -> None:
-    rows = [SpanRow(*row) for row in tx.query(_STORED, (project_id, trace_id))]
-    trace_index.give_previews(tx, rows)
+    trace_index.give_previews(tx, _stored(tx, project_id, trace_id))
 
 
 def preview(db: Database, progress: trace_walk.Progress | None = None) -> int:

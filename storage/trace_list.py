@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 
 from genai import view_of
-from storage import find_upgrade, summary_genai
+from storage import find_upgrade, summary_genai, trace_walk
 from storage.database import Database, Transaction
 from storage.trace_query import (
     NULLABLE,
@@ -101,23 +101,13 @@ class TraceSummary:
         """The distinct models of the trace's spans, sorted."""
         return summary_genai.models_of(self.models_text)
 
-    @property
-    def input_span(self) -> str | None:
-        """The key (storage/summary_genai.py) of the span whose input is the trace's:
-        its first LLM call, or its earliest root when it has no LLM call."""
-        return _end_spans(self.llm_calls, self.first_llm, self.last_llm, self.first_root)[0]
-
-    @property
-    def output_span(self) -> str | None:
-        """The key of the span whose output is the trace's: its last LLM call, or its
-        earliest root."""
-        return _end_spans(self.llm_calls, self.first_llm, self.last_llm, self.first_root)[1]
-
 
 def _end_spans(
     llm_calls: int | None, first_llm: str | None, last_llm: str | None, first_root: str | None
 ) -> tuple[str | None, str | None]:
-    """The keys of the spans that give a trace's input and its output."""
+    """The keys (storage/summary_genai.py) of the spans that give a trace's input and
+    its output: its first and last LLM calls, or its earliest root (both) when it has no
+    LLM call."""
     return (first_llm, last_llm) if llm_calls else (first_root, first_root)
 
 
@@ -153,41 +143,6 @@ def summaries_of(
     ]
 
 
-Previews = dict[tuple[str, str, str], tuple[str | None, str | None]]
-
-
-def previews(tx: Transaction, project_id: str, keys: list[tuple[str, str, str]]) -> Previews:
-    """The input and output previews of the spans (trace, span, start day) `keys` names,
-    as the worker stored them with their texts (storage/trace_index.py); a span stored
-    before texts had previews (until storage/find_upgrade.py gave them theirs) has them
-    read from its attributes. A span of no GenAI type, or with no text once every text
-    has previews, has none."""
-    all_previewed = tx.query_one(_PREVIEWED, (find_upgrade.PREVIEWED,)) is not None
-    found: Previews = {}
-    unread = []
-    for at in range(0, len(keys), _KEYS_ASKED):
-        chunk = keys[at : at + _KEYS_ASKED]
-        for trace_id, span_id, day, llm_type, stored in tx.query(
-            *span_query(project_id, chunk, tx.postgres, _STORED_PREVIEWS)
-        ):
-            key = (trace_id, span_id, day)
-            if stored is not None:
-                first, last = orjson.loads(stored)
-                found[key] = (first, last)
-            elif llm_type is not None and not all_previewed:
-                unread.append(key)
-    for at in range(0, len(unread), _KEYS_ASKED):
-        chunk = unread[at : at + _KEYS_ASKED]
-        for trace_id, span_id, day, name, kind, attributes, events in tx.query(
-            *span_query(project_id, chunk, tx.postgres)
-        ):
-            view = view_of(orjson.loads(attributes), lambda e=events: orjson.loads(e), name, kind)
-            if view is not None:
-                found[(trace_id, span_id, day)] = (view.input_preview, view.output_preview)
-    return found
-
-
-_PREVIEWED = "SELECT 1 FROM schema_migrations WHERE version = ?"
 _SPAN = "SELECT spans.trace_id, spans.span_id, spans.start_day, name, kind, attributes, events"
 #: The span's GenAI type and its text's previews (NULL: none stored).
 _STORED_PREVIEWS = (
@@ -199,6 +154,42 @@ _TEXT_OF_SPAN = "LEFT JOIN span_texts AS x ON " + " AND ".join(
     f"x.{column} = spans.{column}{{exact}}"
     for column in ("project_id", "trace_id", "span_id", "start_day")
 )
+
+
+Previews = dict[tuple[str, str, str], tuple[str | None, str | None]]
+
+
+def previews(tx: Transaction, project_id: str, keys: list[tuple[str, str, str]]) -> Previews:
+    """The input and output previews of the spans (trace, span, start day) `keys` names,
+    as the worker stored them with their texts (storage/trace_index.py); a span stored
+    before texts had previews (until storage/find_upgrade.py gave them theirs) has them
+    read from its attributes. A span of no GenAI type, or with no text once every text
+    has previews, has none."""
+    all_previewed = trace_walk.recorded(tx, find_upgrade.PREVIEWED)
+    found: Previews = {}
+    unread = []
+    for trace_id, span_id, day, llm_type, stored in _spans(tx, project_id, keys, _STORED_PREVIEWS):
+        key = (trace_id, span_id, day)
+        if stored is not None:
+            first, last = orjson.loads(stored)
+            found[key] = (first, last)
+        elif llm_type is not None and not all_previewed:
+            unread.append(key)
+    for trace_id, span_id, day, name, kind, attributes, events in _spans(tx, project_id, unread):
+        view = view_of(orjson.loads(attributes), lambda e=events: orjson.loads(e), name, kind)
+        if view is not None:
+            found[(trace_id, span_id, day)] = (view.input_preview, view.output_preview)
+    return found
+
+
+def _spans(
+    tx: Transaction, project_id: str, keys: list[tuple[str, str, str]], select: str = _SPAN
+) -> list[Any]:
+    """The rows of `span_query`, a few hundred keys a query."""
+    rows = []
+    for at in range(0, len(keys), _KEYS_ASKED):
+        rows += tx.query(*span_query(project_id, keys[at : at + _KEYS_ASKED], tx.postgres, select))
+    return rows
 
 
 def span_query(

@@ -24,8 +24,12 @@ Progress = Callable[[int, int], None]
 def needed(db: Database, version: int) -> bool:
     """Whether the walk recorded as `version` has not been done yet."""
     with db.transaction() as tx:
-        row = tx.query_one("SELECT 1 FROM schema_migrations WHERE version = ?", (version,))
-    return row is None
+        return not recorded(tx, version)
+
+
+def recorded(tx: Transaction, version: int) -> bool:
+    """Whether the walk `version` is recorded as done, read in `tx`."""
+    return tx.query_one("SELECT 1 FROM schema_migrations WHERE version = ?", (version,)) is not None
 
 
 def walk(
