@@ -272,6 +272,10 @@ MIGRATIONS: tuple[tuple[str, ...] | ByDialect, ...] = (
         # the texts stored before get theirs from storage/find_upgrade.py
         "ALTER TABLE span_texts ADD COLUMN previews TEXT",
     ),
+    ByDialect(  # 17: SQLite: the writer gives the full-text index a batch's texts in one
+        # statement (storage/trace_index.py), without the insert trigger
+        ((find_schema.SQLITE_WRITER_INDEXES_TEXTS,), ())
+    ),
 )
 
 

@@ -188,6 +188,11 @@ _INSERT = {
     "trace_span_names": "project_id, name, trace_id",
     "project_span_names": "project_id, name",
 }
+#: SQLite: the words of the texts past a rowid, indexed (schema migration 17 dropped the
+#: trigger that indexed each text as it was inserted: twice the cost of this).
+_WORDS_OF_TEXTS = (
+    "INSERT INTO span_text_words (rowid, body) SELECT id, body FROM span_texts WHERE id > ?"
+)
 #: The unique key of a table whose rows may be updated (`_insert`).
 _KEYS = {"span_texts": "project_id, trace_id, span_id, start_day"}
 _TYPES = {
@@ -218,7 +223,16 @@ def _insert(
         )
         return
     marks = ", ".join("?" * len(rows[0]))
+    if table != "span_texts":
+        tx.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks}) {conflict}", rows)
+        return
+    last = tx.query_one("SELECT MAX(id) FROM span_texts")
+    top = last[0] if last is not None and last[0] is not None else 0
     tx.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks}) {conflict}", rows)
+    # the texts added (rowids past the largest before; one updated keeps its rowid and
+    # body), given to FTS5 in one statement: FTS5 writes what it holds to disk at each
+    # statement's savepoint, so a trigger's insert made a segment of each text to merge
+    tx.execute(_WORDS_OF_TEXTS, (top,))
 
 
 #: A row's attributes as (key, value hash) pairs (the C row builder gives them, hashing
