@@ -34,6 +34,12 @@ setup(
             extra_compile_args=["-O2"],
         ),
         Extension(
+            "storage._words",
+            ["storage/_words.c"],
+            optional=True,
+            extra_compile_args=["-O2"],
+        ),
+        Extension(
             "storage._sqlite_bulk",
             ["storage/_sqlite_bulk.c"],
             optional=True,

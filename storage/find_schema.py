@@ -137,6 +137,12 @@ SQLITE = (
 #: 57-60 us in one statement.
 SQLITE_WRITER_INDEXES_TEXTS = "DROP TRIGGER span_texts_added"
 
+#: PostgreSQL: a text's words are the worker's to give (storage/text_words.py), no
+#: longer computed from the text by PostgreSQL's parser (`to_tsvector`), which cost the
+#: server about 500 us a model call's 3 KB of text. The words stored keep their values
+#: until the worker's next start gives them anew (storage/find_upgrade.py).
+POSTGRES_WORKER_GIVES_WORDS = "ALTER TABLE span_texts ALTER COLUMN words DROP EXPRESSION"
+
 #: The update trigger of SQLite's spans, dropped: the writer notes a replaced row
 #: itself (storage/trace_index.py, `note_replaced`).
 SQLITE_WRITER_NOTES_REPLACED = "DROP TRIGGER spans_replaced"

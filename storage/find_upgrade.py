@@ -1,5 +1,7 @@
-"""The find indexes (storage/trace_index.py) for the spans stored before them, and the
-previews of the texts stored before texts had them (schema migration 16).
+"""The find indexes (storage/trace_index.py) for the spans stored before them; the
+previews of the texts stored before texts had them (schema migration 16); and on
+PostgreSQL, the words of the texts stored before the worker split them (migration 18:
+they were PostgreSQL's parser's, storage/text_words.py).
 
 Run once each, after the migrations, by the commands that start the worker (storage/
 trace_walk.py): each stored trace's rows give their texts, attribute and name rows (or
@@ -10,13 +12,17 @@ Done again after a stop midway, each adds nothing already there.
 from __future__ import annotations
 
 from storage import trace_index, trace_walk
-from storage.database import Database, Transaction
+from storage.database import Database, Transaction, arrays
 from storage.span_rows import SpanRow
+from storage.text_words import words
 
 #: The version recorded in schema_migrations once every stored trace is indexed.
 UPGRADED = 1013
 #: The version recorded once every stored text has its previews.
 PREVIEWED = 1016
+#: The version recorded once every stored text has its words split by
+#: storage/text_words.py (on PostgreSQL; SQLite's full-text index is FTS5's).
+WORDED = 1018
 _STORED = (
     "SELECT project_id, trace_id, span_id, start_day, parent_span_id, name, kind, "
     "status_code, status_message, start_ns, end_ns, session_id, attributes, events, "
@@ -31,7 +37,7 @@ def _stored(tx: Transaction, project_id: str, trace_id: str) -> list[SpanRow]:
 
 def _index_trace(tx: Transaction, project_id: str, trace_id: str) -> None:
     rows = _stored(tx, project_id, trace_id)
-    trace_index.write(tx, trace_index.index_rows(rows), rows, [])
+    trace_index.write(tx, trace_index.index_rows(rows, None, tx.postgres), rows, [])
 
 
 def upgrade(db: Database) -> int:
@@ -41,6 +47,7 @@ def upgrade(db: Database) -> int:
         return 0
     done = trace_walk.walk(db, UPGRADED, _index_trace, lock=True)
     trace_walk.record(db, PREVIEWED)
+    trace_walk.record(db, WORDED)
     return done
 
 
@@ -52,3 +59,29 @@ def preview(db: Database, progress: trace_walk.Progress | None = None) -> int:
     """Give every stored text its previews; the traces gone through (0 when it was done
     before)."""
     return trace_walk.walk(db, PREVIEWED, _preview_trace, lock=True, progress=progress)
+
+
+_TEXTS = "SELECT span_id, start_day, body FROM span_texts WHERE project_id = ? AND trace_id = ?"
+_REWORD = (
+    "UPDATE span_texts SET words = array_to_tsvector(string_to_array(u.words, ' ')) "
+    "FROM unnest(?::text[], ?::text[], ?::text[]) AS u (span_id, start_day, words) "
+    "WHERE project_id = ? AND trace_id = ? AND span_texts.span_id = u.span_id "
+    "AND span_texts.start_day = u.start_day"
+)
+
+
+def _reword_trace(tx: Transaction, project_id: str, trace_id: str) -> None:
+    texts = tx.query(_TEXTS, (project_id, trace_id))
+    if texts:
+        given = [(span, day, " ".join(words(body))) for span, day, body in texts]
+        tx.execute(_REWORD, [*arrays(given), project_id, trace_id])
+
+
+def reword(db: Database, progress: trace_walk.Progress | None = None) -> int:
+    """PostgreSQL: give every stored text its words as the worker splits them; the
+    traces gone through (0 when it was done before, and on SQLite)."""
+    if not db.postgres:
+        if trace_walk.needed(db, WORDED):
+            trace_walk.record(db, WORDED)
+        return 0
+    return trace_walk.walk(db, WORDED, _reword_trace, lock=True, progress=progress)

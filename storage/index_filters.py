@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
+from storage.text_words import tsquery
 from storage.trace_index import KEY_ONLY, value_hash
 
 if TYPE_CHECKING:
@@ -35,13 +36,13 @@ def _text_traces(postgres: bool, word: str) -> IndexFilter:
     """The traces whose text holds a word: as a query of them (driving a page), as a
     condition on one trace's texts (checking a walked trace's), and the parameters."""
     if postgres:
-        words = "x.words @@ plainto_tsquery('simple', ?)"
+        words = "x.words @@ ?::tsquery"
         return IndexFilter(
             f"SELECT x.trace_id FROM span_texts AS x WHERE x.project_id = ?1 AND {words}",
-            [word],
+            [tsquery(word)],
             f"EXISTS (SELECT 1 FROM span_texts AS x WHERE x.project_id = ?1 "
             f"AND x.trace_id = trace_summaries.trace_id AND {words})",
-            [word],
+            [tsquery(word)],
             counted=True,
         )
     return _fts5_traces(word)

@@ -276,6 +276,10 @@ MIGRATIONS: tuple[tuple[str, ...] | ByDialect, ...] = (
         # statement (storage/trace_index.py), without the insert trigger
         ((find_schema.SQLITE_WRITER_INDEXES_TEXTS,), ())
     ),
+    PostgresOnly(  # 18: the worker gives each text's words (storage/text_words.py); the
+        # texts stored before get theirs from storage/find_upgrade.py
+        (find_schema.POSTGRES_WORKER_GIVES_WORDS,)
+    ),
 )
 
 

@@ -39,6 +39,7 @@ from genai import conventions as c
 from genai import view_of
 from storage.database import Transaction, arrays
 from storage.span_rows import SpanRow
+from storage.text_words import words
 
 log = logging.getLogger("spangate.worker")
 
@@ -167,7 +168,8 @@ def text_and_previews(name: str, kind: str, attributes: str, events: str) -> tup
     return "\n".join(texts)[:MAX_TEXT], previews
 
 
-def _texts(rows: Iterable[SpanRow]) -> list[tuple[str, ...]]:
+def _texts(rows: Iterable[SpanRow], postgres: bool) -> list[tuple[str, ...]]:
+    """The `span_texts` rows of span rows (on PostgreSQL with their words)."""
     found: list[tuple[str, ...]] = []
     for row in rows:
         if row.llm_type is None:
@@ -177,13 +179,15 @@ def _texts(rows: Iterable[SpanRow]) -> list[tuple[str, ...]]:
         except Exception:  # a span is stored whatever its text makes of it
             log.exception("span's LLM text failed; stored without it")
             continue
-        if given is not None:
-            found.append((row.project_id, row.trace_id, row.span_id, row.start_day, *given))
+        if given is None:
+            continue
+        key = (row.project_id, row.trace_id, row.span_id, row.start_day)
+        found.append((*key, *given, " ".join(words(given[0]))) if postgres else (*key, *given))
     return found
 
 
 _INSERT = {
-    "span_texts": "project_id, trace_id, span_id, start_day, body, previews",
+    "span_texts": "project_id, trace_id, span_id, start_day, body, previews",  # PostgreSQL: words
     "trace_attributes": "project_id, attr_key, value_hash, trace_id",
     "trace_span_names": "project_id, name, trace_id",
     "project_span_names": "project_id, name",
@@ -195,11 +199,16 @@ _WORDS_OF_TEXTS = (
 )
 #: The unique key of a table whose rows may be updated (`_insert`).
 _KEYS = {"span_texts": "project_id, trace_id, span_id, start_day"}
+#: PostgreSQL: each table's columns' types, and what is selected from them (`*` but for
+#: a text's words, given as their text: storage/text_words.py).
 _TYPES = {
-    "span_texts": ("text",) * 6,
+    "span_texts": ("text",) * 7,
     "trace_attributes": ("text", "text", "bigint", "text"),
     "trace_span_names": ("text",) * 3,
     "project_span_names": ("text",) * 2,
+}
+_SELECT = {
+    "span_texts": "u1, u2, u3, u4, u5, u6, array_to_tsvector(string_to_array(u7, ' '))",
 }
 
 
@@ -216,9 +225,14 @@ def _insert(
     else:
         conflict = f"ON CONFLICT ({_KEYS[table]}) DO UPDATE SET {update} = excluded.{update}"
     if tx.postgres:
-        unnest = ", ".join(f"?::{kind}[]" for kind in _TYPES[table])
+        types = _TYPES[table]
+        unnest = ", ".join(f"?::{kind}[]" for kind in types)
+        named = ", ".join(f"u{at}" for at in range(1, len(types) + 1))
+        if table == "span_texts":
+            columns += ", words"
         tx.execute(
-            f"INSERT INTO {table} ({columns}) SELECT * FROM unnest({unnest}) {conflict}",
+            f"INSERT INTO {table} ({columns}) SELECT {_SELECT.get(table, '*')} "
+            f"FROM unnest({unnest}) AS u ({named}) {conflict}",
             arrays(rows),
         )
         return
@@ -306,17 +320,19 @@ class IndexRows(NamedTuple):
     names: list[tuple[Any, ...]]
 
 
-def index_rows(rows: list[SpanRow], pairs: list[Pairs | None] | None = None) -> IndexRows:
+def index_rows(
+    rows: list[SpanRow], pairs: list[Pairs | None] | None = None, postgres: bool = False
+) -> IndexRows:
     """The index rows of a batch (`pairs`: each row's attribute pairs, when the row
-    builder gave them); a span sent twice in it is indexed by its last send, the one
-    stored."""
+    builder gave them; `postgres`: for a PostgreSQL store, whose texts' words are given);
+    a span sent twice in it is indexed by its last send, the one stored."""
     last = {(r.project_id, r.trace_id, r.span_id, r.start_day): at for at, r in enumerate(rows)}
     if len(last) < len(rows):
         kept = sorted(last.values())
         rows = [rows[at] for at in kept]
         pairs = None if pairs is None else [pairs[at] for at in kept]
     attributes, names = _facets(rows, pairs)
-    return IndexRows(rows, _texts(rows), attributes, names)
+    return IndexRows(rows, _texts(rows, postgres), attributes, names)
 
 
 def write(tx: Transaction, index: IndexRows, rows: list[SpanRow], refused: list[SpanRow]) -> None:
@@ -325,7 +341,7 @@ def write(tx: Transaction, index: IndexRows, rows: list[SpanRow], refused: list[
     indexes anew."""
     if refused:  # rare: the batch indexed anew without the rows refused
         gone = set(map(id, refused))
-        index = index_rows([row for row in rows if id(row) not in gone])
+        index = index_rows([row for row in rows if id(row) not in gone], None, tx.postgres)
     _insert(tx, "span_texts", index.texts)
     _insert(tx, "trace_attributes", index.attributes)
     _insert(tx, "trace_span_names", index.names)
@@ -400,7 +416,7 @@ def give_previews(tx: Transaction, rows: list[SpanRow]) -> None:
     find_upgrade.py: the texts stored before they had them), by an update of each: a
     text keeps its rowid, whose order is the text index's newest first
     (storage/index_filters.py)."""
-    _insert(tx, "span_texts", _texts(rows), update="previews")
+    _insert(tx, "span_texts", _texts(rows, tx.postgres), update="previews")
 
 
 def forget_texts(tx: Transaction, keys: Sequence[tuple[str, ...]]) -> None:

@@ -19,6 +19,7 @@ from storage.session_summaries import EVERY_SESSION
 from storage.span_rows import SpanRow
 from storage.spans import SpanStore
 from storage.trace_index import attribute_pairs, text_and_previews, text_hash
+from storage.text_words import words
 from storage.trace_list import TraceFilter, TraceSummaries
 from tests.fuzz import FUZZ
 from tests.storage.rows import sends, span_row
@@ -81,6 +82,9 @@ def assert_exact(db: Database) -> None:
         assert sorted(map(tuple, stored)) == sorted(map(tuple, sessions))
         if not db.postgres:
             tx.execute("INSERT INTO span_text_words (span_text_words) VALUES ('integrity-check')")
+            return
+        stored_words = tx.query("SELECT body, tsvector_to_array(words) FROM span_texts")
+        assert all(sorted(words(body)) == sorted(kept) for body, kept in stored_words)
 
 
 @FUZZ
@@ -211,6 +215,44 @@ def test_the_texts_stored_before_their_previews_get_them(database_url: str) -> N
         assert [tuple(row) for row in stored] == [(*before, '["Hi?","Yo"]')]
         assert ends() == {"a": ("Hi?", "Yo"), "b": (None, None)}
         assert find_upgrade.preview(db) == 0
+    finally:
+        db.close()
+
+
+def test_the_texts_stored_before_the_worker_split_their_words_get_its(
+    database_url: str,
+) -> None:
+    """PostgreSQL kept the words its parser made of a text (before schema 18), some of
+    which the `text` filter no longer looks up (a host name is one word to the parser):
+    the upgrade gives each stored text the worker's words. On SQLite (FTS5) it records
+    itself done."""
+    from storage import find_upgrade
+
+    db = Database(database_url)
+    try:
+        migrate(db)
+        said = [
+            {"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}},
+            {"key": "gen_ai.input.messages", "value": {"stringValue": _said("user", "Hi?")}},
+            {
+                "key": "gen_ai.output.messages",
+                "value": {"stringValue": _said("assistant", "See shop.example.com")},
+            },
+        ]
+        call = span_row(trace="a", content="y")._replace(
+            attributes=orjson.dumps(said).decode(), llm_type="llm"
+        )
+        SpanStore(db).upsert([call], WINDOW_MS)
+        assert _find(db, words=("example",)) == ["a"]
+        if db.postgres:  # as a store upgraded to schema 18 finds its texts
+            with db.transaction() as tx:
+                tx.execute("UPDATE span_texts SET words = to_tsvector('simple', body)")
+        assert _find(db, words=("example",)) == ([] if db.postgres else ["a"])
+        assert find_upgrade.reword(db) == (1 if db.postgres else 0)
+        assert _find(db, words=("example",)) == ["a"]
+        assert _find(db, words=("shop", "com", "hi")) == ["a"]
+        assert find_upgrade.reword(db) == 0
+        assert_exact(db)
     finally:
         db.close()
 

@@ -1,0 +1,3 @@
+"""Types of storage/_words.c."""
+
+def distinct_words(text: str, max_bytes: int, /) -> list[str]: ...
