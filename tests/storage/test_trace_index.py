@@ -18,8 +18,8 @@ from storage.schema import migrate
 from storage.session_summaries import EVERY_SESSION
 from storage.span_rows import SpanRow
 from storage.spans import SpanStore
-from storage.trace_index import attribute_pairs, text_and_previews, text_hash
 from storage.text_words import words
+from storage.trace_index import attribute_pairs, text_and_previews, text_hash
 from storage.trace_list import TraceFilter, TraceSummaries
 from tests.fuzz import FUZZ
 from tests.storage.rows import sends, span_row
@@ -175,6 +175,18 @@ def _said(role: str, text: str) -> str:
     return orjson.dumps([{"role": role, "parts": [{"type": "text", "content": text}]}]).decode()
 
 
+def _call(answer: str) -> SpanRow:
+    """An LLM call of trace `a` asked "Hi?" that answered `answer`."""
+    said = [
+        {"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}},
+        {"key": "gen_ai.input.messages", "value": {"stringValue": _said("user", "Hi?")}},
+        {"key": "gen_ai.output.messages", "value": {"stringValue": _said("assistant", answer)}},
+    ]
+    return span_row(trace="a", span="a" * 16, content="y")._replace(
+        attributes=orjson.dumps(said).decode(), llm_type="llm"
+    )
+
+
 def test_the_texts_stored_before_their_previews_get_them(database_url: str) -> None:
     """A listed trace's input and output come from its texts' previews; a text stored
     without them (before schema 16) has them read from its span until the upgrade gives
@@ -184,14 +196,7 @@ def test_the_texts_stored_before_their_previews_get_them(database_url: str) -> N
     db = Database(database_url)
     try:
         migrate(db)
-        said = [
-            {"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}},
-            {"key": "gen_ai.input.messages", "value": {"stringValue": _said("user", "Hi?")}},
-            {"key": "gen_ai.output.messages", "value": {"stringValue": _said("assistant", "Yo")}},
-        ]
-        call = span_row(trace="a", span="a" * 16, content="y")._replace(
-            attributes=orjson.dumps(said).decode(), llm_type="llm"
-        )
+        call = _call("Yo")
         quiet = span_row(trace="b", span="b" * 16, content="q")._replace(llm_type="llm")
         SpanStore(db).upsert([call, quiet], WINDOW_MS)
 
@@ -231,17 +236,7 @@ def test_the_texts_stored_before_the_worker_split_their_words_get_its(
     db = Database(database_url)
     try:
         migrate(db)
-        said = [
-            {"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}},
-            {"key": "gen_ai.input.messages", "value": {"stringValue": _said("user", "Hi?")}},
-            {
-                "key": "gen_ai.output.messages",
-                "value": {"stringValue": _said("assistant", "See shop.example.com")},
-            },
-        ]
-        call = span_row(trace="a", content="y")._replace(
-            attributes=orjson.dumps(said).decode(), llm_type="llm"
-        )
+        call = _call("See shop.example.com")
         SpanStore(db).upsert([call], WINDOW_MS)
         assert _find(db, words=("example",)) == ["a"]
         if db.postgres:  # as a store upgraded to schema 18 finds its texts
