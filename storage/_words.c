@@ -5,7 +5,7 @@
  * expression, which the tests check this against.
  *
  * A word is a longest run of the characters str.isalnum() accepts (Python's `[^\W_]+`);
- * the caller lowers the text first. Each distinct word of at most `max_bytes` bytes in
+ * the caller case-folds the text first. Each distinct word of at most `max_bytes` bytes in
  * UTF-8 is given once, in the order of its first occurrence. Python's regular
  * expressions read a model call's 3 KB of text in about 180 us, this in 16.
  */
@@ -139,7 +139,7 @@ static PyObject *distinct_words(PyObject *module, PyObject *const *args, Py_ssiz
 
 static PyMethodDef methods[] = {
     {"distinct_words", (PyCFunction)(void (*)(void))distinct_words, METH_FASTCALL,
-     "A lowered text's distinct words (runs of alphanumeric characters) of at most "
+     "A case-folded text's distinct words (runs of alphanumeric characters) of at most "
      "max_bytes bytes in UTF-8, in the order of their first occurrence."},
     {NULL, NULL, 0, NULL},
 };

@@ -5,8 +5,9 @@ storage/trace_index.py), and the `text` filter looks its words up (storage/
 index_filters.py), both split here, the same way. PostgreSQL's own parser
 (`to_tsvector`) cost the server about 500 us a model call's 3 KB of text. A word is a
 longest run of the characters str.isalnum() accepts (as the dashboard splits the
-filter's text), lowered; a word of more than MAX_WORD_BYTES bytes is not kept, as
-PostgreSQL keeps none. The C extension (storage/_words.c) splits as the regular
+filter's text) of the case-folded text (`str.casefold`: without context, where lower()
+makes a final sigma of a Σ before a separator); a word of more than MAX_WORD_BYTES bytes
+is not kept, as PostgreSQL keeps none. The C extension (storage/_words.c) splits as the regular
 expression here does, in 16 us where it takes 180.
 """
 
@@ -23,24 +24,24 @@ MAX_WORD_BYTES = 2046
 
 
 def words(text: str) -> list[str]:
-    """The distinct words of `text`, lowered, in the order they first occur."""
-    lowered = text.lower()
+    """The distinct words of `text`, case-folded, in the order they first occur."""
+    folded = text.casefold()
     if FAST_WORDS is not None:
-        found: list[str] = FAST_WORDS.distinct_words(lowered, MAX_WORD_BYTES)
+        found: list[str] = FAST_WORDS.distinct_words(folded, MAX_WORD_BYTES)
         return found
-    return split(lowered, MAX_WORD_BYTES)
+    return split(folded, MAX_WORD_BYTES)
 
 
-def split(lowered: str, max_bytes: int) -> list[str]:
-    """The distinct words of a lowered text of at most `max_bytes` bytes each, in the
-    order they first occur (what storage/_words.c does, in Python)."""
-    return [word for word in dict.fromkeys(_WORD.findall(lowered)) if _bytes(word) <= max_bytes]
+def split(folded: str, max_bytes: int) -> list[str]:
+    """The distinct words of a case-folded text of at most `max_bytes` bytes each, in
+    the order they first occur (what storage/_words.c does, in Python)."""
+    return [word for word in dict.fromkeys(_WORD.findall(folded)) if _bytes(word) <= max_bytes]
 
 
 def tsquery(text: str) -> str:
     """A tsquery of every word of `text` (each quoted: a lexeme as it is); one that
     matches nothing ('') when it has none, or one too long to be kept."""
-    every = list(dict.fromkeys(_WORD.findall(text.lower())))
+    every = list(dict.fromkeys(_WORD.findall(text.casefold())))
     if not every or any(_bytes(word) > MAX_WORD_BYTES for word in every):
         return ""
     return " & ".join(f"'{word}'" for word in every)

@@ -20,7 +20,7 @@ _CHARACTERS = st.one_of(
 )
 
 
-def test_a_text_gives_its_distinct_words_lowered_in_order() -> None:
+def test_a_text_gives_its_distinct_words_case_folded_in_order() -> None:
     text = "Hello, World! hello gpt-4o lookup_order \u00c7a 12.5 \u00bd caf\u00e9"
     assert words(text) == [
         "hello",
@@ -36,6 +36,18 @@ def test_a_text_gives_its_distinct_words_lowered_in_order() -> None:
         "caf\u00e9",
     ]
     assert words("") == [] and words(" -- ") == []
+
+
+def test_a_word_is_folded_as_the_filter_folds_it_whatever_follows_it() -> None:
+    """lower() makes a final sigma of a Σ before a separator, but not before a dot and a
+    letter: the text's words and the filter's are folded without context."""
+    assert words("ΟΔΟΣ.ΑΘΗΝΑ Straße") == [
+        "οδοσ",
+        "αθηνα",
+        "strasse",
+    ]
+    for asked in ("ΟΔΟΣ", "οδος"):  # ΟΔΟΣ, οδος
+        assert tsquery(asked) == "'οδοσ'"
 
 
 def test_a_word_longer_than_postgresql_keeps_is_left_out() -> None:
