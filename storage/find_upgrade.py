@@ -42,12 +42,16 @@ def _index_trace(tx: Transaction, project_id: str, trace_id: str) -> None:
 
 def upgrade(db: Database) -> int:
     """Index every stored trace; the traces gone through (0 when it was done before).
-    The texts it writes have their previews: they are recorded done too."""
+    The texts it writes have their previews and words: when there were none before it
+    (a text an earlier build wrote is kept as it is), those are recorded done too."""
     if not trace_walk.needed(db, UPGRADED):
         return 0
+    with db.transaction() as tx:
+        texts_before = tx.query_one("SELECT 1 FROM span_texts LIMIT 1") is not None
     done = trace_walk.walk(db, UPGRADED, _index_trace, lock=True)
-    trace_walk.record(db, PREVIEWED)
-    trace_walk.record(db, WORDED)
+    if not texts_before:
+        trace_walk.record(db, PREVIEWED)
+        trace_walk.record(db, WORDED)
     return done
 
 
