@@ -14,7 +14,7 @@ from service.settings import Settings, SettingsError
 from storage import find_upgrade, genai_upgrade
 from storage.database import Database
 from storage.errors import StoreError
-from storage.schema import migrate
+from storage.schema import migrate, refuse_newer
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -78,7 +78,8 @@ def load_pricer(settings: Settings) -> Pricer:
 
 
 def upgrade_stored_spans(db: Database, pricer: Pricer) -> None:
-    """Give spans stored before the GenAI columns their facts (storage/genai_upgrade.py),
+    """Before a worker starts: refuse a store a newer build migrated (StoreError); give
+    spans stored before the GenAI columns their facts (storage/genai_upgrade.py),
     with its progress on stderr when the store is large enough to take a while; then
     index the traces stored before the find indexes, and give the texts stored before
     their previews and (PostgreSQL) their words theirs (storage/find_upgrade.py)."""
@@ -92,6 +93,7 @@ def upgrade_stored_spans(db: Database, pricer: Pricer) -> None:
             flush=True,
         )
 
+    refuse_newer(db)
     genai_upgrade.upgrade(db, pricer, progress)
     find_upgrade.upgrade(db)
     find_upgrade.preview(db, progress)

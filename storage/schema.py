@@ -283,6 +283,27 @@ MIGRATIONS: tuple[tuple[str, ...] | ByDialect, ...] = (
 )
 
 
+#: Versions from here on record a walk done once over the stored traces (storage/
+#: trace_walk.py), not a migration.
+WALKS_FROM = 1000
+
+
+def refuse_newer(db: Database) -> None:
+    """StoreError when a newer build migrated the store past this build's migrations: a
+    worker of this build would write rows as that schema no longer takes them (a text
+    its full-text index no longer indexes as it is inserted, say)."""
+    with db.transaction() as tx:
+        row = tx.query_one(
+            "SELECT MAX(version) FROM schema_migrations WHERE version < ?", (WALKS_FROM,)
+        )
+    newest = row[0] if row is not None else None
+    if newest is not None and newest > len(MIGRATIONS):
+        raise StoreError(
+            f"the database's schema is at version {newest}, newer than this build's "
+            f"{len(MIGRATIONS)}: run the release that migrated it, or a newer one"
+        )
+
+
 def _lock(tx: Transaction, postgres: bool) -> None:
     if postgres:
         tx.query_one("SELECT pg_advisory_xact_lock(?)", (_ADVISORY_LOCK_ID,))

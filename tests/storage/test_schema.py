@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import multiprocessing
 
+import pytest
+
 from storage.database import Database
-from storage.schema import MIGRATIONS, migrate
+from storage.errors import StoreError
+from storage.schema import MIGRATIONS, WALKS_FROM, migrate, refuse_newer
 
 
 def _migrate_and_use(url: str) -> str:
@@ -63,3 +66,17 @@ def test_scores_given_by_keys_survive_the_table_made_anew(database_url: str) -> 
         assert row == ("s", 0.5, "c", "k", None)
     finally:
         db.close()
+
+
+def test_a_store_a_newer_build_migrated_is_refused(database: Database) -> None:
+    """A worker of this build refuses a schema past its migrations; the versions that
+    record a walk over the stored traces are no migration's."""
+    migrate(database)
+    refuse_newer(database)
+    with database.transaction() as tx:
+        tx.execute(
+            "INSERT INTO schema_migrations (version, applied_at) VALUES (?, 'now'), (?, 'now')",
+            (WALKS_FROM + 99, len(MIGRATIONS) + 1),
+        )
+    with pytest.raises(StoreError, match=f"version {len(MIGRATIONS) + 1}, newer than"):
+        refuse_newer(database)
