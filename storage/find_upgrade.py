@@ -14,7 +14,7 @@ from __future__ import annotations
 from storage import trace_index, trace_walk
 from storage.database import Database, Transaction, arrays
 from storage.span_rows import SpanRow
-from storage.text_words import words
+from storage.text_words import tsvector_of, words
 
 #: The version recorded in schema_migrations once every stored trace is indexed.
 UPGRADED = 1013
@@ -67,7 +67,7 @@ def preview(db: Database, progress: trace_walk.Progress | None = None) -> int:
 
 _TEXTS = "SELECT span_id, start_day, body FROM span_texts WHERE project_id = ? AND trace_id = ?"
 _REWORD = (
-    "UPDATE span_texts SET words = array_to_tsvector(string_to_array(u.words, ' ')) "
+    f"UPDATE span_texts SET words = {tsvector_of('u.words')} "
     "FROM unnest(?::text[], ?::text[], ?::text[]) AS u (span_id, start_day, words) "
     "WHERE project_id = ? AND trace_id = ? AND span_texts.span_id = u.span_id "
     "AND span_texts.start_day = u.start_day"

@@ -23,6 +23,12 @@ _WORD = re.compile(r"[^\W_]+")
 MAX_WORD_BYTES = 2046
 
 
+def tsvector_of(given: str) -> str:
+    """SQL of the tsvector of the words given as the text `given` (an expression):
+    `words` joined by spaces, as the worker passes them to PostgreSQL."""
+    return f"array_to_tsvector(string_to_array({given}, ' '))"
+
+
 def words(text: str) -> list[str]:
     """The distinct words of `text`, case-folded, in the order they first occur."""
     folded = text.casefold()

@@ -39,7 +39,7 @@ from genai import conventions as c
 from genai import view_of
 from storage.database import Transaction, arrays
 from storage.span_rows import SpanRow
-from storage.text_words import words
+from storage.text_words import tsvector_of, words
 
 log = logging.getLogger("spangate.worker")
 
@@ -208,7 +208,7 @@ _TYPES = {
     "project_span_names": ("text",) * 2,
 }
 _SELECT = {
-    "span_texts": "u1, u2, u3, u4, u5, u6, array_to_tsvector(string_to_array(u7, ' '))",
+    "span_texts": f"u1, u2, u3, u4, u5, u6, {tsvector_of('u7')}",
 }
 
 
