@@ -18,6 +18,7 @@ from werkzeug.datastructures import MultiDict
 from dashboard.errors import invalid
 from dashboard.genai_json import summary_genai_json
 from storage.session_summaries import SessionCursor, SessionFilter, SessionSummary
+from storage.text_words import WORD
 from storage.trace_list import Cursor, TraceFilter, TraceOrder, TraceSummary
 from storage.trace_query import SORTS, ScoreCondition
 
@@ -30,7 +31,6 @@ FILTER_PARAMS = (
     "q", "name", "status", "session", "user", "model", "from", "to", "minDurationMs",
     "maxDurationMs", "minCostUsd", "minTokens", "attr", "text", "score", "sort", "order",
 )  # fmt: skip
-_WORD = re.compile(r"[^\W_]+")
 _SCORE = re.compile(r"(?P<name>[^<>]+?)(?:(?P<op>>=|<=)(?P<value>.*))?")
 
 
@@ -138,7 +138,7 @@ def _words(args: Args) -> tuple[str, ...]:
     raw = args.get("text", "").strip()
     if not raw:
         return ()
-    words = tuple(dict.fromkeys(word.lower() for word in _WORD.findall(raw)))
+    words = tuple(dict.fromkeys(word.lower() for word in WORD.findall(raw)))
     if not words:
         raise invalid("text must hold a word (letters or digits)")
     return words

@@ -199,17 +199,16 @@ _WORDS_OF_TEXTS = (
 )
 #: The unique key of a table whose rows may be updated (`_insert`).
 _KEYS = {"span_texts": "project_id, trace_id, span_id, start_day"}
-#: PostgreSQL: each table's columns' types, and what is selected from them (`*` but for
-#: a text's words, given as their text: storage/text_words.py).
+#: PostgreSQL: each table's columns' types (a text's last, its words, given as their
+#: text: storage/text_words.py).
 _TYPES = {
     "span_texts": ("text",) * 7,
     "trace_attributes": ("text", "text", "bigint", "text"),
     "trace_span_names": ("text",) * 3,
     "project_span_names": ("text",) * 2,
 }
-_SELECT = {
-    "span_texts": f"u1, u2, u3, u4, u5, u6, {tsvector_of('u7')}",
-}
+#: PostgreSQL: what a text's row selects of the columns given it.
+_TEXT_SELECT = f"u1, u2, u3, u4, u5, u6, {tsvector_of('u7')}"
 
 
 def _insert(
@@ -224,29 +223,28 @@ def _insert(
         conflict = "ON CONFLICT DO NOTHING"
     else:
         conflict = f"ON CONFLICT ({_KEYS[table]}) DO UPDATE SET {update} = excluded.{update}"
+    texts = table == "span_texts"
     if tx.postgres:
         types = _TYPES[table]
         unnest = ", ".join(f"?::{kind}[]" for kind in types)
         named = ", ".join(f"u{at}" for at in range(1, len(types) + 1))
-        if table == "span_texts":
-            columns += ", words"
+        columns, select = (f"{columns}, words", _TEXT_SELECT) if texts else (columns, "*")
         tx.execute(
-            f"INSERT INTO {table} ({columns}) SELECT {_SELECT.get(table, '*')} "
+            f"INSERT INTO {table} ({columns}) SELECT {select} "
             f"FROM unnest({unnest}) AS u ({named}) {conflict}",
             arrays(rows),
         )
         return
+    if texts:
+        last = tx.query_one("SELECT MAX(id) FROM span_texts")
+        top = last[0] if last is not None and last[0] is not None else 0
     marks = ", ".join("?" * len(rows[0]))
-    if table != "span_texts":
-        tx.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks}) {conflict}", rows)
-        return
-    last = tx.query_one("SELECT MAX(id) FROM span_texts")
-    top = last[0] if last is not None and last[0] is not None else 0
     tx.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks}) {conflict}", rows)
-    # the texts added (rowids past the largest before; one updated keeps its rowid and
-    # body), given to FTS5 in one statement: FTS5 writes what it holds to disk at each
-    # statement's savepoint, so a trigger's insert made a segment of each text to merge
-    tx.execute(_WORDS_OF_TEXTS, (top,))
+    if texts:
+        # the texts added (rowids past the largest before; one updated keeps its rowid
+        # and body), given to FTS5 in one statement: FTS5 writes what it holds to disk at
+        # each statement's savepoint, so a trigger's insert made a segment of each text
+        tx.execute(_WORDS_OF_TEXTS, (top,))
 
 
 #: A row's attributes as (key, value hash) pairs (the C row builder gives them, hashing
