@@ -40,18 +40,38 @@ def native_span(rng: random.Random, trace_id: str, index: int) -> dict[str, Any]
 
 #: Spans of a trace, in all.
 TRACE_SPANS = 20
-_WORDS = (
-    "order refund shipping parcel customer address invoice delayed warehouse tracking "
-    "number please thanks return label carrier policy days account payment card"
-).split()
-_SYSTEM = (
-    "You are the support agent of an online shop. Answer briefly, cite the order, and "
-    "never promise a refund the policy does not allow. "
-) * 8
+
+
+def _vocabulary(size: int) -> tuple[list[str], list[float]]:
+    """`size` made-up words, the shorter mostly first, and the cumulative weights of Zipf's law
+    over them (the r-th most frequent word 1/r as frequent as the first): the words of
+    natural text, whose distinct words in a message of a few hundred are about half of
+    them (a vocabulary of a few dozen words made every message's distinct words the
+    same few)."""
+    rng = random.Random("vocabulary")
+    syllables = [
+        c + v + e for c in "bcdfghklmnprstvwz" for v in "aeiou" for e in ("", "", "n", "r", "st")
+    ]
+    found: set[str] = set()
+    while len(found) < size:
+        found.add("".join(rng.choice(syllables) for _ in range(rng.choice((1, 2, 2, 3, 3, 4)))))
+    words = sorted(found, key=lambda word: (len(word) + rng.uniform(0, 8), word))
+    weights, total = [], 0.0
+    for rank in range(1, size + 1):
+        total += 1 / rank
+        weights.append(total)
+    return words, weights
+
+
+_VOCABULARY, _WEIGHTS = _vocabulary(5000)
 
 
 def _words(rng: random.Random, count: int) -> str:
-    return " ".join(rng.choice(_WORDS) for _ in range(count))
+    return " ".join(rng.choices(_VOCABULARY, cum_weights=_WEIGHTS, k=count))
+
+
+#: A system prompt of 1 KB, the same in every call.
+_SYSTEM = _words(random.Random("system"), 200)
 
 
 def genai_span(rng: random.Random, trace_id: str, index: int, prefix: str) -> dict[str, Any]:
@@ -62,9 +82,9 @@ def genai_span(rng: random.Random, trace_id: str, index: int, prefix: str) -> di
     span["kind"] = "client"
     messages = [
         {"role": "system", "parts": [{"type": "text", "content": _SYSTEM}]},
-        {"role": "user", "parts": [{"type": "text", "content": _words(rng, 150)}]},
+        {"role": "user", "parts": [{"type": "text", "content": _words(rng, 200)}]},
     ]
-    answer = [{"role": "assistant", "parts": [{"type": "text", "content": _words(rng, 150)}],
+    answer = [{"role": "assistant", "parts": [{"type": "text", "content": _words(rng, 200)}],
                "finish_reason": "stop"}]  # fmt: skip
     span["attributes"] = {
         f"{prefix}.operation.name": "chat",
