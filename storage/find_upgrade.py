@@ -14,7 +14,7 @@ from __future__ import annotations
 from storage import trace_index, trace_walk
 from storage.database import Database, Transaction, arrays
 from storage.span_rows import SpanRow
-from storage.text_words import tsvector_of, words
+from storage.text_words import joined, tsvector_of
 
 #: The version recorded in schema_migrations once every stored trace is indexed.
 UPGRADED = 1013
@@ -37,7 +37,7 @@ def _stored(tx: Transaction, project_id: str, trace_id: str) -> list[SpanRow]:
 
 def _index_trace(tx: Transaction, project_id: str, trace_id: str) -> None:
     rows = _stored(tx, project_id, trace_id)
-    trace_index.write(tx, trace_index.index_rows(rows, None, tx.postgres), rows, [])
+    trace_index.write(tx, trace_index.index_rows(rows), rows, [])
 
 
 def upgrade(db: Database) -> int:
@@ -77,7 +77,7 @@ _REWORD = (
 def _reword_trace(tx: Transaction, project_id: str, trace_id: str) -> None:
     texts = tx.query(_TEXTS, (project_id, trace_id))
     if texts:
-        given = [(span, day, " ".join(words(body))) for span, day, body in texts]
+        given = [(span, day, joined(body)) for span, day, body in texts]
         tx.execute(_REWORD, [*arrays(given), project_id, trace_id])
 
 

@@ -26,6 +26,15 @@ def fts5_phrase(word: str) -> str:
     return '"' + word.replace('"', '""') + '"'
 
 
+def fts5_word(word: str) -> str:
+    """A word of the `text` filter as an FTS5 query of the texts' words: case-folded,
+    as the worker stores them (storage/text_words.py), or as the word is where case
+    folding is more than FTS5's lower case (ß, ligatures): a text stored whole, before
+    the texts were stored as their words, was indexed by FTS5's folding alone."""
+    folded = fts5_phrase(word.casefold())
+    return folded if word.casefold() == word.lower() else f"{fts5_phrase(word)} OR {folded}"
+
+
 #: SQLite: how many of a word's newest texts (FTS5's highest rowids) a walk checks by
 #: one set read once a query, rather than by a lookup of FTS5 each.
 NEWEST_TEXTS = 2000
@@ -61,7 +70,7 @@ def _fts5_traces(word: str) -> IndexFilter:
     only where the text contains it, in any case: the index keeps diacritics, and
     SQLite's LIKE folds ASCII only). Exact: the set holds every match at or above its
     edge (all of them when there are fewer), and below it FTS5 answers."""
-    phrase = fts5_phrase(word)
+    phrase = fts5_word(word)
     newest = "SELECT rowid FROM span_text_words WHERE span_text_words MATCH ?"
     edge = f"COALESCE(({newest} ORDER BY rowid DESC LIMIT 1 OFFSET {NEWEST_TEXTS - 1}), {_LEAST})"
     prefilter, contains = (

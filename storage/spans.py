@@ -133,7 +133,7 @@ class SpanStore:
         return Prepared(
             rows,
             span_copy.Batch.of(rows) if self.db.postgres else None,
-            trace_index.index_rows(rows, pairs, self.db.postgres) if self.find_index else None,
+            trace_index.index_rows(rows, pairs) if self.find_index else None,
         )
 
     def upsert(self, rows: list[SpanRow] | Prepared, window_ms: int) -> list[SpanRow]:

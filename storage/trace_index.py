@@ -1,9 +1,10 @@
 """The indexes that find a trace, written by the span store in the transaction that
 writes the spans (schema migration 13, storage/find_schema.py).
 
-* `span_texts`: the LLM text (input and output messages) of each stored span row that
-  has messages, one row per span row, with the view's previews of them (the trace list
-  shows a trace's input and output from them, storage/trace_list.py). Only the rows the
+* `span_texts`: the words of the LLM text (input and output messages) of each stored
+  span row that has messages (storage/text_words.py), one row per span row, with the
+  view's previews of them (the trace list shows a trace's input and output from them,
+  storage/trace_list.py). Only the rows the
   GenAI view described are read (the worker marked them, storage/span_genai.py); their
   messages are read here, once, as they are written.
 * `trace_attributes`: one row per distinct (attribute key, value) of a trace's spans,
@@ -39,7 +40,7 @@ from genai import conventions as c
 from genai import view_of
 from storage.database import Transaction, arrays
 from storage.span_rows import SpanRow
-from storage.text_words import tsvector_of, words
+from storage.text_words import joined, tsvector_of
 
 log = logging.getLogger("spangate.worker")
 
@@ -168,8 +169,8 @@ def text_and_previews(name: str, kind: str, attributes: str, events: str) -> tup
     return "\n".join(texts)[:MAX_TEXT], previews
 
 
-def _texts(rows: Iterable[SpanRow], postgres: bool) -> list[tuple[str, ...]]:
-    """The `span_texts` rows of span rows (on PostgreSQL with their words)."""
+def _texts(rows: Iterable[SpanRow]) -> list[tuple[str, ...]]:
+    """The `span_texts` rows of span rows: each text's words, and its previews."""
     found: list[tuple[str, ...]] = []
     for row in rows:
         if row.llm_type is None:
@@ -181,13 +182,15 @@ def _texts(rows: Iterable[SpanRow], postgres: bool) -> list[tuple[str, ...]]:
             continue
         if given is None:
             continue
-        key = (row.project_id, row.trace_id, row.span_id, row.start_day)
-        found.append((*key, *given, " ".join(words(given[0]))) if postgres else (*key, *given))
+        text, previews = given
+        found.append(
+            (row.project_id, row.trace_id, row.span_id, row.start_day, joined(text), previews)
+        )
     return found
 
 
 _INSERT = {
-    "span_texts": "project_id, trace_id, span_id, start_day, body, previews",  # PostgreSQL: words
+    "span_texts": "project_id, trace_id, span_id, start_day, body, previews",
     "trace_attributes": "project_id, attr_key, value_hash, trace_id",
     "trace_span_names": "project_id, name, trace_id",
     "project_span_names": "project_id, name",
@@ -199,16 +202,16 @@ _WORDS_OF_TEXTS = (
 )
 #: The unique key of a table whose rows may be updated (`_insert`).
 _KEYS = {"span_texts": "project_id, trace_id, span_id, start_day"}
-#: PostgreSQL: each table's columns' types (a text's last, its words, given as their
-#: text: storage/text_words.py).
+#: PostgreSQL: each table's columns' types.
 _TYPES = {
-    "span_texts": ("text",) * 7,
+    "span_texts": ("text",) * 6,
     "trace_attributes": ("text", "text", "bigint", "text"),
     "trace_span_names": ("text",) * 3,
     "project_span_names": ("text",) * 2,
 }
-#: PostgreSQL: what a text's row selects of the columns given it.
-_TEXT_SELECT = f"u1, u2, u3, u4, u5, u6, {tsvector_of('u7')}"
+#: PostgreSQL: what a text's row selects of the columns given it, its words' tsvector
+#: made of its body (its words: storage/text_words.py).
+_TEXT_SELECT = f"u1, u2, u3, u4, u5, u6, {tsvector_of('u5')}"
 
 
 def _insert(
@@ -318,19 +321,17 @@ class IndexRows(NamedTuple):
     names: list[tuple[Any, ...]]
 
 
-def index_rows(
-    rows: list[SpanRow], pairs: list[Pairs | None] | None = None, postgres: bool = False
-) -> IndexRows:
+def index_rows(rows: list[SpanRow], pairs: list[Pairs | None] | None = None) -> IndexRows:
     """The index rows of a batch (`pairs`: each row's attribute pairs, when the row
-    builder gave them; `postgres`: for a PostgreSQL store, whose texts' words are given);
-    a span sent twice in it is indexed by its last send, the one stored."""
+    builder gave them); a span sent twice in it is indexed by its last send, the one
+    stored."""
     last = {(r.project_id, r.trace_id, r.span_id, r.start_day): at for at, r in enumerate(rows)}
     if len(last) < len(rows):
         kept = sorted(last.values())
         rows = [rows[at] for at in kept]
         pairs = None if pairs is None else [pairs[at] for at in kept]
     attributes, names = _facets(rows, pairs)
-    return IndexRows(rows, _texts(rows, postgres), attributes, names)
+    return IndexRows(rows, _texts(rows), attributes, names)
 
 
 def write(tx: Transaction, index: IndexRows, rows: list[SpanRow], refused: list[SpanRow]) -> None:
@@ -339,7 +340,7 @@ def write(tx: Transaction, index: IndexRows, rows: list[SpanRow], refused: list[
     indexes anew."""
     if refused:  # rare: the batch indexed anew without the rows refused
         gone = set(map(id, refused))
-        index = index_rows([row for row in rows if id(row) not in gone], None, tx.postgres)
+        index = index_rows([row for row in rows if id(row) not in gone])
     _insert(tx, "span_texts", index.texts)
     _insert(tx, "trace_attributes", index.attributes)
     _insert(tx, "trace_span_names", index.names)
@@ -414,7 +415,7 @@ def give_previews(tx: Transaction, rows: list[SpanRow]) -> None:
     find_upgrade.py: the texts stored before they had them), by an update of each: a
     text keeps its rowid, whose order is the text index's newest first
     (storage/index_filters.py)."""
-    _insert(tx, "span_texts", _texts(rows, tx.postgres), update="previews")
+    _insert(tx, "span_texts", _texts(rows), update="previews")
 
 
 def forget_texts(tx: Transaction, keys: Sequence[tuple[str, ...]]) -> None:

@@ -1,5 +1,5 @@
-"""The words PostgreSQL's text index keeps of a text (storage/text_words.py), and the C
-splitter (storage/_words.c) against the Python one: the very same words."""
+"""The words the text indexes keep of a text (storage/text_words.py), and the C splitter
+(storage/_words.c) against the Python one: the very same words."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from storage import span_rows, text_words
-from storage.text_words import MAX_WORD_BYTES, split, tsquery, words
+from storage.text_words import MAX_WORD_BYTES, joined, split, tsquery, words
 from tests.fuzz import FUZZ
 
 FAST = text_words.FAST_WORDS
@@ -61,6 +61,15 @@ def test_a_query_needs_every_word_and_one_without_a_keepable_word_matches_nothin
     assert tsquery("order order") == "'order'"
     assert tsquery("!!") == ""
     assert tsquery("b" * (MAX_WORD_BYTES + 1)) == ""
+
+
+@FUZZ
+@given(st.text(_CHARACTERS, max_size=80))
+def test_a_texts_words_are_the_words_of_its_stored_words(text: str) -> None:
+    """A text is stored as its words (`joined`), and its words are read from what is
+    stored (the words' upgrade, the index of either store): they are the text's."""
+    assert words(joined(text)) == words(text)
+    assert joined(joined(text)) == joined(text)
 
 
 @pytest.mark.skipif(FAST is None, reason="the C splitter is not built")

@@ -18,7 +18,7 @@ from storage.schema import migrate
 from storage.session_summaries import EVERY_SESSION
 from storage.span_rows import SpanRow
 from storage.spans import SpanStore
-from storage.text_words import words
+from storage.text_words import joined, words
 from storage.trace_index import attribute_pairs, text_and_previews, text_hash
 from storage.trace_list import TraceFilter, TraceSummaries
 from tests.fuzz import FUZZ
@@ -50,8 +50,8 @@ _ROWS = sends(WINDOW_MS).map(_indexed)
 
 
 def _expected(tx: Any) -> tuple[set[Any], set[Any], set[Any]]:
-    """The texts (with their previews), attribute pairs and span names a recount of the
-    stored rows gives."""
+    """The texts (their words, with their previews), attribute pairs and span names a
+    recount of the stored rows gives."""
     texts, pairs, names = set(), set(), set()
     rows = tx.query(
         "SELECT project_id, trace_id, span_id, start_day, name, kind, attributes, events, "
@@ -62,7 +62,7 @@ def _expected(tx: Any) -> tuple[set[Any], set[Any], set[Any]]:
         pairs.update((project, k, h, trace) for k, h in attribute_pairs(attributes))
         given = text_and_previews(name, kind, attributes, events) if llm_type else None
         if given is not None:
-            texts.add((project, trace, span, day, *given))
+            texts.add((project, trace, span, day, joined(given[0]), given[1]))
     return texts, pairs, names
 
 
@@ -73,8 +73,8 @@ def assert_exact(db: Database) -> None:
         texts, pairs, names = _expected(tx)
         stored_texts = tx.query(
             "SELECT project_id, trace_id, span_id, start_day, body, previews FROM span_texts"
-        )
-        assert set(map(tuple, stored_texts)) == texts
+        )  # a body an earlier build stored whole has the words it would be stored as
+        assert {(*key, joined(body), previews) for *key, body, previews in stored_texts} == texts
         assert set(map(tuple, tx.query("SELECT * FROM trace_attributes"))) == pairs
         assert set(map(tuple, tx.query("SELECT * FROM trace_span_names"))) == names
         sessions = tx.query(EVERY_SESSION)
@@ -191,6 +191,31 @@ def _call(answer: str) -> SpanRow:
     )
 
 
+def test_a_word_is_found_in_any_case_as_stored_or_as_an_earlier_build_stored_it(
+    database: Database,
+) -> None:
+    """A text is stored as its case-folded words (ß folds to ss, a final sigma to σ):
+    each word is found however it is written. On SQLite a text an earlier build stored
+    whole, indexed by FTS5's own folding (lower case), is found by the word as written
+    in it too."""
+    SpanStore(database).upsert([_call("Die Straße ΟΔΟΣ")], WINDOW_MS)
+    for word in ("straße", "STRASSE", "strasse", "οδος", "ΟΔΟΣ", "die"):
+        assert _find(database, words=(word,)) == ["a"], word
+    assert_exact(database)
+    if database.postgres:
+        return
+    with database.transaction() as tx:  # the text as an earlier build stored it
+        tx.execute(
+            "INSERT INTO span_text_words (span_text_words, rowid, body) "
+            "SELECT 'delete', id, body FROM span_texts"
+        )
+        tx.execute("UPDATE span_texts SET body = ?", ("Hi?\nDie Straße ΟΔΟΣ",))
+        tx.execute("INSERT INTO span_text_words (rowid, body) SELECT id, body FROM span_texts")
+    for word in ("straße", "Straße", "οδος", "ΟΔΟΣ", "die"):
+        assert _find(database, words=(word,)) == ["a"], word
+    assert_exact(database)
+
+
 def test_the_texts_stored_before_their_previews_get_them(database_url: str) -> None:
     """A listed trace's input and output come from its texts' previews; a text stored
     without them (before schema 16) has them read from its span until the upgrade gives
@@ -245,7 +270,11 @@ def test_the_texts_stored_before_the_worker_split_their_words_get_its(
         assert _find(db, words=("example",)) == ["a"]
         if db.postgres:  # as a store upgraded to schema 18 finds its texts
             with db.transaction() as tx:
-                tx.execute("UPDATE span_texts SET words = to_tsvector('simple', body)")
+                whole = "Hi?\nSee shop.example.com"
+                tx.execute(
+                    "UPDATE span_texts SET body = ?, words = to_tsvector('simple', ?)",
+                    (whole, whole),
+                )
         assert _find(db, words=("example",)) == ([] if db.postgres else ["a"])
         assert find_upgrade.reword(db) == (1 if db.postgres else 0)
         assert _find(db, words=("example",)) == ["a"]
