@@ -37,22 +37,23 @@ MAX_WORD_BYTES = 2046
 
 def tsvector_of(given: str) -> str:
     """SQL of the tsvector of the words given as the text `given` (an expression):
-    `words` joined by spaces, as the worker passes them to PostgreSQL."""
+    `joined`, as the worker stores them."""
     return f"array_to_tsvector(string_to_array({given}, ' '))"
+
+
+def joined(text: str) -> str:
+    """What a text's row keeps of it: its distinct words, case-folded, in the order they
+    first occur, one space between."""
+    folded = text.casefold()
+    if FAST_WORDS is not None:
+        found: str = FAST_WORDS.joined_words(folded, MAX_WORD_BYTES)
+        return found
+    return " ".join(split(folded, MAX_WORD_BYTES))
 
 
 def words(text: str) -> list[str]:
     """The distinct words of `text`, case-folded, in the order they first occur."""
-    folded = text.casefold()
-    if FAST_WORDS is not None:
-        found: list[str] = FAST_WORDS.distinct_words(folded, MAX_WORD_BYTES)
-        return found
-    return split(folded, MAX_WORD_BYTES)
-
-
-def joined(text: str) -> str:
-    """What a text's row keeps of it: its distinct words (`words`), one space between."""
-    return " ".join(words(text))
+    return joined(text).split()
 
 
 def split(folded: str, max_bytes: int) -> list[str]:

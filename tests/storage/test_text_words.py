@@ -77,7 +77,7 @@ def test_a_texts_words_are_the_words_of_its_stored_words(text: str) -> None:
 @given(st.text(_CHARACTERS, max_size=80), st.integers(0, 12))
 def test_the_c_splitter_gives_the_words_python_does(text: str, max_bytes: int) -> None:
     assert FAST is not None
-    assert FAST.distinct_words(text, max_bytes) == split(text, max_bytes)
+    assert FAST.joined_words(text, max_bytes) == " ".join(split(text, max_bytes))
 
 
 def test_built_with_the_row_builder() -> None:
@@ -89,7 +89,9 @@ def test_built_with_the_row_builder() -> None:
 def test_the_c_splitter_refuses_what_is_not_text() -> None:
     assert FAST is not None
     with pytest.raises(TypeError):
-        FAST.distinct_words(b"bytes", 10)
+        FAST.joined_words(b"bytes", 10)
     with pytest.raises(TypeError):
-        FAST.distinct_words("text")
-    assert FAST.distinct_words("a a", 1) == ["a"]
+        FAST.joined_words("text")
+    assert FAST.joined_words("a a", 1) == "a"
+    assert FAST.joined_words("\u0100 x \u0100", 8) == "\u0100 x"
+    assert FAST.joined_words("a\u2014b", 8) == "a b"  # of the narrowest width, as a str
