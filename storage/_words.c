@@ -8,7 +8,7 @@
  * A word is a longest run of the characters str.isalnum() accepts (Python's `[^\W_]+`);
  * the caller case-folds the text first. Each distinct word of at most `max_bytes` bytes in
  * UTF-8 is given once, in the order of its first occurrence, one space between. Python's
- * regular expressions read a model call's 3 KB of text in about 180 us, this in 16.
+ * regular expressions read a model call's 3 KB of text in about 94 us, this in 3.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

@@ -3,10 +3,10 @@ per-session summary (storage/session_summaries.py).
 
 * An index of the summaries for each sort (the same expressions as the queries'), and
   one for the user filter.
-* The LLM text of each stored span row that has any (`span_texts`), with its words
-  indexed: an FTS5 table over it on SQLite, a `tsvector` column and a GIN index on
-  PostgreSQL; the `simple` configuration folds case and stems nothing, and neither
-  drops diacritics (FTS5's tokenizer told not to), so both find the same words.
+* The LLM text of each stored span row that has any (`span_texts`, as its distinct
+  words, case-folded, from storage/text_words.py), indexed: an FTS5 table over it on
+  SQLite, a `tsvector` column and a GIN index on PostgreSQL; neither stems, nor drops
+  diacritics (FTS5's tokenizer told not to).
 * The attribute index (`trace_attributes`: project, key, value hash, trace; one row a
   distinct pair of a trace) and the span-name index (`trace_span_names`, with the
   project's distinct names in `project_span_names`).

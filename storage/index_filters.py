@@ -5,9 +5,10 @@ of a walked sort index (storage/trace_query.py chooses)."""
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, NamedTuple
 
-from storage.text_words import tsquery
+from storage.text_words import split, tsquery
 from storage.trace_index import KEY_ONLY, value_hash
 
 if TYPE_CHECKING:
@@ -27,12 +28,15 @@ def fts5_phrase(word: str) -> str:
 
 
 def fts5_word(word: str) -> str:
-    """A word of the `text` filter as an FTS5 query of the texts' words: case-folded,
-    as the worker stores them (storage/text_words.py), or as the word is where case
-    folding is more than FTS5's lower case (ß, ligatures): a text stored whole, before
-    the texts were stored as their words, was indexed by FTS5's folding alone."""
-    folded = fts5_phrase(word.casefold())
-    return folded if word.casefold() == word.lower() else f"{fts5_phrase(word)} OR {folded}"
+    """A word of the `text` filter as an FTS5 query of the texts' words: the words of
+    the word case-folded, as the worker stores a text's (storage/text_words.py: a
+    folded letter may be two, `İ` an `i` and a mark, which is none), each present; or
+    the word as written where that is another query, as FTS5 folded a text an earlier
+    build stored whole (lower case only: `ß` stays)."""
+    folded = word.casefold()
+    parts = split(folded, sys.maxsize)
+    stored = " AND ".join(map(fts5_phrase, parts)) or fts5_phrase(folded)
+    return stored if parts == [word.lower()] else f"{fts5_phrase(word)} OR ({stored})"
 
 
 #: SQLite: how many of a word's newest texts (FTS5's highest rowids) a walk checks by

@@ -1,23 +1,20 @@
 """A text's distinct words, as the full-text index of either store keeps them.
 
 A span's text is stored as its words (`span_texts.body`, `joined`): the words are all
-either index reads of it (SQLite's FTS5, PostgreSQL's tsvector). A model call's 3 KB
-of messages have about 2 KB of distinct words (bench_worker --genai); SQLite's writer
-thread stored and indexed a GenAI span in 70-81 us of CPU, 86-92 with the whole text
-(three drains of 20,000 spans each, alternated); the decoding thread spends 9 us of
-it splitting the words.
-
-The worker gives PostgreSQL each text's words as its tsvector too (`span_texts.words`:
-storage/trace_index.py), and the `text` filter looks its words up (storage/
-index_filters.py), both split here, the same way. PostgreSQL's own parser
-(`to_tsvector`) cost the server about 500 us a model call's 3 KB of text.
+either index reads of it (SQLite's FTS5, PostgreSQL's tsvector, which is made of the
+body). A model call's 3 KB of messages have about 2 KB of distinct words
+(bench_worker --genai); SQLite's writer thread stored and indexed a GenAI span in
+70-81 us of CPU, 86-92 with the whole text (three drains of 20,000 spans each,
+alternated). The `text` filter looks its words up split here too (storage/
+index_filters.py). PostgreSQL's own parser (`to_tsvector`) cost the server about 500 us
+a model call's 3 KB of text.
 
 A word is a longest run of the characters str.isalnum() accepts (as the dashboard
 splits the filter's text) of the case-folded text (`str.casefold`: without context,
 where lower() makes a final sigma of a Σ before a separator); a word of more than
 MAX_WORD_BYTES bytes is not kept, as PostgreSQL keeps none. The C extension
-(storage/_words.c) splits as the regular expression here does, in 16 us where it
-takes 180.
+(storage/_words.c) gives a text's words joined as the regular expression here does, in
+3 us where it takes 94 (a 3 KB text of the benchmark's).
 """
 
 from __future__ import annotations
@@ -49,11 +46,6 @@ def joined(text: str) -> str:
         found: str = FAST_WORDS.joined_words(folded, MAX_WORD_BYTES)
         return found
     return " ".join(split(folded, MAX_WORD_BYTES))
-
-
-def words(text: str) -> list[str]:
-    """The distinct words of `text`, case-folded, in the order they first occur."""
-    return joined(text).split()
 
 
 def split(folded: str, max_bytes: int) -> list[str]:

@@ -8,10 +8,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from storage import span_rows, text_words
-from storage.text_words import MAX_WORD_BYTES, joined, split, tsquery, words
+from storage.text_words import MAX_WORD_BYTES, joined, split, tsquery
 from tests.fuzz import FUZZ
 
 FAST = text_words.FAST_WORDS
+
+
+def words(text: str) -> list[str]:
+    """The words `joined` keeps of a text."""
+    return joined(text).split()
+
+
 #: Characters of every kind a word may hold or end at: ASCII, Latin-1, other scripts,
 #: combining marks, digits of other systems, symbols, astral ones, lone surrogates.
 _CHARACTERS = st.one_of(
