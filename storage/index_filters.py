@@ -5,10 +5,12 @@ of a walked sort index (storage/trace_query.py chooses)."""
 
 from __future__ import annotations
 
+import sqlite3
 import sys
+import threading
 from typing import TYPE_CHECKING, NamedTuple
 
-from storage.text_words import split, tsquery
+from storage.text_words import TOKENIZER, split, tsquery
 from storage.trace_index import KEY_ONLY, value_hash
 
 if TYPE_CHECKING:
@@ -22,21 +24,57 @@ def like(text: str, fold: bool = True) -> str:
     return f"%{escaped}%"
 
 
-def fts5_phrase(word: str) -> str:
-    """A word as an FTS5 query: one quoted phrase (its tokens in a row)."""
-    return '"' + word.replace('"', '""') + '"'
+def fts5_phrase(token: str) -> str:
+    """A token as an FTS5 query: one quoted string."""
+    return '"' + token.replace('"', '""') + '"'
 
 
 def fts5_word(word: str) -> str:
-    """A word of the `text` filter as an FTS5 query of the texts' words: the words of
-    the word case-folded, as the worker stores a text's (storage/text_words.py: a
+    """A word of the `text` filter as an FTS5 query of the texts' words: the tokens of
+    its words case-folded, as the worker stores a text's (storage/text_words.py: a
     folded letter may be two, `İ` an `i` and a mark, which is none), each present; or
-    the word as written where that is another query, as FTS5 folded a text an earlier
-    build stored whole (lower case only: `ß` stays)."""
-    folded = word.casefold()
-    parts = split(folded, sys.maxsize)
-    stored = " AND ".join(map(fts5_phrase, parts)) or fts5_phrase(folded)
-    return stored if parts == [word.lower()] else f"{fts5_phrase(word)} OR ({stored})"
+    the tokens of the word as written where they differ, as FTS5 folded a text an
+    earlier build stored whole (lower case only: `ß` stays). Each token is a query of
+    its own: the index keeps no positions (storage/find_schema.py), and FTS5 refuses a
+    phrase of two tokens, which a word is where the tokenizer splits it and str.isalnum
+    does not (a few letters of New Tai Lue: the words have runs of letters and digits,
+    storage/text_words.py)."""
+    stored = _every(split(word.casefold(), sys.maxsize))
+    written = _every([word])
+    return stored if written == stored else f"({written}) OR ({stored})"
+
+
+def _every(words: list[str]) -> str:
+    """An FTS5 query of every token of the words; one that matches nothing when they
+    have none."""
+    tokens = sorted({token for word in words for token in fts5_tokens(word)})
+    return " AND ".join(map(fts5_phrase, tokens)) or '""'
+
+
+_tokenizer: sqlite3.Connection | None = None
+_tokenizer_lock = threading.Lock()
+
+
+def fts5_tokens(word: str) -> list[str]:
+    """The tokens FTS5's tokenizer makes of a word (letters and digits), as the text
+    index keeps them: an ASCII word's is its lower case; any other's are asked of
+    SQLite's own tokenizer (its tables of letters are its Unicode version's, which is
+    not Python's), through an index in memory (26 us)."""
+    if word.isascii():
+        return [word.lower()] if word else []
+    global _tokenizer
+    with _tokenizer_lock:
+        if _tokenizer is None:
+            connection = sqlite3.connect(":memory:", check_same_thread=False)
+            connection.execute(
+                f"CREATE VIRTUAL TABLE t USING fts5(x, detail=none, tokenize='{TOKENIZER}')"
+            )
+            connection.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'row')")
+            _tokenizer = connection
+        _tokenizer.execute("INSERT INTO t (rowid, x) VALUES (1, ?)", (word,))
+        tokens = [term for (term,) in _tokenizer.execute("SELECT term FROM v")]
+        _tokenizer.execute("DELETE FROM t")
+    return tokens
 
 
 #: SQLite: how many of a word's newest texts (FTS5's highest rowids) a walk checks by

@@ -280,6 +280,10 @@ MIGRATIONS: tuple[tuple[str, ...] | ByDialect, ...] = (
         # texts stored before get theirs from storage/find_upgrade.py
         (find_schema.POSTGRES_WORKER_GIVES_WORDS,)
     ),
+    ByDialect(  # 19: SQLite: the full-text index without the words' positions
+        # (storage/find_schema.py), the texts stored indexed anew
+        (find_schema.SQLITE_TEXT_INDEX_WITHOUT_POSITIONS, ())
+    ),
 )
 
 

@@ -28,6 +28,8 @@ FAST_WORDS = fastpath.extension("storage._words")
 #: A word: a longest run of alphanumeric characters (the dashboard splits the `text`
 #: filter's text by it too).
 WORD = re.compile(r"[^\W_]+")
+#: SQLite: how FTS5 splits a text (and a query) into its tokens.
+TOKENIZER = "unicode61 remove_diacritics 0"
 #: The longest lexeme PostgreSQL keeps, in bytes.
 MAX_WORD_BYTES = 2046
 

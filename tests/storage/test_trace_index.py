@@ -196,10 +196,11 @@ def test_a_word_is_found_in_any_case_as_stored_or_as_an_earlier_build_stored_it(
 ) -> None:
     """A text is stored as its case-folded words (ß folds to ss, a final sigma to σ, İ
     to an i and a mark, which is no letter): a word is found as written and in any case
-    that folds as it does. On SQLite a text an earlier build stored whole, indexed by
+    that folds as it does; a word FTS5's tokenizer splits (a letter of New Tai Lue) too.
+    On SQLite a text an earlier build stored whole, indexed by
     FTS5's own folding (lower case), is found by the word as written in it too."""
-    SpanStore(database).upsert([_call("Die Straße ΟΔΟΣ İzmir ǰam")], WINDOW_MS)
-    for word in ("straße", "STRASSE", "strasse", "οδος", "ΟΔΟΣ", "die", "İzmir", "ǰam"):
+    SpanStore(database).upsert([_call("Die Straße ΟΔΟΣ İzmir ǰam x\u19b0y")], WINDOW_MS)
+    for word in ("straße", "STRASSE", "strasse", "οδος", "ΟΔΟΣ", "die", "İzmir", "ǰam", "X\u19b0Y"):
         assert _find(database, words=(word,)) == ["a"], word
     assert_exact(database)
     if database.postgres:
@@ -209,11 +210,29 @@ def test_a_word_is_found_in_any_case_as_stored_or_as_an_earlier_build_stored_it(
             "INSERT INTO span_text_words (span_text_words, rowid, body) "
             "SELECT 'delete', id, body FROM span_texts"
         )
-        tx.execute("UPDATE span_texts SET body = ?", ("Hi?\nDie Straße ΟΔΟΣ İzmir ǰam",))
+        tx.execute("UPDATE span_texts SET body = ?", ("Hi?\nDie Straße ΟΔΟΣ İzmir ǰam x\u19b0y",))
         tx.execute("INSERT INTO span_text_words (rowid, body) SELECT id, body FROM span_texts")
-    for word in ("straße", "Straße", "οδος", "ΟΔΟΣ", "die", "İzmir", "ǰam"):
+    for word in ("straße", "Straße", "οδος", "ΟΔΟΣ", "die", "İzmir", "ǰam", "x\u19b0y"):
         assert _find(database, words=(word,)) == ["a"], word
     assert_exact(database)
+
+
+def test_the_texts_indexed_with_their_words_positions_are_indexed_anew(
+    database_url: str,
+) -> None:
+    """Schema 19 (SQLite: the full-text index without positions) indexes the texts
+    already stored anew: each is found, and the index holds each once."""
+    db = Database(database_url)
+    try:
+        migrate(db, 18)
+        SpanStore(db).upsert([_call("Yo there")], WINDOW_MS)
+        migrate(db)
+        assert _find(db, words=("there",)) == ["a"]
+        assert _find(db, words=("hi", "yo")) == ["a"]
+        assert _find(db, words=("elsewhere",)) == []
+        assert_exact(db)
+    finally:
+        db.close()
 
 
 def test_the_texts_stored_before_their_previews_get_them(database_url: str) -> None:
