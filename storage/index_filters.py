@@ -5,6 +5,7 @@ of a walked sort index (storage/trace_query.py chooses)."""
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import sys
 import threading
@@ -51,17 +52,18 @@ def _every(words: list[str]) -> str:
     return " AND ".join(map(fts5_phrase, tokens)) or '""'
 
 
+_ASCII_TOKEN = re.compile("[a-z0-9]+")
 _tokenizer: sqlite3.Connection | None = None
 _tokenizer_lock = threading.Lock()
 
 
 def fts5_tokens(word: str) -> list[str]:
-    """The tokens FTS5's tokenizer makes of a word (letters and digits), as the text
-    index keeps them: an ASCII word's is its lower case; any other's are asked of
-    SQLite's own tokenizer (its tables of letters are its Unicode version's, which is
-    not Python's), through an index in memory (26 us)."""
+    """The tokens FTS5's tokenizer makes of a word, as the text index keeps them: an
+    ASCII word's are its runs of letters and digits in lower case; any other's are
+    asked of SQLite's own tokenizer (its tables of letters are its Unicode version's,
+    which is not Python's), through an index in memory (26 us)."""
     if word.isascii():
-        return [word.lower()] if word else []
+        return _ASCII_TOKEN.findall(word.lower())
     global _tokenizer
     with _tokenizer_lock:
         if _tokenizer is None:

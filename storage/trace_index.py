@@ -4,9 +4,9 @@ writes the spans (schema migration 13, storage/find_schema.py).
 * `span_texts`: the words of the LLM text (input and output messages) of each stored
   span row that has messages (storage/text_words.py), one row per span row, with the
   view's previews of them (the trace list shows a trace's input and output from them,
-  storage/trace_list.py). Only the rows the
-  GenAI view described are read (the worker marked them, storage/span_genai.py); their
-  messages are read here, once, as they are written.
+  storage/trace_list.py). Only the rows the GenAI view described are read (the worker
+  marked them, storage/span_genai.py); their messages are read here, once, as they are
+  written.
 * `trace_attributes`: one row per distinct (attribute key, value) of a trace's spans,
   the value as the hash of its string form (`value_text`).
 * `trace_span_names` and `project_span_names`: a trace's distinct span names, and a
