@@ -24,7 +24,7 @@ anew the same way.
 
 from __future__ import annotations
 
-from storage.text_words import TOKENIZER
+from storage.text_words import TOKENIZE
 from storage.trace_query import COST, DURATION, TOKENS
 
 _COMMON = (
@@ -106,7 +106,7 @@ SQLITE = (
         UNIQUE (project_id, trace_id, span_id, start_day))""",
     "CREATE INDEX span_texts_day ON span_texts (start_day)",
     "CREATE VIRTUAL TABLE span_text_words USING fts5(body, content='span_texts', "
-    f"content_rowid='id', tokenize='{TOKENIZER}')",
+    "content_rowid='id', tokenize='unicode61 remove_diacritics 0')",
     """CREATE TRIGGER span_texts_added AFTER INSERT ON span_texts BEGIN
         INSERT INTO span_text_words (rowid, body) VALUES (NEW.id, NEW.body); END""",
     """CREATE TRIGGER span_texts_removed AFTER DELETE ON span_texts BEGIN
@@ -142,12 +142,14 @@ SQLITE_WRITER_INDEXES_TEXTS = "DROP TRIGGER span_texts_added"
 #: not where in them (`detail=none`), which a text of distinct words does not need and
 #: the `text` filter never asked: GenAI spans were stored 30-45% faster (bench_worker
 #: --genai, alternated runs). FTS5 then refuses a phrase of more than one token, and the
-#: filter asks for each token (storage/index_filters.py). The texts stored are indexed
-#: anew, in the migration (19-26 us a text: about 20 s a million).
+#: filter asks for each token (storage/index_filters.py); the tokenizer keeps whole the
+#: few letters of Python's its tables split at (storage/text_words.py: TOKENIZER), so
+#: that a stored word is one token. The texts stored are indexed anew, in the migration
+#: (19-26 us a text: about 20 s a million).
 SQLITE_TEXT_INDEX_WITHOUT_POSITIONS = (
-    "DROP TABLE span_text_words",
+    "DROP TABLE IF EXISTS span_text_words",
     "CREATE VIRTUAL TABLE span_text_words USING fts5(body, content='span_texts', "
-    f"content_rowid='id', detail=none, tokenize='{TOKENIZER}')",
+    f"content_rowid='id', detail=none, tokenize={TOKENIZE})",
     "INSERT INTO span_text_words (span_text_words) VALUES ('rebuild')",
 )
 

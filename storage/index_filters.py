@@ -11,7 +11,7 @@ import sys
 import threading
 from typing import TYPE_CHECKING, NamedTuple
 
-from storage.text_words import TOKENIZER, split, tsquery
+from storage.text_words import TOKENIZE, split, tsquery
 from storage.trace_index import KEY_ONLY, value_hash
 
 if TYPE_CHECKING:
@@ -37,9 +37,9 @@ def fts5_word(word: str) -> str:
     the tokens of the word as written where they differ, as FTS5 folded a text an
     earlier build stored whole (lower case only: `ß` stays). Each token is a query of
     its own: the index keeps no positions (storage/find_schema.py), and FTS5 refuses a
-    phrase of two tokens, which a word is where the tokenizer splits it and str.isalnum
-    does not (a few letters of New Tai Lue: the words have runs of letters and digits,
-    storage/text_words.py)."""
+    phrase of two tokens, which a word would be where the tokenizer splits it and
+    str.isalnum does not (the tokenizer is told of the letters where SQLite 3.40's
+    does: storage/text_words.py)."""
     stored = _every(split(word.casefold(), sys.maxsize))
     written = _every([word])
     return stored if written == stored else f"({written}) OR ({stored})"
@@ -69,14 +69,15 @@ def fts5_tokens(word: str) -> list[str]:
         if _tokenizer is None:
             connection = sqlite3.connect(":memory:", check_same_thread=False)
             connection.execute(
-                f"CREATE VIRTUAL TABLE t USING fts5(x, detail=none, tokenize='{TOKENIZER}')"
+                f"CREATE VIRTUAL TABLE t USING fts5(x, detail=none, tokenize={TOKENIZE})"
             )
             connection.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'row')")
             _tokenizer = connection
-        _tokenizer.execute("INSERT INTO t (rowid, x) VALUES (1, ?)", (word,))
-        tokens = [term for (term,) in _tokenizer.execute("SELECT term FROM v")]
-        _tokenizer.execute("DELETE FROM t")
-    return tokens
+        try:
+            _tokenizer.execute("INSERT INTO t (rowid, x) VALUES (1, ?)", (word,))
+            return [term for (term,) in _tokenizer.execute("SELECT term FROM v")]
+        finally:
+            _tokenizer.execute("DELETE FROM t")
 
 
 #: SQLite: how many of a word's newest texts (FTS5's highest rowids) a walk checks by

@@ -28,8 +28,16 @@ FAST_WORDS = fastpath.extension("storage._words")
 #: A word: a longest run of alphanumeric characters (the dashboard splits the `text`
 #: filter's text by it too).
 WORD = re.compile(r"[^\W_]+")
-#: SQLite: how FTS5 splits a text (and a query) into its tokens.
-TOKENIZER = "unicode61 remove_diacritics 0"
+#: The letters Python's str.isalnum() accepts that the tables of SQLite's unicode61
+#: tokenizer take for none (SQLite 3.40: New Tai Lue's vowel signs, two Vedic signs).
+_LETTERS_FTS5_SPLITS_AT = "".join(
+    map(chr, (*range(0x19B0, 0x19C1), 0x19C8, 0x19C9, 0x1CF2, 0x1CF3))
+)
+#: SQLite: how FTS5 splits a text (and a query) into its tokens: a stored text's words
+#: (`joined`) one token each.
+TOKENIZER = f"unicode61 remove_diacritics 0 tokenchars '{_LETTERS_FTS5_SPLITS_AT}'"
+#: The FTS5 table option of it, as SQL: `tokenize=` this.
+TOKENIZE = "'" + TOKENIZER.replace("'", "''") + "'"
 #: The longest lexeme PostgreSQL keeps, in bytes.
 MAX_WORD_BYTES = 2046
 

@@ -23,7 +23,7 @@ from storage.retention import remove_days_before
 from storage.schema import migrate
 from storage.span_rows import SpanRow
 from storage.spans import SpanStore
-from storage.text_words import TOKENIZER, WORD, joined
+from storage.text_words import TOKENIZE, WORD, joined
 from storage.trace_list import Cursor, TraceFilter, TraceOrder, TraceSummaries
 from storage.trace_query import SORTS
 from tests.fuzz import FUZZ
@@ -136,9 +136,7 @@ def test_each_word_of_a_text_is_a_query_that_finds_it(text: str) -> None:
     word of only characters FTS5 takes for none (New Tai Lue's vowel signs, which are
     letters to Python) finds no text."""
     connection = sqlite3.connect(":memory:")
-    connection.execute(
-        f"CREATE VIRTUAL TABLE t USING fts5(body, detail=none, tokenize='{TOKENIZER}')"
-    )
+    connection.execute(f"CREATE VIRTUAL TABLE t USING fts5(body, detail=none, tokenize={TOKENIZE})")
     connection.execute("INSERT INTO t (rowid, body) VALUES (1, ?), (2, ?)", (joined(text), text))
     whole = [(2,)] if all(ch.isascii() or ch.isalnum() or ch.isspace() for ch in text) else []
     for word in WORD.findall(text):

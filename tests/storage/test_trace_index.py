@@ -202,6 +202,8 @@ def test_a_word_is_found_in_any_case_as_stored_or_as_an_earlier_build_stored_it(
     SpanStore(database).upsert([_call("Die Straße ΟΔΟΣ İzmir ǰam x\u19b0y")], WINDOW_MS)
     for word in ("straße", "STRASSE", "strasse", "οδος", "ΟΔΟΣ", "die", "İzmir", "ǰam", "X\u19b0Y"):
         assert _find(database, words=(word,)) == ["a"], word
+    for word in ("x", "y", "x\u19b0", "strass"):  # none is a word of the text
+        assert _find(database, words=(word,)) == [], word
     assert_exact(database)
     if database.postgres:
         return
@@ -221,15 +223,37 @@ def test_the_texts_indexed_with_their_words_positions_are_indexed_anew(
     database_url: str,
 ) -> None:
     """Schema 19 (SQLite: the full-text index without positions) indexes the texts
-    already stored anew: each is found, and the index holds each once."""
+    already stored anew, as their words and whole (an earlier build's): each is found,
+    by each of its words alone, and the index holds each once."""
     db = Database(database_url)
     try:
         migrate(db, 18)
-        SpanStore(db).upsert([_call("Yo there")], WINDOW_MS)
+        store = SpanStore(db)
+        store.upsert([_call("Yo there x\u19b0y")], WINDOW_MS)
+        whole = _call("Ahoy elsewhere z\u19b0w")._replace(trace_id="b", span_id="b" * 16)
+        store.upsert([whole], WINDOW_MS)
+        if not db.postgres:  # the second text as an earlier build stored it
+            with db.transaction() as tx:
+                tx.execute(
+                    "INSERT INTO span_text_words (span_text_words, rowid, body) "
+                    "SELECT 'delete', id, body FROM span_texts WHERE trace_id = 'b'"
+                )
+                tx.execute(
+                    "UPDATE span_texts SET body = ? WHERE trace_id = 'b'",
+                    ("Hi?\nAhoy elsewhere z\u19b0w",),
+                )
+                tx.execute(
+                    "INSERT INTO span_text_words (rowid, body) "
+                    "SELECT id, body FROM span_texts WHERE trace_id = 'b'"
+                )
         migrate(db)
         assert _find(db, words=("there",)) == ["a"]
         assert _find(db, words=("hi", "yo")) == ["a"]
-        assert _find(db, words=("elsewhere",)) == []
+        assert _find(db, words=("x\u19b0y",)) == ["a"]
+        assert _find(db, words=("elsewhere",)) == ["b"]
+        assert _find(db, words=("z\u19b0w",)) == ["b"]
+        assert sorted(_find(db, words=("hi",))) == ["a", "b"]
+        assert _find(db, words=("x",)) == [] and _find(db, words=("w",)) == []
         assert_exact(db)
     finally:
         db.close()
