@@ -38,8 +38,8 @@ def fts5_word(word: str) -> str:
     earlier build stored whole (lower case only: `ß` stays). Each token is a query of
     its own: the index keeps no positions (storage/find_schema.py), and FTS5 refuses a
     phrase of two tokens, which a word would be where the tokenizer splits it and
-    str.isalnum does not (the tokenizer is told of the letters where SQLite 3.40's
-    does: storage/text_words.py)."""
+    str.isalnum does not (the tokenizer keeps whole the letters SQLite 3.40's tables
+    split at: storage/text_words.py; another SQLite's may split at others)."""
     stored = _every(split(word.casefold(), sys.maxsize))
     written = _every([word])
     return stored if written == stored else f"({written}) OR ({stored})"
@@ -115,7 +115,7 @@ def _fts5_traces(word: str) -> IndexFilter:
     only where the text contains it, in any case: the index keeps diacritics, and
     SQLite's LIKE folds ASCII only). Exact: the set holds every match at or above its
     edge (all of them when there are fewer), and below it FTS5 answers."""
-    phrase = fts5_word(word)
+    query = fts5_word(word)
     newest = "SELECT rowid FROM span_text_words WHERE span_text_words MATCH ?"
     edge = f"COALESCE(({newest} ORDER BY rowid DESC LIMIT 1 OFFSET {NEWEST_TEXTS - 1}), {_LEAST})"
     prefilter, contains = (
@@ -124,13 +124,13 @@ def _fts5_traces(word: str) -> IndexFilter:
     return IndexFilter(
         "SELECT x.trace_id FROM span_text_words CROSS JOIN span_texts AS x "
         "ON x.id = span_text_words.rowid WHERE span_text_words MATCH ? AND x.project_id = ?1",
-        [phrase],
+        [query],
         "EXISTS (SELECT 1 FROM span_texts AS x WHERE x.project_id = ?1 "
         "AND x.trace_id = trace_summaries.trace_id "
         f"AND (x.id IN ({newest} AND rowid >= {edge}) OR (x.id < {edge} {prefilter}"
         "AND EXISTS (SELECT 1 FROM span_text_words WHERE span_text_words MATCH ? "
         "AND rowid = x.id))))",
-        [phrase, phrase, phrase, *contains, phrase],
+        [query, query, query, *contains, query],
     )
 
 
