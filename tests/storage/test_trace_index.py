@@ -191,6 +191,22 @@ def _call(answer: str) -> SpanRow:
     )
 
 
+def _store_whole(db: Database, trace: str, text: str) -> None:
+    """SQLite: a trace's text as an earlier build stored it, whole (FTS5 given it anew:
+    its external content is deleted by the body it indexed)."""
+    of_trace = "FROM span_texts WHERE trace_id = ?"
+    with db.transaction() as tx:
+        tx.execute(
+            "INSERT INTO span_text_words (span_text_words, rowid, body) "
+            f"SELECT 'delete', id, body {of_trace}",
+            (trace,),
+        )
+        tx.execute("UPDATE span_texts SET body = ? WHERE trace_id = ?", (text, trace))
+        tx.execute(
+            f"INSERT INTO span_text_words (rowid, body) SELECT id, body {of_trace}", (trace,)
+        )
+
+
 def test_a_word_is_found_in_any_case_as_stored_or_as_an_earlier_build_stored_it(
     database: Database,
 ) -> None:
@@ -207,13 +223,7 @@ def test_a_word_is_found_in_any_case_as_stored_or_as_an_earlier_build_stored_it(
     assert_exact(database)
     if database.postgres:
         return
-    with database.transaction() as tx:  # the text as an earlier build stored it
-        tx.execute(
-            "INSERT INTO span_text_words (span_text_words, rowid, body) "
-            "SELECT 'delete', id, body FROM span_texts"
-        )
-        tx.execute("UPDATE span_texts SET body = ?", ("Hi?\nDie Straße ΟΔΟΣ İzmir ǰam x\u19b0y",))
-        tx.execute("INSERT INTO span_text_words (rowid, body) SELECT id, body FROM span_texts")
+    _store_whole(database, "a", "Hi?\nDie Straße ΟΔΟΣ İzmir ǰam x\u19b0y")
     for word in ("straße", "Straße", "οδος", "ΟΔΟΣ", "die", "İzmir", "ǰam", "x\u19b0y"):
         assert _find(database, words=(word,)) == ["a"], word
     assert_exact(database)
@@ -233,19 +243,7 @@ def test_the_texts_indexed_with_their_words_positions_are_indexed_anew(
         whole = _call("Ahoy elsewhere z\u19b0w")._replace(trace_id="b", span_id="b" * 16)
         store.upsert([whole], WINDOW_MS)
         if not db.postgres:  # the second text as an earlier build stored it
-            with db.transaction() as tx:
-                tx.execute(
-                    "INSERT INTO span_text_words (span_text_words, rowid, body) "
-                    "SELECT 'delete', id, body FROM span_texts WHERE trace_id = 'b'"
-                )
-                tx.execute(
-                    "UPDATE span_texts SET body = ? WHERE trace_id = 'b'",
-                    ("Hi?\nAhoy elsewhere z\u19b0w",),
-                )
-                tx.execute(
-                    "INSERT INTO span_text_words (rowid, body) "
-                    "SELECT id, body FROM span_texts WHERE trace_id = 'b'"
-                )
+            _store_whole(db, "b", "Hi?\nAhoy elsewhere z\u19b0w")
         migrate(db)
         assert _find(db, words=("there",)) == ["a"]
         assert _find(db, words=("hi", "yo")) == ["a"]
