@@ -20,7 +20,7 @@ from dashboard.genai_json import summary_genai_json
 from storage.session_summaries import SessionCursor, SessionFilter, SessionSummary
 from storage.text_words import WORD
 from storage.trace_list import Cursor, TraceFilter, TraceOrder, TraceSummary
-from storage.trace_query import SORTS, ScoreCondition
+from storage.trace_query import INT64_MAX, INT64_MIN, SORTS, ScoreCondition
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
@@ -80,7 +80,21 @@ def _integer(args: Args, name: str) -> int | None:
         return None
     if not (raw.isascii() and raw.isdigit()):
         raise invalid(f"{name} must be an integer, 0 or more")
-    return int(raw)
+    return _digits(raw)
+
+
+def _within(value: int) -> int:
+    """A bound kept within the store's integers (times, durations, token counts): one
+    past them (a `from` in the year 9999) lets through what it would have, and the
+    database is never asked to bind a larger number."""
+    return min(max(value, INT64_MIN), INT64_MAX)
+
+
+def _digits(raw: str, scale: int = 1) -> int:
+    """A decimal integer's digits, times `scale`, within INT64_MIN..INT64_MAX (without
+    reading thousands of digits, which Python refuses)."""
+    digits = raw.lstrip("0") or "0"
+    return INT64_MAX if len(digits) > 19 else _within(int(digits) * scale)
 
 
 def time_ns(args: Args, name: str) -> int | None:
@@ -90,7 +104,7 @@ def time_ns(args: Args, name: str) -> int | None:
     if not raw:
         return None
     if raw.isascii() and raw.isdigit():
-        return int(raw) * 1_000_000
+        return _digits(raw, 1_000_000)
     try:
         when = datetime.fromisoformat(raw)
     except ValueError as e:
@@ -98,7 +112,7 @@ def time_ns(args: Args, name: str) -> int | None:
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     delta = when - datetime(1970, 1, 1, tzinfo=UTC)
-    return (delta.days * 86_400 + delta.seconds) * 10**9 + delta.microseconds * 1000
+    return _within((delta.days * 86_400 + delta.seconds) * 10**9 + delta.microseconds * 1000)
 
 
 def _attributes(values: Iterable[str]) -> tuple[tuple[str, str | None], ...]:
@@ -148,7 +162,7 @@ def _nanos(ms: float | None, up: bool) -> int | None:
     if ms is None:
         return None
     exact = ms * 1_000_000
-    return math.ceil(exact) if up else math.floor(exact)
+    return _within(math.ceil(exact) if up else math.floor(exact))
 
 
 def trace_filter(args: Args) -> TraceFilter:
@@ -198,7 +212,7 @@ def limit_of(args: Args, default: int, maximum: int) -> int:
     raw = args.get("limit", "").strip()
     if not raw:
         return default
-    if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= maximum:
+    if not (raw.isascii() and raw.isdigit()) or not 1 <= _digits(raw) <= maximum:
         raise invalid(f"limit must be an integer from 1 to {maximum}")
     return int(raw)
 

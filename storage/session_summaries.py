@@ -23,7 +23,7 @@ from typing import Any
 import orjson
 
 from storage.database import Database, Transaction, arrays
-from storage.trace_query import COST, INPUT_TOKENS, OUTPUT_TOKENS
+from storage.trace_query import COST, INPUT_TOKENS, OUTPUT_TOKENS, fits_int64
 
 _COLUMNS = (
     "project_id, session_id, trace_count, start_ns, end_ns, last_ns, error_count, "
@@ -125,7 +125,7 @@ class SessionCursor:
             last_ns, session_id = orjson.loads(raw)
         except (binascii.Error, UnicodeError, ValueError, TypeError) as e:
             raise ValueError("cursor is not one this list gave") from e
-        if type(last_ns) is not int or not isinstance(session_id, str):
+        if not fits_int64(last_ns) or not isinstance(session_id, str):
             raise ValueError("cursor is not one this list gave")
         return cls(last_ns, session_id)
 

@@ -35,8 +35,16 @@ DURATION = "(end_ns - start_ns)"
 #: same text as its index's, which is how SQLite matches an index on an expression).
 SORTS = {"start": "sort_ns", "duration": DURATION, "cost": COST, "tokens": TOKENS}
 NULLABLE = frozenset(("duration", "cost", "tokens"))
+#: The range of the store's integers (times, durations, token counts).
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 #: Less than any value of a sort (SQLite: every number is above NULL and this).
-_LEAST = -(2**63)
+_LEAST = INT64_MIN
+
+
+def fits_int64(value: object) -> bool:
+    """Whether a value is an integer the store can hold (a cursor's, read from a client,
+    may be any JSON number)."""
+    return type(value) is int and INT64_MIN <= value <= INT64_MAX
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +119,7 @@ class Cursor:
             sort in SORTS
             and isinstance(descending, bool)
             and isinstance(trace_id, str)
-            and (value is None or type(value) in (int, float))
+            and (value is None or type(value) is float or fits_int64(value))
             and (value is not None or sort in NULLABLE)
             and (sort != "cost" or not isinstance(value, int) or value is None)
         )

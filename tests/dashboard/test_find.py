@@ -4,6 +4,8 @@ parser)."""
 
 from __future__ import annotations
 
+import base64
+import json
 from typing import Any
 
 import orjson
@@ -199,6 +201,47 @@ async def test_a_bad_value_is_a_400_naming_its_parameter(
             error = orjson.loads(await response.get_data())["error"]
             assert error["code"] == "VALIDATION_ERROR"
             assert error["message"].startswith(parameter), error
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("from=9999-12-31T23:59:59", []),
+        ("from=99999999999999999999", []),
+        ("from=" + "9" * 5000, []),
+        ("to=0001-01-01T00:00:00%2B23:59", []),
+        ("to=9999-12-31", [5, 4, 3, 2, 1, 0]),
+        ("minTokens=9223372036854775808", []),
+        ("minDurationMs=1e300", []),
+        ("maxDurationMs=99999999999999999999999999", [5, 4, 3, 2, 1, 0]),
+    ],
+)
+async def test_a_bound_past_the_stores_integers_answers_as_it_would(
+    client: Client, query: str, expected: list[int]
+) -> None:
+    """A bound past the 64-bit times, durations and counts the store holds (a `from` in
+    the year 9999) lets through what it would have: none or every trace; not a 500."""
+    assert await _ids(client, query) == expected
+    for path in (f"{LIST}/export", "/projects/demo/traces", "/api/v1/projects/demo/sessions"):
+        response = await client.get(f"{path}?{query}")
+        assert response.status_code == 200, (path, query)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [["start", True, 2**63, "a"], ["tokens", True, 2**64 - 1, "a"], [2**64 - 1, "s"]],
+)
+async def test_a_cursor_past_the_stores_integers_is_a_400(
+    client: Client, raw: list[object]
+) -> None:
+    """A cursor whose number no store integer can be was not given by a list: 400."""
+    text = base64.urlsafe_b64encode(json.dumps(raw).encode()).decode().rstrip("=")
+    path = LIST if len(raw) == 4 else "/api/v1/projects/demo/sessions"
+    response = await client.get(
+        f"{path}?cursor={text}" + ("&sort=tokens" if raw[0] == "tokens" else "")
+    )
+    assert response.status_code == 400
+    assert orjson.loads(await response.get_data())["error"]["message"].startswith("cursor")
 
 
 async def test_the_export_answers_the_page_shown(client: Client) -> None:
