@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 
 from markupsafe import Markup
@@ -57,12 +58,18 @@ def count(value: int | None) -> str:
 
 
 def usd(value: float | None) -> str:
-    """A cost in US dollars, to four significant places below a cent; "—" when unknown."""
+    """A cost in US dollars: to the cent from a dollar up, to four significant places
+    below it, written out; "—" when unknown."""
     if value is None:
         return "—"
     if value == 0:
         return "$0"
-    return f"${value:.2f}" if value >= 1 else f"${value:.4g}"
+    if abs(value) >= 1:
+        return f"${value:,.2f}"
+    # four significant places, written out (never 4.725e-05), at least to the cent
+    places = min(3 - math.floor(math.log10(abs(value))), 20)
+    written = f"{value:.{places}f}".rstrip("0")
+    return "$" + written + "0" * max(0, 2 - len(written.partition(".")[2]))
 
 
 #: Why a cost shows "—" (the title of the dash).
