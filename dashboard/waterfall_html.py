@@ -56,6 +56,14 @@ def _subtree(below: Subtree) -> str:
     return f'<span class="subtree" title="Spans below: {text}">{text}</span> '
 
 
+def _kind(kind: str, llm_type: str | None) -> str:
+    """A row's type label: the GenAI view's type (llm, agent, tool, ...) where it gives
+    one, which an OTel span's SDK kind (`client`, `internal`) does not say; the SDK kind
+    otherwise, and in the label's title."""
+    shown = escape(llm_type or kind)
+    return f'<span class="kind kind-{shown}" title="SDK kind: {escape(kind)}">{shown}</span> '
+
+
 def rows_html(
     waterfall: Waterfall, first: int, stop: int, selected: int | None, path: str, page: int
 ) -> Markup:
@@ -64,16 +72,16 @@ def rows_html(
     link = escape(path) + (f"?page={page}&amp;" if page > 1 else "?")
     spans, t0 = waterfall.spans, waterfall.start_ns
     percent = 100 / waterfall.total_ns
-    kinds: dict[str, str] = {}  # a trace has few kinds: each escaped once
+    kinds: dict[tuple[str, str | None], str] = {}  # a trace has few: each made once
     subtrees = waterfall.subtrees()
     out = []
     for position in range(first, stop):
         at, depth, orphan, children = waterfall.order[position]
         span = spans[at]
         span_id, name = _text(span.span_id), escape(span.name)
-        kind = kinds.get(span.kind)
+        kind = kinds.get((span.kind, span.llm_type))
         if kind is None:
-            kind = kinds[span.kind] = escape(span.kind)
+            kind = kinds[span.kind, span.llm_type] = _kind(span.kind, span.llm_type)
         error = span.status_code == _ERROR
         start, end = span.start_ns, span.end_ns
         left = (start - t0) * percent
@@ -93,7 +101,7 @@ def rows_html(
                 else '<span class="toggle-space"></span> '
             )
             + f'<a href="{link}span={span_id}#detail"><bdi>{name}</bdi></a> '
-            f'<span class="kind kind-{kind}">{kind}</span> '
+            + kind
             + _llm_facts(span.model, span.input_tokens, span.output_tokens)
             + (_subtree(subtrees[position]) if children else "")
             + ('<span class="status-error">error</span>' if error else "")

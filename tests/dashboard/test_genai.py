@@ -113,8 +113,9 @@ async def test_the_agents_json_comes_from_every_convention(site: Site) -> None:
 
 async def test_the_pages_show_models_tokens_and_cost(site: Site) -> None:
     """The trace list has model, tokens, cost and user columns; the trace page its
-    totals; an LLM row of the waterfall its model and tokens; a call with no known price
-    shows a dash that says why."""
+    totals; an LLM row of the waterfall its type, model and tokens (the type the view
+    gives, not the OTel SDK kind); a call with no known price shows a dash that says
+    why."""
     store(site.db, site.demo, _run())
     client = site.client()
     await sign_in(client, "viewer@acme.test")
@@ -127,6 +128,9 @@ async def test_the_pages_show_models_tokens_and_cost(site: Site) -> None:
     assert "<dt>LLM calls</dt><dd>2</dd>" in page
     assert "175 (150 in, 25 out)" in page
     assert '<span class="llm-facts">gpt-4o 100→20 tok</span>' in page
+    assert re.search('<span class="kind kind-llm" title="SDK kind: [a-z]+">llm</span> '
+                     '<span class="llm-facts">gpt-4o', page)  # fmt: skip
+    assert '<span class="kind kind-tool" title="SDK kind: ' in page
     store(site.db, site.demo, [span(traceId="c" * 32, spanId="c" * 16, name="chat",
                                     attributes={"gen_ai.operation.name": "chat",
                                                 "gen_ai.request.model": "nobody-prices-me",
