@@ -22,9 +22,12 @@ from storage.trace_list import Cursor
 
 FACET_TRACES = 10_000
 FACET_TTL_S = 30.0
-#: The time presets: label, span in milliseconds (None: all time).
+#: The time presets: label, span in milliseconds (None: all time). A link says
+#: `preset=<label>`, and each view of it starts the range then: a shared link or an
+#: open tab (a live one) shows the last 15 minutes, not those of when it was made.
 PRESETS = (("15 min", 15 * 60_000), ("1 h", 3_600_000), ("24 h", 86_400_000),
            ("7 d", 7 * 86_400_000), ("All", None))  # fmt: skip
+_PRESET_SPANS = dict(PRESETS)
 #: The sortable columns: header, sort.
 SORTED_COLUMNS = {"Start": "start", "Duration": "duration", "Tokens": "tokens", "Cost": "cost"}
 _facets: dict[str, tuple[float, list[tuple[str, int]], list[tuple[str, int]]]] = {}
@@ -72,19 +75,38 @@ def _query(pairs: list[tuple[str, str]], **changed: str | None) -> str:
     return urlencode(kept + [(k, v) for k, v in changed.items() if v is not None])
 
 
+def _preset(args: Args) -> str | None:
+    """The preset a request asks for: one of PRESETS, and no `from` or `to` of its own
+    (a range typed in wins)."""
+    label = args.get("preset", "")
+    if label not in _PRESET_SPANS or args.get("from") or args.get("to"):
+        return None
+    return label
+
+
+def resolved(args: Args) -> Args:
+    """The request's parameters with its preset's range as `from`, from now."""
+    label = _preset(args)
+    span_ms = None if label is None else _PRESET_SPANS[label]
+    if span_ms is None:
+        return args
+    given = args.copy()
+    given["from"] = str(int(time.time() * 1000) - span_ms)
+    return given
+
+
 def filter_bar(explorer: Explorer, project: Project, args: Args, asked: ListQuery) -> FilterBar:
     """The bar of a request whose list query is `asked`."""
     pairs = kept_params(args)
-    now_ms = int(time.time() * 1000)
-    current_from = args.get("from", "")
-    presets = []
-    for label, span_ms in PRESETS:
-        start = None if span_ms is None else str(now_ms - span_ms)
-        chosen = args.get("preset", "") == label or (span_ms is None and not current_from)
-        query = _query(pairs, **{"from": start, "to": None, "preset": label})
-        presets.append(Link(label, query, chosen))
+    chosen = _preset(args) or ("All" if not args.get("from") and not args.get("to") else None)
+    presets = [
+        Link(label, _query(pairs, **{"from": None, "to": None, "preset": label}), label == chosen)
+        for label, _ in PRESETS
+    ]
     models, users = _facets_of(explorer, project)
     single = {name: args.get(name, "") for name, _ in pairs if name not in ("attr", "score")}
+    if chosen is not None and chosen != "All":
+        single["preset"] = chosen
     return FilterBar(
         values=single,
         attributes=args.getlist("attr"),
@@ -92,7 +114,7 @@ def filter_bar(explorer: Explorer, project: Project, args: Args, asked: ListQuer
         presets=presets,
         models=models,
         users=users,
-        filtered=any(k not in ("sort", "order") for k, _ in pairs),
+        filtered="preset" in single or any(k not in ("sort", "order") for k, _ in pairs),
     )
 
 
@@ -112,7 +134,7 @@ class PageLinks:
 
 def page_links(args: Args, asked: ListQuery, cursor: Cursor | None) -> PageLinks:
     """The links of a page of the list."""
-    preset = args.get("preset", "")
+    preset = _preset(args)
     pairs = kept_params(args) + ([("preset", preset)] if preset else [])
     limit = str(asked.limit)
     sorts = {}
@@ -125,7 +147,11 @@ def page_links(args: Args, asked: ListQuery, cursor: Cursor | None) -> PageLinks
     return PageLinks(
         next=None if cursor is None else _query(pairs, cursor=cursor.encode(), limit=limit),
         first=_query(pairs, limit=limit) if asked.after is not None else None,
-        export=_query(pairs, cursor=after or None, limit=str(min(asked.limit, MAX_EXPORT_TRACES))),
+        export=_query(  # the page shown: a preset's range as the page drew it
+            kept_params(resolved(args)),
+            cursor=after or None,
+            limit=str(min(asked.limit, MAX_EXPORT_TRACES)),
+        ),
         sorts=sorts,
         live=_query(pairs, live=None if args.get("live") else "1"),
         is_live=bool(args.get("live")) and asked.after is None,

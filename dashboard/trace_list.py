@@ -12,7 +12,7 @@ from quart import Response, render_template, request
 from dashboard import params
 from dashboard.errors import invalid
 from dashboard.explorer import Explorer, signed_in_project
-from dashboard.filter_bar import filter_bar, page_links
+from dashboard.filter_bar import filter_bar, page_links, resolved
 from dashboard.views import View
 from service.web import json_response
 from storage.export import MAX_EXPORT_TRACES, as_csv
@@ -38,7 +38,8 @@ class TraceList(View[TracePage]):
         self.ingest_url = ingest_url
 
     async def context(self, project: str) -> TracePage:
-        asked = params.list_query(request.args, params.DEFAULT_LIMIT, params.MAX_LIMIT)
+        args = resolved(request.args)
+        asked = params.list_query(args, params.DEFAULT_LIMIT, params.MAX_LIMIT)
         found = await signed_in_project(self.explorer, project)
         page, cursor = await asyncio.to_thread(self.explorer.traces, found, asked)
         return TracePage(found, asked, page, cursor)

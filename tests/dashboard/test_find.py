@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import base64
 import json
+import re
+from datetime import UTC, datetime, timedelta
 from typing import Any
+from urllib.parse import quote_plus
 
 import orjson
 import pytest
@@ -242,6 +245,43 @@ async def test_a_cursor_past_the_stores_integers_is_a_400(
     )
     assert response.status_code == 400
     assert orjson.loads(await response.get_data())["error"]["message"].startswith("cursor")
+
+
+async def test_a_time_preset_is_a_range_from_now_at_each_view(site: Site, client: Client) -> None:
+    """A preset's link says `preset=`, not the `from` of when it was drawn, and each
+    view starts its range then; a range typed in wins; the export of a preset's page
+    has the range the page was drawn with."""
+    now = datetime.now(UTC)
+    recent = _trace_id(40)
+    start, end = (now - timedelta(minutes=m) for m in (30, 29))
+    store(
+        site.db,
+        site.demo,
+        [
+            span(
+                traceId=recent,
+                spanId="d" * 16,
+                name="recent",
+                startTime=start.isoformat(),
+                endTime=end.isoformat(),
+            )
+        ],
+    )
+    page = (await (await client.get("/projects/demo/traces")).get_data()).decode()
+    links = re.findall(r'<a href="\?([^"]*)"[^>]*>(15 min|1 h|24 h|7 d|All)</a>', page)
+    assert [label for _, label in links] == ["15 min", "1 h", "24 h", "7 d", "All"]
+    assert all("from=" not in query and f"preset={quote_plus(label)}" in query
+               for query, label in links)  # fmt: skip
+    for preset, expected in (("15+min", []), ("1+h", [40]), ("All", [40, 5, 4, 3, 2, 1, 0])):
+        assert await _ids(client, f"preset={preset}") == expected
+    page = (await (await client.get("/projects/demo/traces?preset=1+h")).get_data()).decode()
+    assert recent in page and _trace_id(5) not in page
+    assert '<input type="hidden" name="preset" value="1 h">' in page
+    assert '<a href="?preset=1+h" aria-current="true">1 h</a>' in page
+    drawn = int(re.search(r"traces/export\?format=json&amp;from=(\d+)", page)[1])  # type: ignore[index]
+    assert abs(drawn - (now.timestamp() - 3600) * 1000) < 60_000
+    typed = "preset=1+h&from=2026-11-22T10:04:00Z&to=2026-11-22T10:06:00Z"
+    assert await _ids(client, typed) == [5, 4]
 
 
 async def test_the_export_answers_the_page_shown(client: Client) -> None:
