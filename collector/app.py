@@ -45,6 +45,7 @@ def create_app(settings: Settings) -> Quart:
         raise ValueError("the collector needs a Redis URL (SPANGATE_REDIS_URL)")
     app = Quart("spangate.collector", static_folder=None)
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
+    app.config["BODY_TIMEOUT"] = settings.body_timeout_s
     app.config["PROVIDE_AUTOMATIC_OPTIONS"] = True
     db = Database(settings.database_url, settings.database_statement_timeout_ms)
     verifier = KeyVerifier(IdentityStore(db).identity_for_hash)

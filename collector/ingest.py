@@ -20,6 +20,7 @@ from typing import Any
 
 from quart import Request, Response
 from quart.globals import request_ctx
+from quart.wrappers.request import Body
 from werkzeug.exceptions import RequestEntityTooLarge
 
 import proto_json
@@ -217,10 +218,20 @@ class Ingest:
         return codings
 
     async def _body(self, incoming: _Incoming) -> bytes:
+        request = incoming.request
         try:
-            data: bytes = await incoming.request.body
+            # a body has SPANGATE_BODY_TIMEOUT_S (Quart's BODY_TIMEOUT) to arrive whole:
+            # one that stops coming holds its in-flight bytes no longer than that
+            data: bytes = await asyncio.wait_for(_whole(request.body), request.body_timeout)
             incoming.received = len(data)
             return data
+        except TimeoutError as e:
+            raise GatewayError(
+                408,
+                "REQUEST_TIMEOUT",
+                f"the body did not arrive whole within {request.body_timeout} s",
+                body_error=True,
+            ) from e
         except RequestEntityTooLarge as e:
             raise GatewayError(
                 413,
@@ -322,7 +333,7 @@ class Ingest:
         # a refused one is never read or inflated.
         if not self._admits_late(head, codings):
             await self._admit(caller)
-        with self.inflight.reserve(self._reservation(head, codings)):
+        with self.inflight.reserve(self._reservation(head, codings), caller.project_id):
             conversion, queued, data = await self._converted(incoming, caller, codings, convert)
             if queued is not None:
                 item = QueuedRequest(
@@ -417,3 +428,9 @@ class Ingest:
             self._admitted(caller, await self.queue.admit_and_enqueue(item, checks, record))
         caller.recorded = record is not None
         self.metrics.enqueue_seconds.observe(time.perf_counter() - started)
+
+
+async def _whole(body: Body) -> bytes:
+    """A request's body, whole (an awaitable for asyncio.wait_for)."""
+    data: bytes = await body
+    return data

@@ -133,6 +133,7 @@ class Settings:
     queue_max_spans_per_project: int = 1_000_000
     redis_memory_high_ratio: float = 0.9
     max_inflight_bytes: int = 256 * 1024 * 1024
+    body_timeout_s: int = 60
     enqueue_timeout_ms: int = 2000
     redis_replica_acks: int = 0
     dedup_window_seconds: int = 1200
@@ -196,6 +197,7 @@ class Settings:
                 "REDIS_MEMORY_HIGH_RATIO", _ratio, d.redis_memory_high_ratio
             ),
             max_inflight_bytes=read("MAX_INFLIGHT_BYTES", _positive_int, d.max_inflight_bytes),
+            body_timeout_s=read("BODY_TIMEOUT_S", _positive_int, d.body_timeout_s),
             enqueue_timeout_ms=read("ENQUEUE_TIMEOUT_MS", _positive_int, d.enqueue_timeout_ms),
             redis_replica_acks=read("REDIS_REPLICA_ACKS", _non_negative_int, d.redis_replica_acks),
             dedup_window_seconds=read(

@@ -148,15 +148,31 @@ async def test_inflight_budget_refuses_what_does_not_fit(
 def test_inflight_budget_counts_and_releases() -> None:
     """Reservations add up while held and are released afterwards, also on errors."""
     budget = InflightBudget(100)
-    with budget.reserve(60):
+    with budget.reserve(60, "a"):
         with pytest.raises(GatewayError):
-            with budget.reserve(41):
+            with budget.reserve(41, "b"):
                 pass
-        with budget.reserve(40):
+        with budget.reserve(40, "b"):
             assert budget.used == 100
-    with pytest.raises(ZeroDivisionError), budget.reserve(100):
+    with pytest.raises(ZeroDivisionError), budget.reserve(100, "a"):
         raise ZeroDivisionError
-    assert budget.used == 0
+    assert budget.used == 0 and budget.held == {}
+
+
+def test_a_project_holds_at_most_half_the_budget_while_it_holds_any() -> None:
+    """A project holding bytes may not take more than half the budget, so the others
+    still get theirs; one holding nothing may reserve whatever fits."""
+    budget = InflightBudget(100)
+    with budget.reserve(30, "a"):
+        with pytest.raises(GatewayError) as refused:
+            with budget.reserve(25, "a"):
+                pass
+        assert refused.value.code == "INFLIGHT_BYTES_EXHAUSTED"
+        with budget.reserve(20, "a"), budget.reserve(50, "b"):
+            assert budget.held == {"a": 50, "b": 50}
+    with budget.reserve(90, "a"):
+        assert budget.used == 90
+    assert budget.held == {}
 
 
 def test_client_ip_trusts_only_configured_proxies() -> None:
