@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import ctypes
 import dataclasses
 import functools
 import gc
@@ -15,35 +14,65 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from genai.prices import PriceFileError
 from service.logs import configure_logging
 from service.settings import Settings, SettingsError
 from spangate.cli_support import fail, load_pricer, load_settings, upgrade_stored_spans
-from spangate.embedded_redis import EmbeddedRedis, EmbeddedRedisError
+from spangate.embedded_redis import EmbeddedRedis, EmbeddedRedisError, die_with_parent
 from spangate.ports import PortTaken, check_ports
 from spangate.supervisor import Supervisor
 from storage.database import Database, sqlite_writer_refused
 from storage.errors import StoreError
 from storage.schema import migrate
 
-PR_SET_PDEATHSIG = 1
-
 
 @contextmanager
 def redis_url_for(settings: Settings) -> Iterator[Settings]:
     """Settings with a Redis URL: the configured one, or the data directory's embedded one."""
+    with _queue_store(settings) as (resolved, _):
+        yield resolved
+
+
+@contextmanager
+def _queue_store(settings: Settings) -> Iterator[tuple[Settings, EmbeddedRedis | None]]:
+    """`redis_url_for`'s settings, and the embedded Redis this process started (None
+    when the settings name one, or another process runs the directory's)."""
     if settings.redis_url is not None:
-        yield settings
+        yield settings, None
         return
     embedded = EmbeddedRedis(settings.data_dir)
     url = embedded.start()
     try:
-        yield dataclasses.replace(settings, redis_url=url)
+        yield dataclasses.replace(settings, redis_url=url), embedded
     finally:
         embedded.stop()
+
+
+def _watching(embedded: EmbeddedRedis | None) -> Callable[[], bool]:
+    """The supervisor's check of the embedded Redis: started again on its port when it
+    has exited; False (stop everything) when it cannot be."""
+
+    def watch() -> bool:
+        if embedded is None:
+            return True
+        try:
+            status = embedded.keep_running()
+        except EmbeddedRedisError as e:
+            print(f"spangate: the embedded Redis exited and {e}; stopping", file=sys.stderr)
+            return False
+        if status is not None:
+            print(
+                f"spangate: the embedded Redis exited with status {status}; started again "
+                "on its port",
+                file=sys.stderr,
+                flush=True,
+            )
+        return True
+
+    return watch
 
 
 def _collector(args: argparse.Namespace) -> int:
@@ -192,18 +221,9 @@ def _parts(args: argparse.Namespace) -> dict[str, list[str]]:
     return parts
 
 
-def _die_with_parent() -> None:
-    """In the child: get SIGTERM if the supervisor dies, even by SIGKILL (Linux)."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-    except (OSError, AttributeError):  # not Linux: children outlive a killed supervisor
-        pass
-
-
 def _start(env: dict[str, str], argv: list[str]) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [sys.executable, "-m", "spangate.cli", *argv], env=env, preexec_fn=_die_with_parent
+        [sys.executable, "-m", "spangate.cli", *argv], env=env, preexec_fn=die_with_parent
     )
 
 
@@ -276,13 +296,13 @@ def _serve(args: argparse.Namespace) -> int:
         db.close()
     parts = _parts(args)
     try:
-        with redis_url_for(settings) as resolved:
+        with _queue_store(settings) as (resolved, embedded):
             env = dict(os.environ, SPANGATE_REDIS_URL=str(resolved.redis_url))
             _banner(resolved, parts)
             supervisor = Supervisor(parts, functools.partial(_start, env))
             supervisor.start()
             _say_when_listening(resolved, supervisor.processes())
-            return supervisor.run()
+            return supervisor.run(_watching(embedded))
     except EmbeddedRedisError as e:
         return fail(str(e))
 

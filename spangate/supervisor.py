@@ -48,6 +48,14 @@ class Supervisor:
         self._stopping = False
 
     def start(self) -> None:
+        """Start every child; from here on SIGTERM and SIGINT stop them all (in `run`),
+        also when they come before it."""
+
+        def on_signal(signum: int, frame: object) -> None:
+            self._stopping = True
+
+        signal.signal(signal.SIGTERM, on_signal)
+        signal.signal(signal.SIGINT, on_signal)
         now = time.monotonic()
         for child in self._children.values():
             child.process, child.started_at = self._start(child.argv), now
@@ -56,18 +64,13 @@ class Supervisor:
         """The children running now, by name."""
         return {n: c.process for n, c in self._children.items() if c.process is not None}
 
-    def run(self) -> int:
+    def run(self, watch: Callable[[], bool] = lambda: True) -> int:
         """Until SIGTERM or SIGINT (exit code 0), or a child failing at start-up
-        START_FAILURES times in a row (1); then stop every child."""
-
-        def on_signal(signum: int, frame: object) -> None:
-            self._stopping = True
-
-        signal.signal(signal.SIGTERM, on_signal)
-        signal.signal(signal.SIGINT, on_signal)
+        START_FAILURES times in a row, or `watch` (called each round: the embedded
+        Redis kept running) saying False (1); then stop every child."""
         code = 0
         while not self._stopping:
-            if not self._step(time.monotonic()):
+            if not self._step(time.monotonic()) or not watch():
                 code = 1
                 break
             time.sleep(_POLL_S)

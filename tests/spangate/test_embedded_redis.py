@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 import redis
@@ -24,4 +25,44 @@ def test_embedded_redis_keeps_the_queue_and_rewrites_its_log_rarely(tmp_path: Pa
         assert settings["auto-aof-rewrite-percentage"] == "100"
     finally:
         client.close()
+        server.stop()
+
+
+def test_a_server_left_running_is_shut_down_and_its_port_and_queue_taken_over(
+    tmp_path: Path,
+) -> None:
+    """A server of the directory still answering when the lock is free (its starter died
+    without stopping it) is shut down before a new one starts, on its port, with what it
+    had queued: two servers never write one append-only file."""
+    left = EmbeddedRedis(tmp_path)
+    url = left.start()
+    redis.Redis.from_url(url).xadd("stream", {"span": "kept"})
+    assert left._lock is not None and left.process is not None
+    left._lock.close()  # as when the process that started it is gone
+    left._lock = None
+    server = EmbeddedRedis(tmp_path)
+    try:
+        assert server.start() == url
+        assert left.process.wait(timeout=30) == 0  # shut down, not killed
+        assert server.process is not None and server.process.pid != left.process.pid
+        entries = redis.Redis.from_url(url).xrange("stream")
+        assert [fields for _, fields in entries] == [{b"span": b"kept"}]
+    finally:
+        server.stop()
+
+
+def test_a_killed_server_is_started_again_on_its_port_with_its_queue(tmp_path: Path) -> None:
+    """keep_running: nothing while the server runs; once it is killed, it is started
+    again on its port, and every entry it confirmed is there."""
+    server = EmbeddedRedis(tmp_path)
+    url = server.start()
+    try:
+        client = redis.Redis.from_url(url)
+        ids = [client.xadd("stream", {"n": str(n)}) for n in range(1000)]
+        assert server.keep_running() is None and server.process is not None
+        server.process.send_signal(signal.SIGKILL)
+        server.process.wait(timeout=30)
+        assert server.keep_running() == -signal.SIGKILL
+        assert [entry for entry, _ in redis.Redis.from_url(url).xrange("stream")] == ids
+    finally:
         server.stop()

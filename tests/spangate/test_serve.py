@@ -161,6 +161,14 @@ def _children(pid: int) -> dict[str, int]:
     return found
 
 
+def _redis_server(pid: int) -> int:
+    """serve's embedded redis-server's pid, from /proc."""
+    for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
+        if b"redis-server" in Path(f"/proc/{child}/cmdline").read_bytes():
+            return int(child)
+    raise AssertionError("serve runs no redis-server")
+
+
 def _stored_traces(env: dict[str, str], cwd: Path, expected: set[str]) -> set[str]:
     """The demo project's stored traces, once they include `expected` (or after 60 s).
     There may be more: a request whose answer a killed collector never sent."""
@@ -177,6 +185,54 @@ def _stored_traces(env: dict[str, str], cwd: Path, expected: set[str]) -> set[st
         time.sleep(1)
 
 
+@contextmanager
+def _sending(port: str, key: str) -> Iterator[tuple[list[str], list[str]]]:
+    """One span a request, each its own trace, sent for the block: the traces
+    acknowledged (200) and refused."""
+    stop, acknowledged, refused = threading.Event(), [], []
+
+    def send() -> None:
+        with httpx.Client(timeout=5) as client:
+            n = 0
+            while not stop.is_set():
+                n += 1
+                trace = f"{n:032x}"
+                try:
+                    response = client.post(
+                        f"http://127.0.0.1:{port}/v1/spans",
+                        content=orjson.dumps({"spans": [span(traceId=trace)]}),
+                        headers={"Authorization": f"Bearer {key}"},
+                    )
+                except httpx.TransportError:  # the collector is down: not acknowledged
+                    time.sleep(0.05)
+                    continue
+                (acknowledged if response.status_code == 200 else refused).append(trace)
+
+    sender = threading.Thread(target=send)
+    sender.start()
+    try:
+        yield acknowledged, refused
+    finally:
+        stop.set()
+        sender.join()
+
+
+def _key(env: dict[str, str], cwd: Path) -> str:
+    """A key of project demo, its owner added."""
+    assert spawn(["users", "add", "a@x.io", "--role", "owner"], env, cwd).wait(30) == 0
+    created = spawn(["keys", "create", "--project", "demo", "--user", "a@x.io"], env, cwd)
+    return created.communicate(timeout=30)[0].decode().strip().splitlines()[-1]
+
+
+def _more_acknowledged(acknowledged: list[str], more: int) -> int:
+    """How many more spans were acknowledged, once `more` were or 30 s passed."""
+    served = len(acknowledged)
+    deadline = time.monotonic() + 30
+    while len(acknowledged) < served + more and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return len(acknowledged) - served
+
+
 def test_serve_starts_again_a_worker_and_a_collector_killed_under_load(tmp_path: Path) -> None:
     """SIGKILL the worker and the collector while spans keep coming: serve starts them
     again by itself, the ingest port answers again, and every span that got a 200 is
@@ -185,50 +241,67 @@ def test_serve_starts_again_a_worker_and_a_collector_killed_under_load(tmp_path:
     port = env["SPANGATE_INGEST_PORT"]
     with _serving(["serve"], env, tmp_path) as (process, said):
         wait_healthy(f"http://127.0.0.1:{port}/health/ready", process)
-        assert spawn(["users", "add", "a@x.io", "--role", "owner"], env, tmp_path).wait(30) == 0
-        created = spawn(["keys", "create", "--project", "demo", "--user", "a@x.io"], env, tmp_path)
-        key = created.communicate(timeout=30)[0].decode().strip().splitlines()[-1]
-        stop, acknowledged, refused = threading.Event(), [], []
-
-        def send() -> None:  # one span a request, each its own trace
-            with httpx.Client(timeout=5) as client:
-                n = 0
-                while not stop.is_set():
-                    n += 1
-                    trace = f"{n:032x}"
-                    try:
-                        response = client.post(
-                            f"http://127.0.0.1:{port}/v1/spans",
-                            content=orjson.dumps({"spans": [span(traceId=trace)]}),
-                            headers={"Authorization": f"Bearer {key}"},
-                        )
-                    except httpx.TransportError:  # the collector is down: not acknowledged
-                        time.sleep(0.05)
-                        continue
-                    (acknowledged if response.status_code == 200 else refused).append(trace)
-
-        sender = threading.Thread(target=send)
-        sender.start()
-        try:
+        with _sending(port, _key(env, tmp_path)) as (acknowledged, refused):
             time.sleep(1)
             before = _children(process.pid)
             os.kill(before["worker"], signal.SIGKILL)
             os.kill(before["collector"], signal.SIGKILL)
             wait_healthy(f"http://127.0.0.1:{port}/health/ready", process)
-            served = len(acknowledged)
-            deadline = time.monotonic() + 30
-            while len(acknowledged) < served + 20 and time.monotonic() < deadline:
-                time.sleep(0.1)
-        finally:
-            stop.set()
-            sender.join()
+            more = _more_acknowledged(acknowledged, 20)
         after = _children(process.pid)
         assert after["worker"] != before["worker"] and after["collector"] != before["collector"]
-        assert len(acknowledged) >= served + 20, "the restarted collector takes spans again"
+        assert more >= 20, "the restarted collector takes spans again"
         assert not refused
         assert set(acknowledged) <= _stored_traces(env, tmp_path, set(acknowledged))
     assert "worker exited with status -9; starting it again" in said[0]
     assert "collector exited with status -9; starting it again" in said[0]
+
+
+def test_serve_starts_again_its_redis_killed_under_load(tmp_path: Path) -> None:
+    """SIGKILL the embedded Redis while spans keep coming: serve starts it again on its
+    port, spans are acknowledged again, and every span that got a 200 is stored (those
+    sent while it was down were refused, not acknowledged)."""
+    env = _ports()
+    port = env["SPANGATE_INGEST_PORT"]
+    with _serving(["serve"], env, tmp_path) as (process, said):
+        wait_healthy(f"http://127.0.0.1:{port}/health/ready", process)
+        with _sending(port, _key(env, tmp_path)) as (acknowledged, _):
+            time.sleep(1)
+            redis_server = _redis_server(process.pid)
+            os.kill(redis_server, signal.SIGKILL)
+            more = _more_acknowledged(acknowledged, 50)
+        assert more >= 50, "spans are acknowledged again"
+        assert _redis_server(process.pid) != redis_server
+        assert set(acknowledged) <= _stored_traces(env, tmp_path, set(acknowledged))
+    assert "the embedded Redis exited with status -9; started again on its port" in said[0]
+
+
+def test_a_killed_serve_takes_its_redis_with_it(tmp_path: Path) -> None:
+    """SIGKILL serve: its embedded Redis stops too (it is told when serve dies), and
+    the next serve starts and stops cleanly on the same directory."""
+    env = _ports()
+    ready = f"http://127.0.0.1:{env['SPANGATE_INGEST_PORT']}/health/ready"
+    killed = spawn(["serve"], env, tmp_path)
+    try:
+        wait_healthy(ready, killed)
+        redis_server = _redis_server(killed.pid)
+    finally:
+        killed.kill()
+        killed.communicate(timeout=30)
+    deadline = time.monotonic() + 30
+    while _running(redis_server) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _running(redis_server), "the Redis of a killed serve is gone"
+    with _serving(["serve"], env, tmp_path) as (process, _):
+        wait_healthy(ready, process)
+
+
+def _running(pid: int) -> bool:
+    """Whether a process runs (not gone, not a zombie)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z"
+    except FileNotFoundError:
+        return False
 
 
 def test_serve_stops_when_a_child_keeps_failing_at_start_up(tmp_path: Path) -> None:
