@@ -118,7 +118,13 @@ function localTimes(root) {
     const local = `${at.getFullYear()}-${two(at.getMonth() + 1)}-${two(at.getDate())} ` +
       `${two(at.getHours())}:${two(at.getMinutes())}:${two(at.getSeconds())}`;
     const since = ago(ms);
-    time.textContent = since ? `${local} (${since})` : local;
+    time.textContent = local;
+    if (since) {
+      const after = document.createElement("span");
+      after.className = "ago";
+      after.textContent = ` (${since})`;
+      time.append(after);
+    }
   }
 }
 

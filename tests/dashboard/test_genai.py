@@ -112,10 +112,10 @@ async def test_the_agents_json_comes_from_every_convention(site: Site) -> None:
 
 
 async def test_the_pages_show_models_tokens_and_cost(site: Site) -> None:
-    """The trace list has model, tokens, cost and user columns; the trace page its
-    totals; an LLM row of the waterfall its type, model and tokens (the type the view
-    gives, not the OTel SDK kind); a call with no known price shows a dash that says
-    why."""
+    """The trace list has model, tokens, cost and user columns and each trace's input
+    and output; the trace page its totals; an LLM row of the waterfall its type, model
+    and tokens (the type the view gives, not the OTel SDK kind); a call with no known
+    price shows a dash that says why."""
     store(site.db, site.demo, _run())
     client = site.client()
     await sign_in(client, "viewer@acme.test")
@@ -123,7 +123,11 @@ async def test_the_pages_show_models_tokens_and_cost(site: Site) -> None:
     for header in ("Model", "Tokens", "Cost", "User"):
         # the sortable columns' headers are links
         assert re.search(f'<th scope="col">(<a [^>]*>)?{header}( [▲▼])?(</a>)?</th>', listing)
-    assert "gpt-4o, my-model" in listing and ">175<" in listing and "cust-42" in listing
+    models = '<span class="model">gpt-4o</span>, <span class="model">my-model</span>'
+    assert models in listing and ">175<" in listing and "cust-42" in listing
+    # the conversation's ends under the root span's name, as Langfuse and Phoenix list them
+    ends = r'<span class="muted">in</span> Where is my order\?\s*<span class="muted">out</span> '
+    assert re.search(ends + r"It \*\*ships\*\* today\.", listing)
     page = (await (await client.get(f"/projects/demo/traces/{TRACE}")).get_data()).decode()
     assert "<dt>LLM calls</dt><dd>2</dd>" in page
     assert "175 (150 in, 25 out)" in page
