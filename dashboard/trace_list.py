@@ -8,16 +8,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from quart import Response, render_template, request
+from quart.typing import ResponseReturnValue
 
 from dashboard import params
-from dashboard.errors import invalid
+from dashboard.errors import DashboardError, invalid
 from dashboard.explorer import Explorer, signed_in_project
 from dashboard.filter_bar import filter_bar, page_links, resolved
 from dashboard.views import View
 from service.web import json_response
 from storage.export import MAX_EXPORT_TRACES, as_csv
 from storage.identity import Project
-from storage.trace_list import Cursor, TraceSummary
+from storage.trace_list import Cursor, TraceFilter, TraceOrder, TraceSummary
+
+#: What the page's links start from when its filters could not be read.
+_UNFILTERED = params.ListQuery(TraceFilter(), TraceOrder(), None, params.DEFAULT_LIMIT)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,17 +48,40 @@ class TraceList(View[TracePage]):
         page, cursor = await asyncio.to_thread(self.explorer.traces, found, asked)
         return TracePage(found, asked, page, cursor)
 
+    async def html(self, **parts: str) -> ResponseReturnValue:
+        """The page; a bad filter value is the page with its filter bar as typed and
+        the message (400), to be corrected there."""
+        try:
+            return await super().html(**parts)
+        except DashboardError as e:
+            if e.code != "VALIDATION_ERROR":
+                raise
+            found = await signed_in_project(self.explorer, parts["project"])
+            return await self._render(found, _UNFILTERED, [], None, e.message), 400
+
     async def page(self, context: TracePage) -> str:
-        found, asked = context.project, context.asked
-        scores = await asyncio.to_thread(self.explorer.scores, found, context.traces)
+        return await self._render(
+            context.project, context.asked, context.traces, context.cursor, None
+        )
+
+    async def _render(
+        self,
+        found: Project,
+        asked: params.ListQuery,
+        traces: list[TraceSummary],
+        cursor: Cursor | None,
+        error: str | None,
+    ) -> str:
+        scores = await asyncio.to_thread(self.explorer.scores, found, traces)
         return await render_template(
             "traces.html",
             project=found,
-            traces=context.traces,
+            traces=traces,
             scores=scores,
             bar=await asyncio.to_thread(filter_bar, self.explorer, found, request.args, asked),
-            links=page_links(request.args, asked, context.cursor),
+            links=page_links(request.args, asked, cursor),
             ingest_url=self.ingest_url,
+            error=error,
         )
 
     async def data(self, context: TracePage) -> dict[str, Any]:

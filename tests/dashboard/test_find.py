@@ -196,7 +196,7 @@ async def test_a_bad_value_is_a_400_naming_its_parameter(
     client: Client, query: str, parameter: str
 ) -> None:
     """Each bad value is 400 VALIDATION_ERROR whose message names the parameter, on the
-    JSON, the export and the page."""
+    JSON, the export and the page (which keeps its filter bar)."""
     for path in (LIST, f"{LIST}/export", "/projects/demo/traces"):
         response = await client.get(f"{path}?{query}")
         assert response.status_code == 400, (path, query)
@@ -204,6 +204,10 @@ async def test_a_bad_value_is_a_400_naming_its_parameter(
             error = orjson.loads(await response.get_data())["error"]
             assert error["code"] == "VALIDATION_ERROR"
             assert error["message"].startswith(parameter), error
+        else:  # the page with its filter bar, to correct the value there
+            page = (await response.get_data()).decode()
+            assert re.search(f'<p class="alert" role="alert">{parameter}\\b', page), page
+            assert '<form class="filters"' in page
 
 
 @pytest.mark.parametrize(
