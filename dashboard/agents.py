@@ -3,7 +3,9 @@
 Computed on each view from the spans of the project's WINDOW_TRACES most recent traces
 (their summaries give them through an index; one query a few hundred traces reads
 their span outlines), so a view costs the same in a project of a thousand traces or a
-hundred million: it never scans the project's spans. Older traces leave the picture.
+hundred million: it never scans the project's spans. Older traces leave the picture,
+unless a time range (`from`, `to`: the trace list's parameters) asks for the most
+recent traces of that range instead.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from quart import render_template, request, url_for
 from dashboard.errors import invalid
 from dashboard.explorer import Explorer
 from dashboard.genai_json import agents_json
+from dashboard.params import time_ns
 from dashboard.topology import NODE_KINDS, agent_stats, topology
 from dashboard.topology_svg import render
 from dashboard.views import View
@@ -43,26 +46,30 @@ class Agents(View[Window]):
         self.explorer = explorer
         self.spans = SpanStore(explorer.db)
 
-    def _window(self, name: str) -> Window:
+    def _window(self, name: str, within: TraceFilter) -> Window:
         project = self.explorer.signed_in(name)
-        recent, _ = self.explorer.summaries.page(
-            project.id, TraceFilter(), WINDOW_TRACES, ends=False
-        )
+        recent, _ = self.explorer.summaries.page(project.id, within, WINDOW_TRACES, ends=False)
         outlines = self.spans.outlines(project.id, [t.trace_id for t in recent])
         return Window(project, recent, outlines)
 
     async def context(self, project: str) -> Window:
-        return await asyncio.to_thread(self._window, project)
+        args = request.args
+        within = TraceFilter(from_ns=time_ns(args, "from"), to_ns=time_ns(args, "to"))
+        return await asyncio.to_thread(self._window, project, within)
 
     async def page(self, context: Window) -> str:
         found = context.project
+        given = {name: request.args.get(name, "") for name in ("from", "to")}
+        linked: dict[str, Any] = {"project": found.name, **{k: v for k, v in given.items() if v}}
         return await render_template(
             "agents.html",
             project=found,
             window=len(context.recent),
             limit=WINDOW_TRACES,
+            range=given,
+            linked=linked,
             stats=agent_stats(context.traces),
-            svg=render(topology(context.traces), url_for("agent_traces", project=found.name)),
+            svg=render(topology(context.traces), url_for("agent_traces", **linked)),
         )
 
     async def data(self, context: Window) -> dict[str, Any]:

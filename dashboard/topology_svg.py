@@ -70,7 +70,8 @@ def _label(name: str) -> str:
 
 
 def render(topology: Topology, link: str) -> Markup:
-    """The SVG; each node links to `link` with its kind and name (`?kind=&name=`)."""
+    """The SVG; each node links to `link` (which may have a query string of its own)
+    with its kind and name (`kind=&name=`)."""
     grouped = layers(topology)
     if not grouped:
         return Markup("")
@@ -130,7 +131,8 @@ def _edge(
 
 def _node(node: Node, x: float, y: float, traces: int, link: str) -> str:
     kind, name = node
-    href = f"{link}?kind={escape(kind)}&amp;name={escape(_query(name))}"
+    joined = escape(link) + ("&amp;" if "?" in link else "?")
+    href = f"{joined}kind={escape(kind)}&amp;name={escape(_query(name))}"
     return (
         f'<a href="{href}"><g class="node node-{escape(kind)}" data-kind="{escape(kind)}" '
         f'data-name="{escape(name)}"><title>{escape(kind)} {escape(name)}: {traces} traces'

@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import orjson
+
 from dashboard.topology import Edge, Topology, topology
 from dashboard.topology_svg import layers, render
 from storage.spans import SpanOutline
@@ -73,6 +75,37 @@ async def test_agents_page_stats_and_topology(site: Site) -> None:
     ).decode()
     assert OTHER in listed and RUN not in listed
     bad = await client.get("/projects/demo/agents/traces?kind=thing&name=x")
+    assert bad.status_code == 400
+
+
+async def test_a_time_range_gives_the_agents_of_its_traces(site: Site) -> None:
+    """`from` / `to` make the window the most recent traces of that range, on the page
+    (whose node and agent links keep the range) and in the JSON."""
+    store(site.db, site.demo, agent_run(RUN))  # 10:00
+    store(site.db, site.demo, [span(traceId=OTHER, spanId="1" * 16, name="planner",
+                                    kind="agent", startTime="2026-11-22T11:00:00Z",
+                                    endTime="2026-11-22T11:00:02Z")])  # fmt: skip
+    client = site.client()
+    await sign_in(client, "viewer@acme.test")
+    api = "/api/v1/projects/demo/agents"
+    runs = {
+        a["name"]: a["runs"]
+        for a in orjson.loads(await (await client.get(api)).get_data())["agents"]
+    }
+    assert runs == {"planner": 2, "researcher": 1}
+    early = f"{api}?from=2026-11-22T09:00:00Z&to=2026-11-22T10:30:00Z"
+    runs = {
+        a["name"]: a["runs"]
+        for a in orjson.loads(await (await client.get(early)).get_data())["agents"]
+    }
+    assert runs == {"planner": 1, "researcher": 1}
+    late = (
+        await (await client.get("/projects/demo/agents?from=2026-11-22T10:30:00Z")).get_data()
+    ).decode()
+    links = re.findall(r'href="(/projects/demo/agents/traces\?[^"]*)"', late)
+    assert len(links) == 2 and all("from=2026-11-22T10:30:00Z" in link for link in links)
+    assert "researcher" not in late
+    bad = await client.get(f"{api}?from=yesterday")
     assert bad.status_code == 400
 
 
