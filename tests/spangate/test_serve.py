@@ -10,6 +10,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -233,47 +234,62 @@ def _more_acknowledged(acknowledged: list[str], more: int) -> int:
     return len(acknowledged) - served
 
 
-def test_serve_starts_again_a_worker_and_a_collector_killed_under_load(tmp_path: Path) -> None:
-    """SIGKILL the worker and the collector while spans keep coming: serve starts them
-    again by itself, the ingest port answers again, and every span that got a 200 is
-    stored."""
+@dataclass
+class _Load:
+    """serve with spans coming (`_under_load`): its process, its ingest port, the traces
+    acknowledged and refused so far, and (after the block) what serve said."""
+
+    process: subprocess.Popen[bytes]
+    port: str
+    acknowledged: list[str]
+    refused: list[str]
+    said: list[str]
+
+
+@contextmanager
+def _under_load(tmp_path: Path) -> Iterator[_Load]:
+    """serve on embedded defaults with spans sent a second before the block and during
+    it; after it, every span acknowledged is stored (checked), then serve stops."""
     env = _ports()
     port = env["SPANGATE_INGEST_PORT"]
     with _serving(["serve"], env, tmp_path) as (process, said):
         wait_healthy(f"http://127.0.0.1:{port}/health/ready", process)
         with _sending(port, _key(env, tmp_path)) as (acknowledged, refused):
             time.sleep(1)
-            before = _children(process.pid)
-            os.kill(before["worker"], signal.SIGKILL)
-            os.kill(before["collector"], signal.SIGKILL)
-            wait_healthy(f"http://127.0.0.1:{port}/health/ready", process)
-            more = _more_acknowledged(acknowledged, 20)
-        after = _children(process.pid)
-        assert after["worker"] != before["worker"] and after["collector"] != before["collector"]
-        assert more >= 20, "the restarted collector takes spans again"
-        assert not refused
+            load = _Load(process, port, acknowledged, refused, said)
+            yield load
         assert set(acknowledged) <= _stored_traces(env, tmp_path, set(acknowledged))
-    assert "worker exited with status -9; starting it again" in said[0]
-    assert "collector exited with status -9; starting it again" in said[0]
+
+
+def test_serve_starts_again_a_worker_and_a_collector_killed_under_load(tmp_path: Path) -> None:
+    """SIGKILL the worker and the collector while spans keep coming: serve starts them
+    again by itself, the ingest port answers again, and every span that got a 200 is
+    stored."""
+    with _under_load(tmp_path) as load:
+        before = _children(load.process.pid)
+        os.kill(before["worker"], signal.SIGKILL)
+        os.kill(before["collector"], signal.SIGKILL)
+        wait_healthy(f"http://127.0.0.1:{load.port}/health/ready", load.process)
+        more = _more_acknowledged(load.acknowledged, 20)
+        after = _children(load.process.pid)
+    assert after["worker"] != before["worker"] and after["collector"] != before["collector"]
+    assert more >= 20, "the restarted collector takes spans again"
+    assert not load.refused
+    assert "worker exited with status -9; starting it again" in load.said[0]
+    assert "collector exited with status -9; starting it again" in load.said[0]
 
 
 def test_serve_starts_again_its_redis_killed_under_load(tmp_path: Path) -> None:
     """SIGKILL the embedded Redis while spans keep coming: serve starts it again on its
     port, spans are acknowledged again, and every span that got a 200 is stored (those
     sent while it was down were refused, not acknowledged)."""
-    env = _ports()
-    port = env["SPANGATE_INGEST_PORT"]
-    with _serving(["serve"], env, tmp_path) as (process, said):
-        wait_healthy(f"http://127.0.0.1:{port}/health/ready", process)
-        with _sending(port, _key(env, tmp_path)) as (acknowledged, _):
-            time.sleep(1)
-            redis_server = _redis_server(process.pid)
-            os.kill(redis_server, signal.SIGKILL)
-            more = _more_acknowledged(acknowledged, 50)
-        assert more >= 50, "spans are acknowledged again"
-        assert _redis_server(process.pid) != redis_server
-        assert set(acknowledged) <= _stored_traces(env, tmp_path, set(acknowledged))
-    assert "the embedded Redis exited with status -9; started again on its port" in said[0]
+    with _under_load(tmp_path) as load:
+        redis_server = _redis_server(load.process.pid)
+        os.kill(redis_server, signal.SIGKILL)
+        more = _more_acknowledged(load.acknowledged, 50)
+        assert _redis_server(load.process.pid) != redis_server
+    assert more >= 50, "spans are acknowledged again"
+    assert "the embedded Redis exited with status -9; started again on its port" in load.said[0]
 
 
 def test_a_killed_serve_takes_its_redis_with_it(tmp_path: Path) -> None:
