@@ -21,6 +21,11 @@ from markupsafe import Markup
 
 FOLD_CHARS = 400  # a value longer than this is folded, with "Show all"
 MAX_PRETTY_CHARS = 1_000_000  # longer JSON is shown as sent: indenting it costs too much
+#: A text is shown up to this many characters (a span may carry a 10 MB attribute: a page
+#: holding it whole would weigh that much); the rest is in the trace's JSON.
+SHOWN_CHARS = 1_000_000
+#: Longer text is shown as sent, not rendered as Markdown (which takes seconds a MB).
+MAX_MARKDOWN_CHARS = 200_000
 _SAFE_SCHEMES = ("http://", "https://")
 
 
@@ -93,8 +98,17 @@ def folded(html: Markup, chars: int) -> Markup:
 
 
 def plain_html(text: str) -> Markup:
-    """Text as it was sent: newlines kept, long lines wrapped, folded when long."""
-    return folded(Markup('<div class="text">{}</div>').format(text), len(text))
+    """Text as it was sent: newlines kept, long lines wrapped, folded when long; its
+    first SHOWN_CHARS characters when longer, saying so."""
+    if len(text) <= SHOWN_CHARS:
+        return folded(Markup('<div class="text">{}</div>').format(text), len(text))
+    return folded(
+        Markup(
+            '<div class="text">{}</div><p class="muted cut">… the first {} of {} characters '
+            "(the whole text: the trace's JSON)</p>"
+        ).format(text[:SHOWN_CHARS], f"{SHOWN_CHARS:,}", f"{len(text):,}"),
+        SHOWN_CHARS,
+    )
 
 
 def value_html(text: str) -> Markup:
@@ -107,12 +121,15 @@ def content_html(text: str) -> Markup:
     """A message's content as people read it (JSON indented, other text as Markdown),
     and as it was sent, for the raw view; both folded when long."""
     value = json_of(text)
-    shown = (
-        json_html(value)
-        if value is not None
-        else folded(Markup('<div class="markdown">{}</div>').format(markdown_html(text)), len(text))
-    )
     raw = plain_html(text)
+    if value is not None:
+        shown = json_html(value)
+    elif len(text) <= MAX_MARKDOWN_CHARS:
+        shown = folded(
+            Markup('<div class="markdown">{}</div>').format(markdown_html(text)), len(text)
+        )
+    else:
+        shown = raw
     return Markup('<div class="rendered">{}</div><div class="raw">{}</div>').format(shown, raw)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dashboard.span_pane import attribute_rows, message_sources, message_texts
-from dashboard.span_text import FOLD_CHARS, content_html, markdown_html, value_html
+from dashboard.span_text import FOLD_CHARS, SHOWN_CHARS, content_html, markdown_html, value_html
 from tests.dashboard.reading import HANDLER, HOSTILE, JS_LINK, SCRIPT, SVG_BREAK, SYSTEM_PROMPT
 
 
@@ -50,6 +50,17 @@ def test_long_values_fold_and_show_once() -> None:
     assert "Show all (8,250 characters)" in first and len(SYSTEM_PROMPT) > FOLD_CHARS
     assert "Same text as <code>app.prompt</code>" in second and SYSTEM_PROMPT not in second
     assert "Same text as" in third
+
+
+@pytest.mark.parametrize("render", [value_html, content_html])
+def test_a_text_of_megabytes_is_shown_up_to_its_bound(render: object) -> None:
+    """A 9 MB attribute or message puts its first SHOWN_CHARS characters on the page,
+    saying how long it is and where the rest is, not 9 MB (nor seconds of Markdown)."""
+    text = "line of a very long tool output\n" * 300_000  # 9.6 MB
+    html = str(render(text))  # type: ignore[operator]
+    assert len(html) < 2 * SHOWN_CHARS + 10_000
+    assert f"the first {SHOWN_CHARS:,} of {len(text):,} characters" in html
+    assert "the trace's JSON" in html
 
 
 def test_a_long_text_the_messages_show_is_not_shown_again() -> None:
