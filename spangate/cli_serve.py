@@ -26,6 +26,7 @@ from spangate.ports import PortTaken, check_ports
 from spangate.supervisor import Supervisor
 from storage.database import Database, sqlite_writer_refused
 from storage.errors import StoreError
+from storage.identity import IdentityStore
 from storage.schema import migrate
 
 
@@ -227,7 +228,8 @@ def _start(env: dict[str, str], argv: list[str]) -> subprocess.Popen[bytes]:
     )
 
 
-def _banner(settings: Settings, parts: dict[str, list[str]]) -> None:
+def _banner(settings: Settings, parts: dict[str, list[str]], first_run: bool) -> None:
+    """Where each part listens; on a store with no user yet, how to add one and a key."""
     lines = [
         f"spangate serving {', '.join(parts)}",
         f"  ingest:  http://{settings.host}:{settings.ingest_port}/v1/spans "
@@ -235,8 +237,14 @@ def _banner(settings: Settings, parts: dict[str, list[str]]) -> None:
         f"  scores:  http://{settings.host}:{settings.api_port}/v1/scores",
         f"  queue:   {settings.redis_url}",
         f"  storage: {Database(settings.database_url).display_url}",
-        "  first user: spangate users add you@example.com --role owner --password-stdin",
-        "  a key:      spangate keys create --project demo --user you@example.com",
+        *(
+            (
+                "  first user: spangate users add you@example.com --role owner --password-stdin",
+                "  a key:      spangate keys create --project demo --user you@example.com",
+            )
+            if first_run
+            else ()
+        ),
         f"  dashboard: http://{settings.host}:{settings.app_port}/",
     ]
     print("\n".join(lines), file=sys.stderr, flush=True)
@@ -290,6 +298,7 @@ def _serve(args: argparse.Namespace) -> int:
         migrate(db)
         if not args.no_worker:
             upgrade_stored_spans(db, pricer)
+        first_run = not IdentityStore(db).has_users()
     except StoreError as e:
         return fail(str(e))
     finally:
@@ -298,7 +307,7 @@ def _serve(args: argparse.Namespace) -> int:
     try:
         with _queue_store(settings) as (resolved, embedded):
             env = dict(os.environ, SPANGATE_REDIS_URL=str(resolved.redis_url))
-            _banner(resolved, parts)
+            _banner(resolved, parts, first_run)
             supervisor = Supervisor(parts, functools.partial(_start, env))
             supervisor.start()
             _say_when_listening(resolved, supervisor.processes())

@@ -161,6 +161,11 @@ class IdentityStore:
             raise NotFound(f"no user {email.strip().lower()}")
         return User(row[0], row[1], row[2], row[3])
 
+    def has_users(self) -> bool:
+        """Whether anyone can sign in yet."""
+        with self.db.transaction() as tx:
+            return tx.query_one("SELECT 1 FROM users LIMIT 1") is not None
+
     def user(self, email: str) -> User:
         """The user of an email; NotFound when there is none."""
         with self.db.transaction() as tx:

@@ -294,7 +294,8 @@ def test_serve_starts_again_its_redis_killed_under_load(tmp_path: Path) -> None:
 
 def test_a_killed_serve_takes_its_redis_with_it(tmp_path: Path) -> None:
     """SIGKILL serve: its embedded Redis stops too (it is told when serve dies), and
-    the next serve starts and stops cleanly on the same directory."""
+    the next serve starts and stops cleanly on the same directory. The first start
+    says how to add a user; once there is one, the next does not."""
     env = _ports()
     ready = f"http://127.0.0.1:{env['SPANGATE_INGEST_PORT']}/health/ready"
     killed = spawn(["serve"], env, tmp_path)
@@ -303,13 +304,16 @@ def test_a_killed_serve_takes_its_redis_with_it(tmp_path: Path) -> None:
         redis_server = _redis_server(killed.pid)
     finally:
         killed.kill()
-        killed.communicate(timeout=30)
+        first_said = killed.communicate(timeout=30)[1].decode()
     deadline = time.monotonic() + 30
     while _running(redis_server) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not _running(redis_server), "the Redis of a killed serve is gone"
-    with _serving(["serve"], env, tmp_path) as (process, _):
+    assert "first user: spangate users add" in first_said
+    assert spawn(["users", "add", "a@x.io", "--role", "owner"], env, tmp_path).wait(30) == 0
+    with _serving(["serve"], env, tmp_path) as (process, said):
         wait_healthy(ready, process)
+    assert "first user" not in said[0] and "dashboard: http://" in said[0]
 
 
 def _running(pid: int) -> bool:
