@@ -86,9 +86,21 @@ NEWEST_TEXTS = 2000
 _LEAST = -(2**63)
 
 
+#: Letters of the scripts written without spaces between words (Han, Hiragana, Katakana,
+#: Hangul, whose particles join the word before them, Thai, Lao, Khmer, Myanmar): a run
+#: of them is one stored word however many words it holds.
+UNSPACED = re.compile(
+    "[\u0e00-\u0eff\u1000-\u109f\u1100-\u11ff\u1780-\u17ff\u3040-\u30ff"
+    "\u3130-\u318f\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
+    "\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003134f]"
+)
+
+
 def _text_traces(postgres: bool, word: str) -> IndexFilter:
     """The traces whose text holds a word: as a query of them (driving a page), as a
     condition on one trace's texts (checking a walked trace's), and the parameters."""
+    if UNSPACED.search(word):
+        return _substring_traces(word)
     if postgres:
         words = "x.words @@ ?::tsquery"
         return IndexFilter(
@@ -131,6 +143,24 @@ def _fts5_traces(word: str) -> IndexFilter:
         "AND EXISTS (SELECT 1 FROM span_text_words WHERE span_text_words MATCH ? "
         "AND rowid = x.id))))",
         [query, query, query, *contains, query],
+    )
+
+
+def _substring_traces(word: str) -> IndexFilter:
+    """Either store: the traces whose text has the word inside one of its words (`東京`
+    in `東京タワーに行きました`), for a word of a script written without spaces, whose
+    stored words are whole runs of it: the texts' stored words are read (the project's
+    texts, by its index), as Langfuse and Phoenix read theirs for any word; a walked
+    trace's are checked by its own texts."""
+    contains = "x.body LIKE ? ESCAPE '\\'"
+    pattern = [like(word.casefold(), fold=False)]
+    return IndexFilter(
+        f"SELECT x.trace_id FROM span_texts AS x WHERE x.project_id = ?1 AND {contains}",
+        pattern,
+        "EXISTS (SELECT 1 FROM span_texts AS x WHERE x.project_id = ?1 "
+        f"AND x.trace_id = trace_summaries.trace_id AND {contains})",
+        pattern,
+        counted=True,
     )
 
 

@@ -9,7 +9,7 @@ import json
 import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
-from urllib.parse import quote_plus
+from urllib.parse import quote, quote_plus
 
 import orjson
 import pytest
@@ -208,6 +208,44 @@ async def test_a_bad_value_is_a_400_naming_its_parameter(
             page = (await response.get_data()).decode()
             assert re.search(f'<p class="alert" role="alert">{parameter}\\b', page), page
             assert '<form class="filters"' in page
+
+
+_UNSPACED = {
+    60: "昨日は東京タワーに行きました。",
+    61: "明日は大阪城に行きます",
+    62: "서울에서 만나요",
+    63: "ผมไปกรุงเทพเมื่อวาน",
+}
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("text=東京", [60]),
+        ("text=タワー", [60]),
+        ("text=行き", [61, 60]),
+        ("text=行きました", [60]),
+        ("text=京都", []),
+        ("text=서울", [62]),
+        ("text=กรุงเทพ", [63]),
+        ("text=東京+PARCEL", []),
+        ("text=大阪+明日", [61]),
+    ],
+)
+async def test_a_word_of_a_script_without_spaces_is_found_inside_the_texts_words(
+    site: Site, client: Client, query: str, expected: list[int]
+) -> None:
+    """Chinese, Japanese, Korean and Thai text is stored as runs of letters that hold
+    several words: such a word is found inside them, with the other words ANDed."""
+    for n, said in _UNSPACED.items():
+        answer = [{"role": "assistant", "parts": [{"type": "text", "content": said}]}]
+        store(site.db, site.demo, [span(
+            traceId=_trace_id(n), spanId="e" * 16, name="chat",
+            startTime=f"2026-11-22T11:{n - 50}:00Z", endTime=f"2026-11-22T11:{n - 50}:01Z",
+            attributes={"gen_ai.operation.name": "chat",
+                        "gen_ai.output.messages": orjson.dumps(answer).decode()},
+        )])  # fmt: skip
+    assert await _ids(client, quote(query, safe="=+&")) == expected
 
 
 @pytest.mark.parametrize(

@@ -116,6 +116,8 @@ FILTERS = {
     "attr=key=value": TraceFilter(attributes=(("retries", "3"),)),
     "attr=key": TraceFilter(attributes=(("retries", None),)),
     "text": TraceFilter(words=("alpha", "bravo")),
+    # read inside the texts' words: the project's texts by its index, no table scanned
+    "text of a script without spaces": TraceFilter(words=("東京", "alpha")),
     "score": TraceFilter(scores=(ScoreCondition("helpful", ">=", 0.5),)),
 }
 
