@@ -162,6 +162,8 @@ def _nanos(ms: float | None, up: bool) -> int | None:
     if ms is None:
         return None
     exact = ms * 1_000_000
+    if not math.isfinite(exact):  # 1e308 ms: past every duration the store can hold
+        return INT64_MAX
     return _within(math.ceil(exact) if up else math.floor(exact))
 
 

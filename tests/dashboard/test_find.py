@@ -258,6 +258,8 @@ async def test_a_word_of_a_script_without_spaces_is_found_inside_the_texts_words
         ("to=9999-12-31", [5, 4, 3, 2, 1, 0]),
         ("minTokens=9223372036854775808", []),
         ("minDurationMs=1e300", []),
+        ("minDurationMs=1e308", []),
+        ("maxDurationMs=1.7e308", [5, 4, 3, 2, 1, 0]),
         ("maxDurationMs=99999999999999999999999999", [5, 4, 3, 2, 1, 0]),
     ],
 )
