@@ -27,7 +27,7 @@ from service.web import (
     json_response,
 )
 from storage.database import Database
-from storage.errors import NotFound, StoreError, StoreUnavailable
+from storage.errors import NotFound, StoreError, StoreRefused, StoreUnavailable
 
 log = logging.getLogger("spangate.dashboard")
 MAX_FORM_BYTES = 2 * 1024 * 1024  # a dataset's items are the largest thing sent
@@ -66,6 +66,8 @@ def _install_error_handlers(app: Quart) -> None:
 
     @app.errorhandler(StoreError)
     async def store_failed(error: StoreError) -> Response:
+        if isinstance(error, StoreRefused):  # a value given that the database cannot hold
+            return await _render(DashboardError(400, "VALIDATION_ERROR", str(error)))
         if isinstance(error, StoreUnavailable):
             log.warning("database unavailable", extra={"error": str(error)})
             return await _render(
@@ -78,6 +80,13 @@ def _install_error_handlers(app: Quart) -> None:
     async def internal_error(error: Exception) -> Response:
         log.exception("request failed")
         return await _render(DashboardError(500, "INTERNAL_ERROR", "the request failed"))
+
+
+async def _no_nul() -> None:
+    """A NUL character in the path or the query string is refused at once (400): no
+    page names anything with one, and PostgreSQL's text cannot hold one."""
+    if "\x00" in request.path or b"%00" in request.query_string or b"\x00" in request.query_string:
+        raise DashboardError(400, "VALIDATION_ERROR", "the request holds a NUL character")
 
 
 def create_app(settings: Settings) -> Quart:
@@ -93,6 +102,7 @@ def create_app(settings: Settings) -> Quart:
         settings.trusted_proxies,
     )
     install_lifespan(app, db, log)
+    app.before_request(_no_nul)
     app.before_request(signin.guard)
 
     @app.after_request

@@ -27,7 +27,7 @@ import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from proto_json import fastpath
-from storage.errors import StoreError, StoreUnavailable, WriteConflict
+from storage.errors import StoreError, StoreRefused, StoreUnavailable, WriteConflict
 
 # The pool logs each failed connection attempt; StoreUnavailable says why, once, where
 # the failure is met.
@@ -429,6 +429,9 @@ class Database:
                 f"database {self.display_url} did not answer within the statement "
                 f"timeout ({self.statement_timeout_ms} ms): {_one_line(error)}"
             )
+        if isinstance(error, psycopg.DataError | psycopg.errors.ProgramLimitExceeded):
+            # before OperationalError, which ProgramLimitExceeded is: no retry mends it
+            return StoreRefused(f"database refused a value: {_one_line(error)}")
         if isinstance(error, psycopg.errors.UniqueViolation | psycopg.errors.DeadlockDetected):
             return WriteConflict(f"database error: {_one_line(error)}")
         if isinstance(error, psycopg.OperationalError | sqlite3.OperationalError):

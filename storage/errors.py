@@ -11,6 +11,11 @@ class StoreUnavailable(StoreError):
     """The database cannot be reached (or failed in a way worth retrying)."""
 
 
+class StoreRefused(StoreError):
+    """A value the database cannot hold (a NUL character in PostgreSQL's text, an index
+    key past its size): the same again fails the same way."""
+
+
 class WriteConflict(StoreError):
     """Another transaction wrote the same rows first (a key, a deadlock): the
     transaction was rolled back, and is worth running again."""

@@ -11,6 +11,7 @@ import sys
 import threading
 from typing import TYPE_CHECKING, NamedTuple
 
+from storage.storable import key_text
 from storage.text_words import TOKENIZE, split, tsquery
 from storage.trace_index import KEY_ONLY, value_hash
 
@@ -153,7 +154,7 @@ def _substring_traces(word: str) -> IndexFilter:
     texts, by its index), as Langfuse and Phoenix read theirs for any word; a walked
     trace's are checked by its own texts."""
     contains = "x.body LIKE ? ESCAPE '\\'"
-    pattern = [like(word.casefold(), fold=False)]
+    pattern: list[object] = [like(word.casefold(), fold=False)]
     return IndexFilter(
         f"SELECT x.trace_id FROM span_texts AS x WHERE x.project_id = ?1 AND {contains}",
         pattern,
@@ -203,7 +204,7 @@ def index_queries(filters: TraceFilter, postgres: bool) -> list[IndexFilter]:
     for key, value in filters.attributes:
         pairs = "FROM trace_attributes AS a WHERE a.project_id = ?1 AND a.attr_key = ? "
         pairs += "AND a.value_hash = ?"
-        given: list[object] = [key, KEY_ONLY if value is None else value_hash(value)]
+        given: list[object] = [key_text(key), KEY_ONLY if value is None else value_hash(value)]
         queries.append(
             IndexFilter(
                 f"SELECT a.trace_id {pairs}",

@@ -84,6 +84,9 @@ def check_score(body: dict[str, Any]) -> tuple[NewScore | None, dict[str, str]]:
     source = body.get("source") if body.get("source") is not None else "api"
     if source not in SOURCES:
         problems["source"] = f"must be one of {', '.join(SOURCES)}"
+    for field, text in (("name", name), ("comment", comment)):
+        if isinstance(text, str) and "\x00" in text:  # PostgreSQL's text holds none
+            problems[field] = "must not hold a NUL character"
     if problems:
         return None, problems
     return NewScore(trace_id, span_id, name, score, comment, source), {}  # type: ignore[arg-type]

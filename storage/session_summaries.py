@@ -23,6 +23,7 @@ from typing import Any
 import orjson
 
 from storage.database import Database, Transaction, arrays
+from storage.storable import key_text
 from storage.trace_query import COST, INPUT_TOKENS, OUTPUT_TOKENS, fits_int64
 
 _COLUMNS = (
@@ -147,7 +148,7 @@ def sessions_query(
     params: list[Any] = [project_id]
     if filters.user is not None:
         sql += " AND s.user_id = ?"
-        params.append(filters.user)
+        params.append(key_text(filters.user))  # as stored: storage/storable.py
     if filters.from_ns is not None or filters.to_ns is not None:
         sql += (
             " AND EXISTS (SELECT 1 FROM trace_summaries AS t WHERE t.project_id = s.project_id "

@@ -40,6 +40,7 @@ from genai import conventions as c
 from genai import view_of
 from storage.database import Transaction, arrays
 from storage.span_rows import SpanRow
+from storage.storable import key_text
 from storage.text_words import joined, tsvector_of
 
 log = logging.getLogger("spangate.worker")
@@ -297,7 +298,7 @@ def _facets(
         if of_trace is None:
             of_trace = names[trace] = set()
             hashed[trace] = set()
-        of_trace.add(row.name)
+        of_trace.add(key_text(row.name))
         given = None if pairs is None else pairs[at]
         if given is not None:
             hashed[trace].update(given)
@@ -306,7 +307,7 @@ def _facets(
     found: list[tuple[Any, ...]] = []
     for (project, trace_id), of_trace_hashed in hashed.items():
         of_trace_hashed.update([(k, KEY_ONLY) for k, _ in of_trace_hashed])
-        found += [(project, k, h, trace_id) for k, h in of_trace_hashed]
+        found += [(project, key_text(k), h, trace_id) for k, h in of_trace_hashed]
     return found, [(p, n, t) for (p, t), of_trace in names.items() for n in of_trace]
 
 
@@ -359,9 +360,9 @@ def _given(
     pairs: set[tuple[Any, ...]] = set()
     names: set[tuple[Any, ...]] = set()
     for name, attributes in rows:
-        names.add((project, name, trace))
+        names.add((project, key_text(name), trace))
         if attributes != "[]":
-            pairs.update((project, k, h, trace) for k, h in attribute_pairs(attributes))
+            pairs.update((project, key_text(k), h, trace) for k, h in attribute_pairs(attributes))
     return pairs, names
 
 

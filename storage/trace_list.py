@@ -14,6 +14,7 @@ import orjson
 from genai import view_of
 from storage import find_upgrade, summary_genai, trace_walk
 from storage.database import Database, Transaction
+from storage.storable import key_text
 from storage.trace_query import (
     NULLABLE,
     Cursor,
@@ -292,11 +293,12 @@ class TraceSummaries:
         return traces, Cursor(last[-1], last[0], order.sort, order.descending)
 
     def of_session(self, project_id: str, session_id: str, limit: int) -> list[TraceSummary]:
-        """The first `limit` traces of a session, in time order."""
+        """The first `limit` traces of a session, in time order (its id compared as
+        stored: storage/storable.py)."""
         with self.db.transaction() as tx:
             rows = tx.query(
                 f"{_SELECT} AND session_id = ? ORDER BY sort_ns, trace_id LIMIT ?",
-                (project_id, session_id, limit),
+                (project_id, key_text(session_id), limit),
             )
             return summaries_of(tx, project_id, rows)
 

@@ -19,6 +19,7 @@ import orjson
 
 from storage import summary_genai
 from storage.index_filters import index_queries, like
+from storage.storable import key_text
 
 #: Whether a trace's model calls report any usage: else its other spans' own counts
 #: (TraceSummary.usage does the same in Python).
@@ -189,7 +190,8 @@ def where(
         value = getattr(filters, field)
         if value is not None:
             conditions.append(sql)
-            params += [value] * sql.count("?")
+            # an id compared as stored (storage/storable.py)
+            params += [key_text(value) if isinstance(value, str) else value] * sql.count("?")
     bounds = [(f, b, op, v) for f, b, op in _BOUNDS if (v := getattr(filters, f)) is not None]
     for _, bounded, op, value in bounds:
         conditions.append(f"{'' if bounded == sort else '+'}{SORTS[bounded]} {op} ?")

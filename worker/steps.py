@@ -13,6 +13,7 @@ from spanqueue.layout import QueuedRequest
 from storage.span_genai import rows_with_views
 from storage.span_rows import SpanRow
 from storage.spans import Prepared, SpanStore
+from storage.storable import storable
 from storage.trace_index import Pairs
 
 
@@ -92,6 +93,7 @@ def decode(entries: list[Entry], pricer: Pricer, pairs: bool = True) -> Decoded:
             rows, given = rows_with_views(
                 item.body, item.project_id, item.received_ms, pricer, pairs
             )
+            rows = storable(rows, item.body)
         except (KeyError, ValueError, TypeError, AttributeError, IndexError) as e:
             decoded.poison.append((entry, f"undecodable entry: {type(e).__name__}: {e}"))
             continue

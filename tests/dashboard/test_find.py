@@ -328,6 +328,27 @@ async def test_a_time_preset_is_a_range_from_now_at_each_view(site: Site, client
     assert await _ids(client, typed) == [5, 4]
 
 
+@pytest.mark.parametrize(
+    "path",
+    [
+        f"{LIST}?q=a%00b",
+        f"{LIST}?attr=k%00=v",
+        "/projects/demo/traces?user=%00",
+        "/api/v1/projects/demo/sessions?user=a%00",
+        "/api/v1/projects/demo/sessions/a%00b",
+        "/api/v1/projects/de%00mo/traces",
+    ],
+)
+async def test_a_nul_character_in_a_request_is_a_400(client: Client, path: str) -> None:
+    """A NUL character (which PostgreSQL's text cannot hold) in a parameter or the path:
+    400 VALIDATION_ERROR, on either store."""
+    response = await client.get(path)
+    assert response.status_code == 400
+    if path.startswith("/api"):
+        error = orjson.loads(await response.get_data())["error"]
+        assert error == {"code": "VALIDATION_ERROR", "message": "the request holds a NUL character"}
+
+
 async def test_the_export_answers_the_page_shown(client: Client) -> None:
     """The export with the page's filters, sort, cursor and limit holds that page's
     traces, in its order."""

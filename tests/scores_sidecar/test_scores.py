@@ -115,6 +115,8 @@ async def test_score_bounds_are_inclusive(client: Client, key: str, score: float
         ({"trace_id": TRACE, "score": 0.5, "name": 3}, "name"),
         ({"trace_id": TRACE, "score": 0.5, "source": "human"}, "source"),
         ({"trace_id": TRACE, "score": 0.5, "comment": ["x"]}, "comment"),
+        ({"trace_id": TRACE, "score": 0.5, "name": "a\x00b"}, "name"),  # no store holds it
+        ({"trace_id": TRACE, "score": 0.5, "comment": "\x00"}, "comment"),
     ],
 )
 async def test_invalid_fields_are_422_with_details(

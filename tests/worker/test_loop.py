@@ -35,6 +35,7 @@ from storage.errors import StoreUnavailable
 from storage.span_rows import SpanRow
 from storage.spans import Prepared, SpanStore
 from storage.trace_index import Pairs
+from storage.trace_list import TraceFilter, TraceSummaries
 from tests.proto_json.spans import span
 from worker import steps
 from worker.loop import (
@@ -338,6 +339,37 @@ def test_entry_the_database_cannot_hold_is_dead_lettered_not_fatal(
     assert store.count(queue.project_id) == 1
     [(_, dead)] = client.xrange(dead_letter_key(queue.project_id))
     assert b"rows refused by the database" in dead[b"reason"]
+
+
+def test_texts_a_store_cannot_hold_whole_are_stored_as_it_can_and_found(
+    client: redis.Redis, queue: Queue, store: SpanStore, database: Database
+) -> None:
+    """A NUL character in a span's name or session id, a name, an attribute key, a
+    session and a user id of 10,000 characters (past what a PostgreSQL index entry
+    holds): the request's every span is stored, none dead-lettered, and the filters
+    find them by what was sent."""
+    long = uuid.uuid4().hex * 313  # 10,016 characters that compress badly
+    queue.send(
+        span(name="plan " + long, attributes={"session.id": "s-" + long, "user.id": long,
+                                              "k" + long: "v"}),
+        span(spanId="1" * 16, name="a\x00b", attributes={"session.id": "x\x00y"}),
+        span(spanId="2" * 16, name="clean"),
+    )  # fmt: skip
+    drain(client, store)
+    assert store.count(queue.project_id) == 3
+    assert not client.exists(dead_letter_key(queue.project_id))
+    stored = {s["spanId"]: s for s in store.trace(queue.project_id, span()["traceId"])}
+    assert stored["1" * 16]["name"] == "a\ufffdb"  # the one character no store refuses
+    assert stored[span()["spanId"]]["name"] == "plan " + long  # whole in the span itself
+    summaries = TraceSummaries(database)
+    for filters in (
+        TraceFilter(span_name="plan " + long[:100]),
+        TraceFilter(attributes=(("k" + long, "v"),)),
+        TraceFilter(attributes=(("k" + long, None),)),
+        TraceFilter(session="s-" + long),
+    ):
+        found, _ = summaries.page(queue.project_id, filters, 10, ends=False)
+        assert [t.trace_id for t in found] == [span()["traceId"]], filters
 
 
 def _unstorable(project_id: str) -> dict[bytes, bytes]:

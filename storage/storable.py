@@ -1,0 +1,65 @@
+"""What every store can hold of a span row's texts, made so before the row is written.
+
+PostgreSQL's text holds no NUL character (U+0000), which JSON may carry (`\\u0000`) in a
+span's name, status message or ids: a row with one would fail its whole batch, whose
+other spans were acknowledged. It is stored as U+FFFD (the replacement character) in
+those columns, on either store alike; the span's attributes and events are stored as
+JSON text, where it stays escaped, as sent.
+
+A B-tree entry holds at most about 2,700 bytes (PostgreSQL's limit): an index key made
+of a text (a span's name in the name index, an attribute's key, a session or user id)
+is the text's first MAX_KEY_BYTES bytes in UTF-8 (`key_text`), on either store alike,
+so that no text a span may carry can fail the batch that writes it. The filters cut
+what they are given the same way, so that an id longer than that is still found.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from storage.span_rows import SpanRow
+
+#: The longest key text kept whole, in UTF-8 bytes.
+MAX_KEY_BYTES = 2000
+#: A text of at most this many characters is at most MAX_KEY_BYTES bytes (4 a character).
+_SHORT = MAX_KEY_BYTES // 4
+#: The columns of a row that hold a text decoded from the span's JSON (not JSON text).
+_TEXTS = ("name", "kind", "status_message", "session_id", "llm_name", "model", "provider",
+          "user_id")  # fmt: skip
+_NUL = "\x00"
+
+
+def key_text(text: str) -> str:
+    """`text` as an index keeps it: its first MAX_KEY_BYTES bytes in UTF-8, cut between
+    characters."""
+    if len(text) <= _SHORT:
+        return text
+    encoded = text.encode("utf-8", "surrogatepass")
+    if len(encoded) <= MAX_KEY_BYTES:
+        return text
+    return encoded[:MAX_KEY_BYTES].decode("utf-8", "ignore")
+
+
+def _long(text: str | None) -> bool:
+    return text is not None and len(text) > _SHORT
+
+
+def storable(rows: list[SpanRow], body: bytes) -> list[SpanRow]:
+    """`rows` (of the canonical `body`), those with a NUL in a text column or a session
+    or user id over MAX_KEY_BYTES made storable (in place)."""
+    nul = b"\\u0000" in body  # JSON escapes it: a body without it has none
+    for at, row in enumerate(rows):
+        if nul:
+            fixed: dict[str, Any] = {
+                column: value.replace(_NUL, "\ufffd")
+                for column in _TEXTS
+                if isinstance(value := getattr(row, column), str) and _NUL in value
+            }
+            if fixed:
+                row = rows[at] = row._replace(**fixed)
+        if _long(row.session_id) or _long(row.user_id):
+            rows[at] = row._replace(
+                session_id=None if row.session_id is None else key_text(row.session_id),
+                user_id=None if row.user_id is None else key_text(row.user_id),
+            )
+    return rows
