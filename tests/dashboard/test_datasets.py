@@ -45,11 +45,16 @@ async def test_problems_are_shown_beside_their_fields(site: Site) -> None:
         assert response.status_code == 400
         assert 'id="items-error"' in page and expected in page and 'id="name-error"' in page
         assert 'aria-describedby="items-error"' in page
+    form = {"name": "", "description": "", "items": "[]", "csrf_token": csrf}
+    page = (await (await client.post("/projects/demo/datasets", form=form)).get_data()).decode()
+    assert 'id="name-error"' in page
+    assert 'id="items-error"' not in page and "built-in method" not in page  # items are fine
     DatasetStore(site.db).create(site.demo.id, "taken", "", "")
     form = {"name": "taken", "description": "", "items": "", "csrf_token": csrf}
     response = await client.post("/projects/demo/datasets", form=form)
     assert response.status_code == 409
-    assert "exists" in (await response.get_data()).decode()
+    page = (await response.get_data()).decode()
+    assert "exists" in page and "built-in method" not in page
 
 
 async def test_viewers_read_only(site: Site) -> None:
