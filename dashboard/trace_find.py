@@ -1,5 +1,7 @@
 """Search within one trace: the spans whose name, attributes (keys and values), events or
-status message contain the words asked for, case-insensitive.
+status message contain the words asked for, in any case (folded as Unicode folds case for
+comparison: `strasse` finds `Straße`). A string value holding JSON is looked in as its
+JSON decoded too, so `Zürich` is found where a client wrote `Z\\u00fcrich`.
 
 `GET /projects/{p}/traces/{t}/find?q=` answers `{"matches": [{"spanId", "position",
 "page"}], "total"}`: each match's place in the waterfall's tree order and the page of the
@@ -23,28 +25,44 @@ MAX_QUERY = 200
 MAX_MATCHES = 1000
 
 
+def _decoded(text: str) -> str | None:
+    """The JSON a string holds written without escapes, when it holds JSON with some."""
+    if "\\u" not in text or text.lstrip()[:1] not in ("[", "{"):
+        return None
+    try:
+        return orjson.dumps(orjson.loads(text)).decode()
+    except orjson.JSONDecodeError:
+        return None
+
+
 def _texts(pairs: Any) -> list[str]:
     texts = []
     for pair in pairs or []:
         texts.append(str(pair.get("key", "")))
         value = plain(pair.get("value", {}))
-        texts.append(value if isinstance(value, str) else orjson.dumps(value).decode())
+        if isinstance(value, str):
+            texts.append(value)
+            decoded = _decoded(value)
+            if decoded is not None:
+                texts.append(decoded)
+        else:
+            texts.append(orjson.dumps(value).decode())
     return texts
 
 
 def span_text(span: dict[str, Any]) -> str:
-    """Everything of a span that a search looks in, lower-cased, one line each."""
+    """Everything of a span that a search looks in, case-folded, one line each."""
     texts = [span.get("name", ""), span.get("status", {}).get("message") or ""]
     texts += _texts(span.get("attributes"))
     for event in span.get("events") or []:
         texts.append(str(event.get("name", "")))
         texts += _texts(event.get("attributes"))
-    return "\n".join(texts).lower()
+    return "\n".join(texts).casefold()
 
 
 def matching(spans: list[dict[str, Any]], query: str) -> set[str]:
     """The ids of the spans that contain every word of `query`."""
-    words = query.lower().split()
+    words = query.casefold().split()
     return {span["spanId"] for span in spans if all(word in span_text(span) for word in words)}
 
 
@@ -52,14 +70,18 @@ def matching_stored(rows: list[tuple[str, str, str, str, str]], query: str) -> s
     """`matching` on a trace's stored texts (SpanStore.texts): a span's JSON is parsed
     only when its raw text holds every word, so a search of a big trace reads most
     spans without parsing them."""
-    words = query.lower().split()
+    words = query.casefold().split()
     # JSON escapes quotes, backslashes and control characters: such a word is looked
-    # for in every span, parsed
-    prefilter = not any(c in '"\\' or c < " " for word in words for c in word)
+    # for in every span, parsed; so is any word in a span whose raw text is not plain
+    # ASCII (a letter that folds into others, `ß`; an escape, `\\u00fc`)
+    prefilter = all(word.isascii() for word in words) and not any(
+        c in '"\\' or c < " " for word in words for c in word
+    )
     found = set()
     for span_id, name, message, attributes, events in rows:
-        raw = f"{name}\n{message}\n{attributes}\n{events}".lower()
-        if prefilter and not all(word in raw for word in words):
+        raw = f"{name}\n{message}\n{attributes}\n{events}"
+        plain_ascii = raw.isascii() and "\\u" not in raw
+        if prefilter and plain_ascii and not all(word in raw.lower() for word in words):
             continue
         span = {
             "spanId": span_id,

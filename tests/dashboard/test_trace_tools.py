@@ -3,6 +3,7 @@ within a trace, and the page a selected span is on."""
 
 from __future__ import annotations
 
+import json
 from urllib.parse import quote
 
 import orjson
@@ -58,6 +59,22 @@ async def test_find_reads_text_as_sent_not_as_stored(site: Site) -> None:
     await sign_in(client, "viewer@acme.test")
     base = f"/projects/demo/traces/{TRACE}/find?q="
     for query, total in (('"yes"', 1), ("c:\\data", 1), ("CAFÉ", 1), ("stringValue", 0)):
+        answer = await client.get(base + quote(query))
+        assert orjson.loads(await answer.get_data())["total"] == total, query
+
+
+async def test_find_reads_json_escapes_and_folds_case_as_unicode_does(site: Site) -> None:
+    """A message attribute a client wrote with JSON escapes (Python's json.dumps:
+    `Z\\u00fcrich`) is found by the text it stands for; `strasse` finds `Straße`."""
+    messages = json.dumps([{"role": "user", "content": "Zürich, Hauptstraße 1"}])
+    assert "\\u00fc" in messages
+    store(site.db, site.demo, [span(traceId=TRACE, spanId="1" * 16, name="root",
+                                    attributes={"gen_ai.input.messages": messages}),
+                               span(traceId=TRACE, spanId="2" * 16, name="other")])  # fmt: skip
+    client = site.client()
+    await sign_in(client, "viewer@acme.test")
+    base = f"/projects/demo/traces/{TRACE}/find?q="
+    for query, total in (("Zürich", 1), ("ZÜRICH hauptstrasse", 1), ("genève", 0)):
         answer = await client.get(base + quote(query))
         assert orjson.loads(await answer.get_data())["total"] == total, query
 
