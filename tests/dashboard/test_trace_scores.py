@@ -22,6 +22,11 @@ async def test_member_scores_a_trace_on_its_page(site: Site) -> None:
     assert response.status_code == 303
     page = (await (await client.get(response.headers["Location"])).get_data()).decode()
     assert "helpful" in page and "0.800" in page
+    assert '<td class="comment"><div class="text">good</div></td>' in page
+    long = {"name": "long", "score": "0.5", "comment": "word " * 2000, "csrf_token": csrf}
+    await client.post(f"/projects/demo/traces/{TRACE}/scores", form=long)
+    page = (await (await client.get(f"/projects/demo/traces/{TRACE}")).get_data()).decode()
+    assert "Show all (10,000 characters)" in page  # a long comment is folded, and wraps
     response = await client.post(
         f"/api/v1/projects/demo/traces/{TRACE}/scores",
         json={"name": "span ok", "score": 1, "spanId": "2" * 16},
@@ -31,7 +36,9 @@ async def test_member_scores_a_trace_on_its_page(site: Site) -> None:
     given = orjson.loads(await response.get_data())
     assert (given["source"], given["spanId"], given["score"]) == ("ui", "2" * 16, 1.0)
     scores = ScoreStore(site.db).for_trace(site.demo.id, TRACE)
-    assert [(s.name, s.source) for s in scores] == [("helpful", "ui"), ("span ok", "ui")]
+    assert [(s.name, s.source) for s in scores] == [
+        ("helpful", "ui"), ("long", "ui"), ("span ok", "ui")
+    ]  # fmt: skip
 
 
 async def test_bad_scores_and_viewers_are_refused(site: Site) -> None:
