@@ -13,6 +13,7 @@ from collections import Counter
 from dataclasses import dataclass
 from urllib.parse import urlencode
 
+from dashboard.errors import invalid
 from dashboard.explorer import Explorer
 from dashboard.params import Args, ListQuery, kept_params
 from storage.export import MAX_EXPORT_TRACES
@@ -85,7 +86,11 @@ def _preset(args: Args) -> str | None:
 
 
 def resolved(args: Args) -> Args:
-    """The request's parameters with its preset's range as `from`, from now."""
+    """The request's parameters with its preset's range as `from`, from now; 400 for a
+    preset that is none of PRESETS."""
+    given = args.get("preset", "")
+    if given and given not in _PRESET_SPANS:
+        raise invalid(f"preset must be one of {', '.join(_PRESET_SPANS)}")
     label = _preset(args)
     span_ms = None if label is None else _PRESET_SPANS[label]
     if span_ms is None:

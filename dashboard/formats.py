@@ -42,11 +42,19 @@ def iso(value: str | None) -> Markup | str:
 
 
 def millis(value: float | None) -> str:
-    """A duration for people: 0.042 ms, 12.3 ms, 4.56 s."""
+    """A duration for people: 0.042 ms, 12.3 ms, 4.56 s, 2 min 2 s, 3 h 12 min, 2 d 18 h
+    (as the waterfall's script writes one: dashboard/static/waterfall.js)."""
     if value is None:
         return "not ended"
     if value == 0:
         return "0 ms"
+    if value >= 60_000:
+        s = round(value / 1000)
+        if s < 3600:
+            return f"{s // 60} min {s % 60} s"
+        if s < 86_400:
+            return f"{s // 3600} h {s % 3600 // 60} min"
+        return f"{s // 86_400} d {s % 86_400 // 3600} h"
     if value >= 1000:
         return f"{value / 1000:.2f} s"
     return f"{value:.3f} ms" if value < 1 else f"{value:.1f} ms"

@@ -92,7 +92,7 @@ class TraceList(View[TracePage]):
 
     async def export(self, project: str) -> Response:
         """`GET /api/v1/projects/{p}/traces/export`: the list's page, with its spans."""
-        args = request.args
+        args = resolved(request.args)
         form = args.get("format", "json")
         if form not in ("csv", "json"):
             raise invalid("format must be csv or json")

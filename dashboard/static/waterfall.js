@@ -14,6 +14,12 @@ const waterfall = {
 
 function durationText(ms) {  // as dashboard/formats.py's millis
   if (ms === 0) return "0 ms";
+  if (ms >= 60000) {
+    const s = Math.round(ms / 1000);
+    if (s < 3600) return `${Math.floor(s / 60)} min ${s % 60} s`;
+    if (s < 86400) return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
+    return `${Math.floor(s / 86400)} d ${Math.floor((s % 86400) / 3600)} h`;
+  }
   if (ms >= 1000) return `${(ms / 1000).toFixed(2)} s`;
   return ms < 1 ? `${ms.toFixed(3)} ms` : `${ms.toFixed(1)} ms`;
 }

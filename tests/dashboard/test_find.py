@@ -188,6 +188,7 @@ async def test_cursors_page_every_sort_in_both_orders(
         ("sort=name", "sort"),
         ("order=up", "order"),
         ("limit=0", "limit"),
+        ("preset=3+weeks", "preset"),
         ("cursor=bm90LWEtY3Vyc29y", "cursor"),
         ("sort=cost&cursor=WyJzdGFydCIsdHJ1ZSwxLCJhIl0", "cursor"),  # a start cursor
     ],

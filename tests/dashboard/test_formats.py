@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dashboard.formats import usd
+from dashboard.formats import millis, usd
 
 
 @pytest.mark.parametrize(
@@ -23,3 +23,21 @@ from dashboard.formats import usd
 )
 def test_a_cost_is_written_out_to_four_significant_places(value: float | None, text: str) -> None:
     assert usd(value) == text
+
+
+@pytest.mark.parametrize(
+    ("ms", "text"),
+    [
+        (None, "not ended"),
+        (0, "0 ms"),
+        (0.042, "0.042 ms"),
+        (12.34, "12.3 ms"),
+        (4560, "4.56 s"),
+        (59_994, "59.99 s"),
+        (122_000, "2 min 2 s"),
+        (240_934_730, "2 d 18 h"),  # a session of days, not 240934.73 s
+        (3_600_000 * 3 + 12 * 60_000, "3 h 12 min"),
+    ],
+)
+def test_a_duration_reads_in_the_unit_that_suits_it(ms: float | None, text: str) -> None:
+    assert millis(ms) == text

@@ -101,7 +101,7 @@ def test_a_session_reads_as_a_conversation(browser: Browser, base: str, tmp_path
     expect(turns.nth(2)).to_contain_text("1 error")
     totals = page.get_by_label("Session totals")
     expect(totals).to_contain_text("300 in, 30 out")
-    expect(totals).to_contain_text("122.00 s")  # 10:00:00 to the last end, 10:02:02
+    expect(totals).to_contain_text("2 min 2 s")  # 10:00:00 to the last end, 10:02:02
     assert page.evaluate("window.pwned") == 0
     assert conversation.locator("script, img, svg, [onload], [onerror]").count() == 0
     assert conversation.locator('a[href^="javascript" i]').count() == 0
