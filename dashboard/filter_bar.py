@@ -85,11 +85,11 @@ def _preset(args: Args) -> str | None:
     return label
 
 
-def resolved(args: Args) -> Args:
+def resolved(args: Args, checked: bool = True) -> Args:
     """The request's parameters with its preset's range as `from`, from now; 400 for a
-    preset that is none of PRESETS."""
+    preset that is none of PRESETS (when `checked`)."""
     given = args.get("preset", "")
-    if given and given not in _PRESET_SPANS:
+    if checked and given and given not in _PRESET_SPANS:
         raise invalid(f"preset must be one of {', '.join(_PRESET_SPANS)}")
     label = _preset(args)
     span_ms = None if label is None else _PRESET_SPANS[label]
@@ -153,7 +153,7 @@ def page_links(args: Args, asked: ListQuery, cursor: Cursor | None) -> PageLinks
         next=None if cursor is None else _query(pairs, cursor=cursor.encode(), limit=limit),
         first=_query(pairs, limit=limit) if asked.after is not None else None,
         export=_query(  # the page shown: a preset's range as the page drew it
-            kept_params(resolved(args)),
+            kept_params(resolved(args, checked=False)),
             cursor=after or None,
             limit=str(min(asked.limit, MAX_EXPORT_TRACES)),
         ),
