@@ -88,8 +88,8 @@ def _preset(args: Args) -> str | None:
 def resolved(args: Args, checked: bool = True) -> Args:
     """The request's parameters with its preset's range as `from`, from now; 400 for a
     preset that is none of PRESETS (when `checked`)."""
-    given = args.get("preset", "")
-    if checked and given and given not in _PRESET_SPANS:
+    asked = args.get("preset", "")
+    if checked and asked and asked not in _PRESET_SPANS:
         raise invalid(f"preset must be one of {', '.join(_PRESET_SPANS)}")
     label = _preset(args)
     span_ms = None if label is None else _PRESET_SPANS[label]
