@@ -21,7 +21,7 @@ from dashboard.explorer import Explorer
 from dashboard.genai_json import agents_json
 from dashboard.params import time_ns
 from dashboard.topology import NODE_KINDS, agent_stats, topology
-from dashboard.topology_svg import render
+from dashboard.topology_svg import MAX_NODES, render
 from dashboard.views import View
 from storage.identity import Project
 from storage.spans import SpanOutline, SpanStore
@@ -60,6 +60,7 @@ class Agents(View[Window]):
     async def page(self, context: Window) -> str:
         found = context.project
         given = {name: request.args.get(name, "") for name in ("from", "to")}
+        drawn = topology(context.traces)
         linked: dict[str, Any] = {"project": found.name, **{k: v for k, v in given.items() if v}}
         return await render_template(
             "agents.html",
@@ -69,7 +70,9 @@ class Agents(View[Window]):
             range=given,
             linked=linked,
             stats=agent_stats(context.traces),
-            svg=render(topology(context.traces), url_for("agent_traces", **linked)),
+            svg=render(drawn, url_for("agent_traces", **linked)),
+            nodes=len(drawn.nodes),
+            drawn_nodes=min(len(drawn.nodes), MAX_NODES),
         )
 
     async def data(self, context: Window) -> dict[str, Any]:

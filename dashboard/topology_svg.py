@@ -69,9 +69,27 @@ def _label(name: str) -> str:
     return name if len(name) <= LABEL_CHARS else name[: LABEL_CHARS - 1] + "…"
 
 
+#: Nodes drawn at most: the busiest (by traces through them). A window may hold
+#: thousands of differently named tools; a drawing of them all weighs megabytes and
+#: shows nothing.
+MAX_NODES = 150
+
+
+def busiest(topology: Topology, most: int = MAX_NODES) -> Topology:
+    """The topology of its `most` busiest nodes (by traces, then name) and the edges
+    between them."""
+    if len(topology.nodes) <= most:
+        return topology
+    kept = sorted(topology.nodes, key=lambda n: (-len(topology.nodes[n]), n))[:most]
+    nodes = {node: topology.nodes[node] for node in kept}
+    edges = {pair: e for pair, e in topology.edges.items() if pair[0] in nodes and pair[1] in nodes}
+    return Topology(nodes, edges)
+
+
 def render(topology: Topology, link: str) -> Markup:
-    """The SVG; each node links to `link` (which may have a query string of its own)
-    with its kind and name (`kind=&name=`)."""
+    """The SVG of the topology's MAX_NODES busiest nodes; each node links to `link`
+    (which may have a query string of its own) with its kind and name (`kind=&name=`)."""
+    topology = busiest(topology)
     grouped = layers(topology)
     if not grouped:
         return Markup("")

@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 
 from dashboard.topology import Edge, Topology, topology
-from dashboard.topology_svg import layers, render
+from dashboard.topology_svg import MAX_NODES, busiest, layers, render
 from storage.spans import SpanOutline
 from tests.dashboard.conftest import Site, sign_in, store
 from tests.proto_json.spans import span
@@ -156,3 +156,19 @@ def test_nearest_agent_skips_the_spans_between() -> None:
     graph = topology({"t": spans})
     assert graph.edges == {(("agent", "boss"), ("llm", "model")): Edge(1, 0)}
     assert ("llm", "lost") in graph.nodes
+
+
+def test_only_the_busiest_nodes_are_drawn() -> None:
+    """A window of 400 differently named tools draws the MAX_NODES busiest nodes (by
+    traces through them) and the edges between them, not a drawing of megabytes."""
+    agent = ("agent", "root")
+    nodes = {agent: {f"t{n}" for n in range(400)}}
+    nodes |= {("tool", f"tool {n:03}"): {f"t{k}" for k in range(400 - n)} for n in range(400)}
+    edges = {(agent, ("tool", f"tool {n:03}")): Edge(400 - n, 0) for n in range(400)}
+    kept = busiest(Topology(nodes, edges))
+    assert len(kept.nodes) == MAX_NODES and agent in kept.nodes
+    assert ("tool", f"tool {MAX_NODES - 2:03}") in kept.nodes
+    assert ("tool", f"tool {MAX_NODES - 1:03}") not in kept.nodes
+    assert len(kept.edges) == MAX_NODES - 1
+    svg = str(render(Topology(nodes, edges), "/t"))
+    assert svg.count('<g class="node ') == MAX_NODES and len(svg) < 200_000
