@@ -146,9 +146,12 @@ def sessions_query(
     """The SQL and parameters of a page of sessions, latest activity first."""
     sql = f"SELECT {_COLUMNS} FROM session_summaries AS s WHERE s.project_id = ?"
     params: list[Any] = [project_id]
-    if filters.user is not None:
-        sql += " AND s.user_id = ?"
-        params.append(key_text(filters.user))  # as stored: storage/storable.py
+    if filters.user is not None:  # any of its traces' users (a session may have several)
+        sql += (
+            " AND s.session_id IN (SELECT t.session_id FROM trace_summaries AS t "
+            "WHERE t.project_id = ? AND t.user_id = ? AND t.session_id IS NOT NULL)"
+        )
+        params += [project_id, key_text(filters.user)]  # as stored: storage/storable.py
     if filters.from_ns is not None or filters.to_ns is not None:
         sql += (
             " AND EXISTS (SELECT 1 FROM trace_summaries AS t WHERE t.project_id = s.project_id "

@@ -80,6 +80,24 @@ async def test_the_sessions_page_by_cursor_and_filter(client: Client) -> None:
     assert [s["sessionId"] for s in window["sessions"]] == ["s4", "s3"]  # type: ignore[attr-defined]
 
 
+async def test_a_session_of_several_users_is_found_by_each(site: Site, client: Client) -> None:
+    """A session whose traces have two users shows one, and is found by either."""
+    for n, user in ((8, "user-1"), (9, "user-2")):
+        store(site.db, site.demo, [
+            span(traceId=f"{n + 1:032x}", spanId="c" * 16, name="chat",
+                 startTime=f"2026-11-22T10:0{n}:00Z", endTime=f"2026-11-22T10:0{n}:01Z",
+                 attributes={"session.id": "shared", "gen_ai.operation.name": "chat",
+                             "gen_ai.request.model": "m", "user.id": user})
+        ])  # fmt: skip
+    for user, expected in (("user-1", ["shared", "s1"]), ("user-2", ["shared"]), ("nobody", [])):
+        found = await _get(client, f"user={user}")
+        assert [s["sessionId"] for s in found["sessions"]] == expected  # type: ignore[attr-defined]
+    page = await _get(client, "user=user-1&limit=1")
+    assert [s["sessionId"] for s in page["sessions"]] == ["shared"]  # type: ignore[attr-defined]
+    rest = await _get(client, f"user=user-1&limit=1&cursor={page['next']}")
+    assert [s["sessionId"] for s in rest["sessions"]] == ["s1"]  # type: ignore[attr-defined]
+
+
 @pytest.mark.parametrize(
     ("query", "parameter"),
     [("from=soon", "from"), ("to=x", "to"), ("cursor=abc", "cursor"), ("limit=0", "limit")],
