@@ -1,10 +1,11 @@
 """What every store can hold of a span row's texts, made so before the row is written.
 
 PostgreSQL's text holds no NUL character (U+0000), which JSON may carry (`\\u0000`) in a
-span's name, status message or ids: a row with one would fail its whole batch, whose
-other spans were acknowledged. It is stored as U+FFFD (the replacement character) in
-those columns, on either store alike; the span's attributes and events are stored as
-JSON text, where it stays escaped, as sent.
+span's name, status message, ids or an attribute's key: a row with one would fail its
+whole batch, whose other spans were acknowledged. It is stored as U+FFFD (the
+replacement character) in those columns and in the index keys, on either store alike;
+the span's attributes and events are stored as JSON text, where it stays escaped, as
+sent.
 
 A B-tree entry holds at most about 2,700 bytes (PostgreSQL's limit): an index key made
 of a text (a span's name in the name index, an attribute's key, a session or user id)
@@ -31,7 +32,9 @@ _NUL = "\x00"
 
 def key_text(text: str) -> str:
     """`text` as an index keeps it: its first MAX_KEY_BYTES bytes in UTF-8, cut between
-    characters."""
+    characters, a NUL character as U+FFFD (an attribute's key may hold one)."""
+    if _NUL in text:
+        text = text.replace(_NUL, "\ufffd")
     if len(text) <= _SHORT:
         return text
     encoded = text.encode("utf-8", "surrogatepass")

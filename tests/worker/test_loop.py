@@ -344,7 +344,7 @@ def test_entry_the_database_cannot_hold_is_dead_lettered_not_fatal(
 def test_texts_a_store_cannot_hold_whole_are_stored_as_it_can_and_found(
     client: redis.Redis, queue: Queue, store: SpanStore, database: Database
 ) -> None:
-    """A NUL character in a span's name or session id, a name, an attribute key, a
+    """A NUL character in a span's name, session id or attribute key, a name, a key, a
     session and a user id of 10,000 characters (past what a PostgreSQL index entry
     holds): the request's every span is stored, none dead-lettered, and the filters
     find them by what was sent."""
@@ -352,7 +352,7 @@ def test_texts_a_store_cannot_hold_whole_are_stored_as_it_can_and_found(
     queue.send(
         span(name="plan " + long, attributes={"session.id": "s-" + long, "user.id": long,
                                               "k" + long: "v"}),
-        span(spanId="1" * 16, name="a\x00b", attributes={"session.id": "x\x00y"}),
+        span(spanId="1" * 16, name="a\x00b", attributes={"session.id": "x\x00y", "k\x00": 1}),
         span(spanId="2" * 16, name="clean"),
     )  # fmt: skip
     drain(client, store)
