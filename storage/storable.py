@@ -16,6 +16,7 @@ what they are given the same way, so that an id longer than that is still found.
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Any
 
 from storage.span_rows import SpanRow
@@ -43,14 +44,28 @@ def key_text(text: str) -> str:
     return encoded[:MAX_KEY_BYTES].decode("utf-8", "ignore")
 
 
+_COLUMNS = [itemgetter(SpanRow._fields.index(column)) for column in _TEXTS]
+_SESSION = itemgetter(SpanRow._fields.index("session_id"))
+_USER = itemgetter(SpanRow._fields.index("user_id"))
+
+
+def _longest(rows: list[SpanRow], column: itemgetter[Any]) -> int:
+    """The length of the longest text of a column (C loops: most batches have none long)."""
+    return max(map(len, filter(None, map(column, rows))), default=0)
+
+
 def _long(text: str | None) -> bool:
     return text is not None and len(text) > _SHORT
 
 
-def storable(rows: list[SpanRow], body: bytes) -> list[SpanRow]:
-    """`rows` (of the canonical `body`), those with a NUL in a text column or a session
-    or user id over MAX_KEY_BYTES made storable (in place)."""
-    nul = b"\\u0000" in body  # JSON escapes it: a body without it has none
+def storable(rows: list[SpanRow]) -> list[SpanRow]:
+    """`rows`, those with a NUL in a text column or a session or user id over
+    MAX_KEY_BYTES made storable (in place). Each test is a loop in C over a column
+    (0.15 us a span; a scan of a GenAI batch's body for `\\u0000` took 1.9)."""
+    nul = any(_NUL in "\x01".join(filter(None, map(column, rows))) for column in _COLUMNS)
+    long = _longest(rows, _SESSION) > _SHORT or _longest(rows, _USER) > _SHORT
+    if not (nul or long):
+        return rows
     for at, row in enumerate(rows):
         if nul:
             fixed: dict[str, Any] = {

@@ -93,7 +93,7 @@ def decode(entries: list[Entry], pricer: Pricer, pairs: bool = True) -> Decoded:
             rows, given = rows_with_views(
                 item.body, item.project_id, item.received_ms, pricer, pairs
             )
-            rows = storable(rows, item.body)
+            rows = storable(rows)
         except (KeyError, ValueError, TypeError, AttributeError, IndexError) as e:
             decoded.poison.append((entry, f"undecodable entry: {type(e).__name__}: {e}"))
             continue
