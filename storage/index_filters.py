@@ -192,7 +192,7 @@ def index_queries(filters: TraceFilter, postgres: bool) -> list[IndexFilter]:
             "(SELECT p.name FROM project_span_names AS p WHERE p.project_id = ?1 "
             "AND LOWER(p.name) LIKE ? ESCAPE '\\')"
         )
-        named: list[object] = [like(filters.span_name)]
+        named: list[object] = [like(key_text(filters.span_name))]  # as the index keeps it
         queries.append(
             IndexFilter(
                 f"SELECT n.trace_id {names}",

@@ -23,7 +23,7 @@ from typing import Any
 import orjson
 
 from storage.database import Database, Transaction, arrays
-from storage.storable import key_text
+from storage.storable import id_text
 from storage.trace_query import COST, INPUT_TOKENS, OUTPUT_TOKENS, fits_int64
 
 _COLUMNS = (
@@ -151,7 +151,7 @@ def sessions_query(
             " AND s.session_id IN (SELECT t.session_id FROM trace_summaries AS t "
             "WHERE t.project_id = ? AND t.user_id = ? AND t.session_id IS NOT NULL)"
         )
-        params += [project_id, key_text(filters.user)]  # as stored: storage/storable.py
+        params += [project_id, id_text(filters.user)]  # as stored: storage/storable.py
     if filters.from_ns is not None or filters.to_ns is not None:
         sql += (
             " AND EXISTS (SELECT 1 FROM trace_summaries AS t WHERE t.project_id = s.project_id "

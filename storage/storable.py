@@ -9,9 +9,10 @@ sent.
 
 A B-tree entry holds at most about 2,700 bytes (PostgreSQL's limit): an index key made
 of a text (a span's name in the name index, an attribute's key, a session or user id)
-is the text's first MAX_KEY_BYTES bytes in UTF-8 (`key_text`), on either store alike,
-so that no text a span may carry can fail the batch that writes it. The filters cut
-what they are given the same way, so that an id longer than that is still found.
+is the text's first MAX_KEY_BYTES bytes in UTF-8 (`key_text`), and a session or user id
+its first MAX_ID_CHARS characters first, as the GenAI view reads one (`id_text`), on
+either store alike, so that no text a span may carry can fail the batch that writes it.
+The filters cut what they are given the same way, so that a longer one is still found.
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ from storage.span_rows import SpanRow
 
 #: The longest key text kept whole, in UTF-8 bytes.
 MAX_KEY_BYTES = 2000
+#: The characters of a session or user id kept: the GenAI view's bound on a text it
+#: reads (genai/view.py), for ids it did not read too (a native span's `session.id`).
+MAX_ID_CHARS = 1024
 #: A text of at most this many characters is at most MAX_KEY_BYTES bytes (4 a character).
 _SHORT = MAX_KEY_BYTES // 4
 #: The columns of a row that hold a text decoded from the span's JSON (not JSON text).
@@ -47,6 +51,12 @@ def key_text(text: str) -> str:
 _COLUMNS = [itemgetter(SpanRow._fields.index(column)) for column in _TEXTS]
 _SESSION = itemgetter(SpanRow._fields.index("session_id"))
 _USER = itemgetter(SpanRow._fields.index("user_id"))
+
+
+def id_text(text: str) -> str:
+    """A session or user id as the store keeps it: its first MAX_ID_CHARS characters
+    (as the GenAI view reads an id, genai/view.py), then `key_text`."""
+    return key_text(text[:MAX_ID_CHARS])
 
 
 def _longest(rows: list[SpanRow], column: itemgetter[Any]) -> int:
@@ -77,7 +87,7 @@ def storable(rows: list[SpanRow]) -> list[SpanRow]:
                 row = rows[at] = row._replace(**fixed)
         if _long(row.session_id) or _long(row.user_id):
             rows[at] = row._replace(
-                session_id=None if row.session_id is None else key_text(row.session_id),
-                user_id=None if row.user_id is None else key_text(row.user_id),
+                session_id=None if row.session_id is None else id_text(row.session_id),
+                user_id=None if row.user_id is None else id_text(row.user_id),
             )
     return rows

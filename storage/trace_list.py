@@ -14,7 +14,7 @@ import orjson
 from genai import view_of
 from storage import find_upgrade, summary_genai, trace_walk
 from storage.database import Database, Transaction
-from storage.storable import key_text
+from storage.storable import id_text
 from storage.trace_query import (
     NULLABLE,
     Cursor,
@@ -298,7 +298,7 @@ class TraceSummaries:
         with self.db.transaction() as tx:
             rows = tx.query(
                 f"{_SELECT} AND session_id = ? ORDER BY sort_ns, trace_id LIMIT ?",
-                (project_id, key_text(session_id), limit),
+                (project_id, id_text(session_id), limit),
             )
             return summaries_of(tx, project_id, rows)
 

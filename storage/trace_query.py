@@ -19,7 +19,7 @@ import orjson
 
 from storage import summary_genai
 from storage.index_filters import index_queries, like
-from storage.storable import key_text
+from storage.storable import MAX_ID_CHARS, id_text
 
 #: Whether a trace's model calls report any usage: else its other spans' own counts
 #: (TraceSummary.usage does the same in Python).
@@ -117,7 +117,8 @@ class Cursor:
         except (binascii.Error, UnicodeError, ValueError, TypeError) as e:
             raise ValueError("cursor is not one this list gave") from e
         valid = (
-            sort in SORTS
+            isinstance(sort, str)  # before `in`: a list or an object is unhashable
+            and sort in SORTS
             and isinstance(descending, bool)
             and isinstance(trace_id, str)
             and (value is None or type(value) is float or fits_int64(value))
@@ -191,14 +192,15 @@ def where(
         if value is not None:
             conditions.append(sql)
             # an id compared as stored (storage/storable.py)
-            params += [key_text(value) if isinstance(value, str) else value] * sql.count("?")
+            params += [id_text(value) if isinstance(value, str) else value] * sql.count("?")
     bounds = [(f, b, op, v) for f, b, op in _BOUNDS if (v := getattr(filters, f)) is not None]
     for _, bounded, op, value in bounds:
         conditions.append(f"{'' if bounded == sort else '+'}{SORTS[bounded]} {op} ?")
         params.append(value)
     if filters.model is not None:
         conditions.append(_model_condition(postgres))
-        params += [like(orjson.dumps(filters.model).decode(), fold=False), filters.model]
+        model = filters.model[:MAX_ID_CHARS]  # as the GenAI view reads one
+        params += [like(orjson.dumps(model).decode(), fold=False), model]
     for at, found in enumerate(index_queries(filters, postgres)):
         if at != driver:
             conditions.append(found.exists)

@@ -354,22 +354,29 @@ def test_texts_a_store_cannot_hold_whole_are_stored_as_it_can_and_found(
                                               "k" + long: "v"}),
         span(spanId="1" * 16, name="a\x00b", attributes={"session.id": "x\x00y", "k\x00": 1}),
         span(spanId="2" * 16, name="clean"),
+        span(traceId="c" * 32, name="chat", attributes={
+            "gen_ai.operation.name": "chat", "gen_ai.request.model": "m" + long,
+            "gen_ai.conversation.id": "c-" + long, "user.id": long}),
     )  # fmt: skip
     drain(client, store)
-    assert store.count(queue.project_id) == 3
+    assert store.count(queue.project_id) == 4
     assert not client.exists(dead_letter_key(queue.project_id))
     stored = {s["spanId"]: s for s in store.trace(queue.project_id, span()["traceId"])}
     assert stored["1" * 16]["name"] == "a\ufffdb"  # the one character no store refuses
     assert stored[span()["spanId"]]["name"] == "plan " + long  # whole in the span itself
     summaries = TraceSummaries(database)
-    for filters in (
-        TraceFilter(span_name="plan " + long[:100]),
-        TraceFilter(attributes=(("k" + long, "v"),)),
-        TraceFilter(attributes=(("k" + long, None),)),
-        TraceFilter(session="s-" + long),
+    for filters, trace in (
+        (TraceFilter(span_name="plan " + long[:100]), span()["traceId"]),
+        (TraceFilter(span_name="plan " + long), span()["traceId"]),
+        (TraceFilter(attributes=(("k" + long, "v"),)), span()["traceId"]),
+        (TraceFilter(attributes=(("k" + long, None),)), span()["traceId"]),
+        (TraceFilter(session="s-" + long), span()["traceId"]),
+        (TraceFilter(user=long), "c" * 32),
+        (TraceFilter(session="c-" + long), "c" * 32),  # the view's conversation id
+        (TraceFilter(model="m" + long), "c" * 32),
     ):
         found, _ = summaries.page(queue.project_id, filters, 10, ends=False)
-        assert [t.trace_id for t in found] == [span()["traceId"]], filters
+        assert [t.trace_id for t in found] == [trace], filters
 
 
 def _unstorable(project_id: str) -> dict[bytes, bytes]:
