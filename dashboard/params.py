@@ -214,9 +214,9 @@ def limit_of(args: Args, default: int, maximum: int) -> int:
     raw = args.get("limit", "").strip()
     if not raw:
         return default
-    if not (raw.isascii() and raw.isdigit()) or not 1 <= _digits(raw) <= maximum:
+    if not (raw.isascii() and raw.isdigit()) or not 1 <= (limit := _digits(raw)) <= maximum:
         raise invalid(f"limit must be an integer from 1 to {maximum}")
-    return int(raw)
+    return limit
 
 
 def cursor_of(args: Args, order: TraceOrder | None = None) -> Cursor | None:

@@ -83,7 +83,7 @@ class Trace(View[TraceAsked]):
         pages = max(1, -(-len(waterfall) // PAGE_ROWS))
         chosen_page = 1 if chosen is None else chosen.position // PAGE_ROWS + 1
         page = request.args.get("page", str(chosen_page))  # a span's own page by default
-        valid = page.isascii() and page.isdigit() and 1 <= int(page) <= pages
+        valid = page.isascii() and page.isdigit() and len(page) < 20 and 1 <= int(page) <= pages
         number = int(page) if valid else 1
         first = (number - 1) * PAGE_ROWS
         stop = min(first + PAGE_ROWS, len(waterfall))

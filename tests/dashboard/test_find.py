@@ -188,6 +188,8 @@ async def test_cursors_page_every_sort_in_both_orders(
         ("sort=name", "sort"),
         ("order=up", "order"),
         ("limit=0", "limit"),
+        ("limit=" + "9" * 5000, "limit"),  # more digits than Python reads
+        ("cursor=" + "W1tdLCB0cnVlLCAxLCAiYSJd", "cursor"),  # [[], true, 1, "a"]
         ("preset=3+weeks", "preset"),
         ("cursor=bm90LWEtY3Vyc29y", "cursor"),
         ("sort=cost&cursor=WyJzdGFydCIsdHJ1ZSwxLCJhIl0", "cursor"),  # a start cursor
@@ -261,6 +263,7 @@ async def test_a_word_of_a_script_without_spaces_is_found_inside_the_texts_words
         ("minDurationMs=1e300", []),
         ("minDurationMs=1e308", []),
         ("maxDurationMs=1.7e308", [5, 4, 3, 2, 1, 0]),
+        ("limit=" + "0" * 5000 + "6", [5, 4, 3, 2, 1, 0]),  # 6, in more digits than Python reads
         ("maxDurationMs=99999999999999999999999999", [5, 4, 3, 2, 1, 0]),
     ],
 )
