@@ -83,10 +83,17 @@ def _install_error_handlers(app: Quart) -> None:
 
 
 async def _no_nul() -> None:
-    """A NUL character in the path or the query string is refused at once (400): no
-    page names anything with one, and PostgreSQL's text cannot hold one."""
-    if "\x00" in request.path or b"%00" in request.query_string or b"\x00" in request.query_string:
+    """A NUL character in the path, the query string or a form's field is refused at
+    once (400), on either store alike: no page names anything with one, and PostgreSQL's
+    text cannot hold one."""
+    held = "\x00" in request.path or b"%00" in request.query_string
+    if not held and request.mimetype in _FORMS:
+        held = any("\x00" in key + value for key, value in (await request.form).items(multi=True))
+    if held:
         raise DashboardError(400, "VALIDATION_ERROR", "the request holds a NUL character")
+
+
+_FORMS = ("application/x-www-form-urlencoded", "multipart/form-data")
 
 
 def create_app(settings: Settings) -> Quart:

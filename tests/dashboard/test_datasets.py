@@ -49,6 +49,10 @@ async def test_problems_are_shown_beside_their_fields(site: Site) -> None:
     page = (await (await client.post("/projects/demo/datasets", form=form)).get_data()).decode()
     assert 'id="name-error"' in page
     assert 'id="items-error"' not in page and "built-in method" not in page  # items are fine
+    nul = {"name": "a\x00b", "description": "", "items": "[]", "csrf_token": csrf}
+    response = await client.post("/projects/demo/datasets", form=nul)  # on either store
+    assert response.status_code == 400
+    assert "NUL character" in (await response.get_data()).decode()
     DatasetStore(site.db).create(site.demo.id, "taken", "", "")
     form = {"name": "taken", "description": "", "items": "", "csrf_token": csrf}
     response = await client.post("/projects/demo/datasets", form=form)
