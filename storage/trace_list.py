@@ -120,10 +120,12 @@ def summaries_of(
 ) -> list[TraceSummary]:
     """The summaries of rows of _SELECT; with `ends`, each with its `input` and `output`:
     the first user message of the span that gives the input, the last output message of
-    the one that gives the output (`previews`)."""
+    the one that gives the output (`previews`); the earliest root's where those LLM
+    calls say none (an instrumentation that records no message content, under an agent
+    span that records its input and output)."""
     if not ends:
         return [TraceSummary.of_row(row) for row in rows]
-    keys = [_end_spans(row[9], row[20], row[21], row[22]) for row in rows]
+    keys = [(*_end_spans(row[9], row[20], row[21], row[22]), row[22]) for row in rows]
     wanted = {
         (row[0], *summary_genai.span_of(key))
         for row, of_row in zip(rows, keys, strict=True)
@@ -138,9 +140,13 @@ def summaries_of(
         given = found.get((trace_id, *summary_genai.span_of(key)))
         return None if given is None else given[at]
 
+    def end(trace_id: str, key: str | None, root: str | None, at: int) -> str | None:
+        found_at = preview(trace_id, key, at)
+        return preview(trace_id, root, at) if found_at is None and root != key else found_at
+
     return [
-        TraceSummary.of_row(row, (preview(row[0], first, 0), preview(row[0], last, 1)))
-        for row, (first, last) in zip(rows, keys, strict=True)
+        TraceSummary.of_row(row, (end(row[0], first, root, 0), end(row[0], last, root, 1)))
+        for row, (first, last, root) in zip(rows, keys, strict=True)
     ]
 
 

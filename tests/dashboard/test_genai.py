@@ -57,6 +57,38 @@ async def test_the_trace_list_json_has_the_llm_fields(site: Site) -> None:
     assert item["sessionId"] == "conv-1"
 
 
+async def test_a_trace_whose_model_calls_record_no_messages_lists_its_roots(
+    site: Site,
+) -> None:
+    """Model calls of an instrumentation that records no message content (the OTel
+    GenAI one with capture off) under an agent span that records its input and output:
+    the list shows the agent's."""
+    root = span(
+        traceId="d" * 32,
+        spanId="1" * 16,
+        name="agent",
+        kind="agent",
+        startTime="2026-11-22T10:00:00Z",
+        endTime="2026-11-22T10:00:05Z",
+        attributes={
+            "openinference.span.kind": "AGENT",
+            "input.value": "Plan a trip",
+            "output.value": "Go to Oslo",
+        },
+    )
+    call = span(traceId="d" * 32, spanId="2" * 16, parentSpanId="1" * 16, name="chat",
+                startTime="2026-11-22T10:00:01Z", endTime="2026-11-22T10:00:02Z",
+                attributes={"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o",
+                            "gen_ai.usage.input_tokens": 10})  # fmt: skip
+    store(site.db, site.demo, [root, call])
+    client = site.client()
+    await sign_in(client, "viewer@acme.test")
+    listed = orjson.loads(await (await client.get("/api/v1/projects/demo/traces")).get_data())
+    (item,) = listed["traces"]
+    assert item["llmCalls"] == 1
+    assert (item["input"], item["output"]) == ("Plan a trip", "Go to Oslo")
+
+
 async def test_the_trace_json_has_totals_and_a_genai_object_per_described_span(
     site: Site,
 ) -> None:
