@@ -27,6 +27,10 @@ from genai.messages import (
     vercel_tool_calls,
 )
 
+#: A text field of the view (a model, a name, an id) is cut to this many characters
+#: (storage/_rows_genai.h cuts as many: TEXT_CHARS).
+TEXT_CHARS = 1024
+
 PREVIEW_CHARS = 500
 _MAX_TOKENS = 2**62  # beyond any real count; keeps sums inside a BIGINT
 TYPES = ("llm", "embedding", "agent", "tool", "retrieval", "chain")
@@ -318,9 +322,9 @@ class _Reader:
         return found[1]
 
     def text(self, name: str, source: str | None = None) -> str | None:
-        """A text field, cut to 1,024 characters."""
+        """A text field, cut to TEXT_CHARS characters."""
         found = self.take(name, source)
-        return None if found is None else str(found)[:1024]
+        return None if found is None else str(found)[:TEXT_CHARS]
 
 
 def _type(reader: _Reader, kind: str | None) -> str | None:
@@ -534,7 +538,7 @@ def _name(reader: _Reader, span_type: str, span_name: str | None) -> str | None:
     named = reader.text(field, "name")
     if named is None and span_name:
         reader.sources["name"] = "name"
-        return span_name[:1024]
+        return span_name[:TEXT_CHARS]
     return named
 
 

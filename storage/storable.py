@@ -20,13 +20,14 @@ from __future__ import annotations
 from operator import itemgetter
 from typing import Any
 
+from genai.view import TEXT_CHARS
 from storage.span_rows import SpanRow
 
 #: The longest key text kept whole, in UTF-8 bytes.
 MAX_KEY_BYTES = 2000
 #: The characters of a session or user id kept: the GenAI view's bound on a text it
-#: reads (genai/view.py), for ids it did not read too (a native span's `session.id`).
-MAX_ID_CHARS = 1024
+#: reads, for ids it did not read too (a native span's `session.id`).
+MAX_ID_CHARS = TEXT_CHARS
 #: A text of at most this many characters is at most MAX_KEY_BYTES bytes (4 a character).
 _SHORT = MAX_KEY_BYTES // 4
 #: The columns of a row that hold a text decoded from the span's JSON (not JSON text).
@@ -49,8 +50,7 @@ def key_text(text: str) -> str:
 
 
 _COLUMNS = [itemgetter(SpanRow._fields.index(column)) for column in _TEXTS]
-_SESSION = itemgetter(SpanRow._fields.index("session_id"))
-_USER = itemgetter(SpanRow._fields.index("user_id"))
+_SESSION, _USER = (_COLUMNS[_TEXTS.index(column)] for column in ("session_id", "user_id"))
 
 
 def id_text(text: str) -> str:
