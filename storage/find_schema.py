@@ -232,3 +232,79 @@ POSTGRES_PLANNING = (
     "ANALYZE trace_summaries",
     "ANALYZE trace_attributes",
 )
+
+#: Schema migration 20: the LLM text's words kept as documents of a trace's day
+#: (`trace_texts`, storage/trace_texts.py), each a batch's spans of it, their words given
+#: once, where a row of each span gave its own; `span_texts` keeps each span's previews.
+#: A row noted stale notes its start day, whose documents are made anew. The documents
+#: of the texts stored are made here, one a trace's day, of their words.
+SQLITE_TRACE_TEXTS = (
+    """CREATE TABLE trace_texts (
+        id INTEGER PRIMARY KEY,
+        project_id TEXT NOT NULL,
+        trace_id TEXT NOT NULL,
+        start_day TEXT NOT NULL,
+        body TEXT NOT NULL)""",
+    "INSERT INTO trace_texts (project_id, trace_id, start_day, body) "
+    "SELECT project_id, trace_id, start_day, group_concat(body, ' ') FROM span_texts "
+    "GROUP BY project_id, trace_id, start_day ORDER BY MAX(id)",
+    "CREATE INDEX trace_texts_trace ON trace_texts (project_id, trace_id, start_day)",
+    "CREATE INDEX trace_texts_day ON trace_texts (start_day)",
+    "CREATE VIRTUAL TABLE trace_text_words USING fts5(body, content='trace_texts', "
+    f"content_rowid='id', detail=none, tokenize={TOKENIZE})",
+    "INSERT INTO trace_text_words (trace_text_words) VALUES ('rebuild')",
+    """CREATE TRIGGER trace_texts_removed AFTER DELETE ON trace_texts BEGIN
+        INSERT INTO trace_text_words (trace_text_words, rowid, body)
+        VALUES ('delete', OLD.id, OLD.body); END""",
+    # span_texts made anew without its words (ALTER TABLE DROP COLUMN wants SQLite 3.35),
+    # before the trigger that names it is created again
+    "DROP TRIGGER span_texts_removed",
+    "DROP TABLE span_text_words",
+    "DROP TRIGGER spans_removed",
+    """CREATE TABLE span_previews (
+        id INTEGER PRIMARY KEY,
+        project_id TEXT NOT NULL,
+        trace_id TEXT NOT NULL,
+        span_id TEXT NOT NULL,
+        start_day TEXT NOT NULL,
+        previews TEXT,
+        UNIQUE (project_id, trace_id, span_id, start_day))""",
+    "INSERT INTO span_previews SELECT id, project_id, trace_id, span_id, start_day, previews "
+    "FROM span_texts",
+    "DROP TABLE span_texts",
+    "ALTER TABLE span_previews RENAME TO span_texts",
+    "CREATE INDEX span_texts_day ON span_texts (start_day)",
+    "ALTER TABLE trace_index_stale ADD COLUMN start_day TEXT",
+    f"""CREATE TRIGGER spans_removed AFTER DELETE ON spans BEGIN
+        DELETE FROM span_texts WHERE {_SAME_ROW};
+        INSERT INTO trace_index_stale (project_id, trace_id, name, attributes, start_day)
+        VALUES (OLD.project_id, OLD.trace_id, OLD.name, OLD.attributes, OLD.start_day); END""",
+)
+POSTGRES_TRACE_TEXTS = (
+    """CREATE TABLE trace_texts (
+        project_id TEXT COLLATE "C" NOT NULL,
+        trace_id TEXT COLLATE "C" NOT NULL,
+        start_day TEXT COLLATE "C" NOT NULL,
+        id BIGINT GENERATED ALWAYS AS IDENTITY,
+        body TEXT NOT NULL,
+        words tsvector NOT NULL,
+        PRIMARY KEY (project_id, trace_id, start_day, id))""",
+    "INSERT INTO trace_texts (project_id, trace_id, start_day, body, words) "
+    "SELECT project_id, trace_id, start_day, string_agg(body, ' '), "
+    "array_to_tsvector(array_remove(string_to_array(string_agg(body, ' '), ' '), '')) "
+    "FROM span_texts GROUP BY project_id, trace_id, start_day",
+    "CREATE INDEX trace_texts_words ON trace_texts USING GIN (words) "
+    "WITH (gin_pending_list_limit = 128)",
+    "CREATE INDEX trace_texts_day ON trace_texts (start_day)",
+    "ALTER TABLE span_texts DROP COLUMN words",
+    "ALTER TABLE span_texts DROP COLUMN body",
+    "ALTER TABLE trace_index_stale ADD COLUMN start_day TEXT",
+    f"""CREATE OR REPLACE FUNCTION spans_changed() RETURNS trigger LANGUAGE plpgsql AS $body$
+    BEGIN
+        DELETE FROM span_texts WHERE {_SAME_ROW};
+        INSERT INTO trace_index_stale (project_id, trace_id, name, attributes, start_day)
+        VALUES (OLD.project_id, OLD.trace_id, OLD.name, OLD.attributes, OLD.start_day);
+        RETURN NULL;
+    END $body$""",
+    "ANALYZE trace_texts",
+)

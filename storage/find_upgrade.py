@@ -11,10 +11,9 @@ Done again after a stop midway, each adds nothing already there.
 
 from __future__ import annotations
 
-from storage import trace_index, trace_walk
-from storage.database import Database, Transaction, arrays
+from storage import trace_index, trace_texts, trace_walk
+from storage.database import Database, Transaction
 from storage.span_rows import SpanRow
-from storage.text_words import joined, tsvector_of
 
 #: The version recorded in schema_migrations once every stored trace is indexed.
 UPGRADED = 1013
@@ -56,7 +55,7 @@ def upgrade(db: Database) -> int:
 
 
 def _preview_trace(tx: Transaction, project_id: str, trace_id: str) -> None:
-    trace_index.give_previews(tx, _stored(tx, project_id, trace_id))
+    trace_texts.give_previews(tx, _stored(tx, project_id, trace_id))
 
 
 def preview(db: Database, progress: trace_walk.Progress | None = None) -> int:
@@ -65,25 +64,14 @@ def preview(db: Database, progress: trace_walk.Progress | None = None) -> int:
     return trace_walk.walk(db, PREVIEWED, _preview_trace, lock=True, progress=progress)
 
 
-_TEXTS = "SELECT span_id, start_day, body FROM span_texts WHERE project_id = ? AND trace_id = ?"
-_REWORD = (
-    f"UPDATE span_texts SET words = {tsvector_of('u.words')} "
-    "FROM unnest(?::text[], ?::text[], ?::text[]) AS u (span_id, start_day, words) "
-    "WHERE project_id = ? AND trace_id = ? AND span_texts.span_id = u.span_id "
-    "AND span_texts.start_day = u.start_day"
-)
-
-
 def _reword_trace(tx: Transaction, project_id: str, trace_id: str) -> None:
-    texts = tx.query(_TEXTS, (project_id, trace_id))
-    if texts:
-        given = [(span, day, joined(body)) for span, day, body in texts]
-        tx.execute(_REWORD, [*arrays(given), project_id, trace_id])
+    trace_texts.rebuild_trace(tx, project_id, trace_id)
 
 
 def reword(db: Database, progress: trace_walk.Progress | None = None) -> int:
-    """PostgreSQL: give every stored text its words as the worker splits them; the
-    traces gone through (0 when it was done before, and on SQLite)."""
+    """PostgreSQL: give every stored trace's texts their words as the worker splits
+    them (its documents made anew from its spans); the traces gone through (0 when it
+    was done before, and on SQLite)."""
     if not db.postgres:
         if trace_walk.needed(db, WORDED):
             trace_walk.record(db, WORDED)

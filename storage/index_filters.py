@@ -105,9 +105,9 @@ def _text_traces(postgres: bool, word: str) -> IndexFilter:
     if postgres:
         words = "x.words @@ ?::tsquery"
         return IndexFilter(
-            f"SELECT x.trace_id FROM span_texts AS x WHERE x.project_id = ?1 AND {words}",
+            f"SELECT x.trace_id FROM trace_texts AS x WHERE x.project_id = ?1 AND {words}",
             [tsquery(word)],
-            f"EXISTS (SELECT 1 FROM span_texts AS x WHERE x.project_id = ?1 "
+            f"EXISTS (SELECT 1 FROM trace_texts AS x WHERE x.project_id = ?1 "
             f"AND x.trace_id = trace_summaries.trace_id AND {words})",
             [tsquery(word)],
             counted=True,
@@ -129,19 +129,19 @@ def _fts5_traces(word: str) -> IndexFilter:
     SQLite's LIKE folds ASCII only). Exact: the set holds every match at or above its
     edge (all of them when there are fewer), and below it FTS5 answers."""
     query = fts5_word(word)
-    newest = "SELECT rowid FROM span_text_words WHERE span_text_words MATCH ?"
+    newest = "SELECT rowid FROM trace_text_words WHERE trace_text_words MATCH ?"
     edge = f"COALESCE(({newest} ORDER BY rowid DESC LIMIT 1 OFFSET {NEWEST_TEXTS - 1}), {_LEAST})"
     prefilter, contains = (
         ("AND x.body LIKE ? ESCAPE '\\' ", [like(word)]) if word.isascii() else ("", [])
     )
     return IndexFilter(
-        "SELECT x.trace_id FROM span_text_words CROSS JOIN span_texts AS x "
-        "ON x.id = span_text_words.rowid WHERE span_text_words MATCH ? AND x.project_id = ?1",
+        "SELECT x.trace_id FROM trace_text_words CROSS JOIN trace_texts AS x "
+        "ON x.id = trace_text_words.rowid WHERE trace_text_words MATCH ? AND x.project_id = ?1",
         [query],
-        "EXISTS (SELECT 1 FROM span_texts AS x WHERE x.project_id = ?1 "
+        "EXISTS (SELECT 1 FROM trace_texts AS x WHERE x.project_id = ?1 "
         "AND x.trace_id = trace_summaries.trace_id "
         f"AND (x.id IN ({newest} AND rowid >= {edge}) OR (x.id < {edge} {prefilter}"
-        "AND EXISTS (SELECT 1 FROM span_text_words WHERE span_text_words MATCH ? "
+        "AND EXISTS (SELECT 1 FROM trace_text_words WHERE trace_text_words MATCH ? "
         "AND rowid = x.id))))",
         [query, query, query, *contains, query],
     )
@@ -156,9 +156,9 @@ def _substring_traces(word: str) -> IndexFilter:
     contains = "x.body LIKE ? ESCAPE '\\'"
     pattern: list[object] = [like(word.casefold(), fold=False)]
     return IndexFilter(
-        f"SELECT x.trace_id FROM span_texts AS x WHERE x.project_id = ?1 AND {contains}",
+        f"SELECT x.trace_id FROM trace_texts AS x WHERE x.project_id = ?1 AND {contains}",
         pattern,
-        "EXISTS (SELECT 1 FROM span_texts AS x WHERE x.project_id = ?1 "
+        "EXISTS (SELECT 1 FROM trace_texts AS x WHERE x.project_id = ?1 "
         f"AND x.trace_id = trace_summaries.trace_id AND {contains})",
         pattern,
         counted=True,

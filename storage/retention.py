@@ -110,6 +110,7 @@ def remove_days_before(db: Database, cutoff: date) -> Removed:
         rows = tx.execute("DELETE FROM spans WHERE start_day < ?", (cutoff.isoformat(),))
         # a dropped partition fired no trigger: its rows' texts go here
         tx.execute("DELETE FROM span_texts WHERE start_day < ?", (cutoff.isoformat(),))
+        tx.execute("DELETE FROM trace_texts WHERE start_day < ?", (cutoff.isoformat(),))
     cutoff_ns = (cutoff - date(1970, 1, 1)).days * 86_400 * 10**9
     with db.transaction() as tx:
         touched = tx.query(

@@ -284,6 +284,10 @@ MIGRATIONS: tuple[tuple[str, ...] | ByDialect, ...] = (
         # (storage/find_schema.py), the texts stored indexed anew
         (find_schema.SQLITE_TEXT_INDEX_WITHOUT_POSITIONS, ())
     ),
+    ByDialect(  # 20: the LLM text's words as documents of a trace's day, each span's
+        # previews beside them (storage/find_schema.py, storage/trace_texts.py)
+        (find_schema.SQLITE_TRACE_TEXTS, find_schema.POSTGRES_TRACE_TEXTS)
+    ),
 )
 
 

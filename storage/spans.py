@@ -177,12 +177,12 @@ class SpanStore:
         # only a checked row can meet a stored row of its span and replace it
         replacing = [at for at, check in enumerate(checked) if check] if self.find_index else []
         if replacing:
-            trace_index.note_replaced(tx, [rows[at][:4] for at in replacing])
+            trace_index.note_replaced(tx, [rows[at] for at in replacing])
         skipped = tx.executemany(UPSERT, rows, sqlite_refusal(window_ms), checked)
         if replacing:
             refused = set(skipped)
             written = [rows[at][:4] for at in replacing if at not in refused]
-            trace_index.forget_texts(tx, written)
+            trace_index.forget_previews(tx, written)
         trace_summaries.refresh_sqlite(tx, rows, stored, skipped, repeats)
         return [rows[position] for position in skipped]
 

@@ -1,12 +1,8 @@
 """The indexes that find a trace, written by the span store in the transaction that
 writes the spans (schema migration 13, storage/find_schema.py).
 
-* `span_texts`: the words of the LLM text (input and output messages) of each stored
-  span row that has messages (storage/text_words.py), one row per span row, with the
-  view's previews of them (the trace list shows a trace's input and output from them,
-  storage/trace_list.py). Only the rows the GenAI view described are read (the worker
-  marked them, storage/span_genai.py); their messages are read here, once, as they are
-  written.
+* The LLM text of the spans (storage/trace_texts.py): a document of a trace's words a
+  batch and start day, and each span's previews.
 * `trace_attributes`: one row per distinct (attribute key, value) of a trace's spans,
   the value as the hash of its string form (`value_text`).
 * `trace_span_names` and `project_span_names`: a trace's distinct span names, and a
@@ -17,37 +13,28 @@ decoding thread), from the attribute pairs the C row builder gives where it buil
 rows (nothing parsed again), and written in the transaction that writes the spans.
 
 Exact under the re-sending rules: the rows the window refused add nothing; a stored
-row replaced or deleted has its text deleted and its trace noted stale, whose attribute
-and name rows are made anew here from what is stored (`rebuild_stale`), in the same
-transaction: by the writer after a batch, by erasure and retention after they delete.
-A trigger does it for a deleted row, and on PostgreSQL for a replaced one; on SQLite
-the writer does it for the rows that may replace a stored one (`note_replaced`,
-`forget_texts`): an update trigger on the spans made every insert of the upsert, most
-of which replace nothing, cost twice as much.
+row replaced or deleted has its previews deleted and is noted stale with its start day,
+whose trace's attribute and name rows, and whose trace's documents of that day, are
+made anew here from what is stored (`rebuild_stale`), in the same transaction: by the
+writer after a batch, by erasure and retention after they delete. A trigger notes a
+deleted row, and on PostgreSQL a replaced one; on SQLite the writer notes the rows that
+may replace a stored one of other content (`note_replaced`, `forget_previews`): an
+update trigger on the spans made every insert of the upsert, most of which replace
+nothing, cost twice as much.
 """
 
 from __future__ import annotations
 
 import hashlib
-import logging
-import re
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 import orjson
 
-from genai import conventions as c
-from genai import view_of
+from storage import trace_texts
 from storage.database import Transaction, arrays
 from storage.span_rows import SpanRow
 from storage.storable import key_text
-from storage.text_words import joined, tsvector_of
-
-log = logging.getLogger("spangate.worker")
-
-#: A span's indexed text, at most (the words after it are not found).
-MAX_TEXT = 100_000
-_EVENT_MARKER = '"name":"gen_ai.'
 
 
 def value_hash(value: str) -> int:
@@ -129,126 +116,36 @@ def attribute_pairs(attributes: str) -> list[tuple[str, int]]:
     return found
 
 
-#: An attribute that may give a span messages (genai/conventions.py names them): the
-#: messages' own (any value), indexed messages, and the values of tools and agents
-#: (strings); or a GenAI event. Only a span with one is read for its text.
-_MESSAGE_KEYS = (
-    *(key for key, _ in (*c.INPUT_MESSAGES, *c.OUTPUT_MESSAGES)),
-    c.SYSTEM_INSTRUCTIONS,
-    c.VERCEL_TOOL_CALLS,
-)
-_STRING_KEYS = (*c.INPUT_VALUE, *c.OUTPUT_VALUE, *c.VERCEL_TEXT)
-_SAID = re.compile(
-    '"key":"(?:'
-    + "|".join(re.escape(key) + '"' for key in _MESSAGE_KEYS)
-    + "|"
-    + "|".join(re.escape(prefix) for prefix, _ in (*c.INDEXED_INPUT, *c.INDEXED_OUTPUT))
-    + "|(?:"
-    + "|".join(map(re.escape, _STRING_KEYS))
-    + ')","value":\\{"stringValue")'
-)
-
-
-def says(attributes: str, events: str) -> bool:
-    """Whether a span's attributes or events (their stored JSON texts) may hold
-    messages: a cheap test, no parsing."""
-    return _EVENT_MARKER in events or _SAID.search(attributes) is not None
-
-
-def text_and_previews(name: str, kind: str, attributes: str, events: str) -> tuple[str, str] | None:
-    """What a span the GenAI view describes gives the text index, when it has messages:
-    its input and output messages' contents, one a line (empty when none has any), and
-    its view's previews as the JSON text `[input, output]` (the list shows them)."""
-    if not says(attributes, events):
-        return None
-    read = (lambda: orjson.loads(events)) if _EVENT_MARKER in events else None
-    view = view_of(orjson.loads(attributes), read, name, kind)
-    if view is None or not (view.input_messages or view.output_messages):
-        return None
-    texts = [m.content for m in (*view.input_messages, *view.output_messages) if m.content]
-    previews = orjson.dumps([view.input_preview, view.output_preview]).decode()
-    return "\n".join(texts)[:MAX_TEXT], previews
-
-
-def _texts(rows: Iterable[SpanRow]) -> list[tuple[str, ...]]:
-    """The `span_texts` rows of span rows: each text's words, and its previews."""
-    found: list[tuple[str, ...]] = []
-    for row in rows:
-        if row.llm_type is None:
-            continue
-        try:
-            given = text_and_previews(row.name, row.kind, row.attributes, row.events)
-        except Exception:  # a span is stored whatever its text makes of it
-            log.exception("span's LLM text failed; stored without it")
-            continue
-        if given is None:
-            continue
-        text, previews = given
-        found.append(
-            (row.project_id, row.trace_id, row.span_id, row.start_day, joined(text), previews)
-        )
-    return found
-
-
 _INSERT = {
-    "span_texts": "project_id, trace_id, span_id, start_day, body, previews",
     "trace_attributes": "project_id, attr_key, value_hash, trace_id",
     "trace_span_names": "project_id, name, trace_id",
     "project_span_names": "project_id, name",
 }
-#: SQLite: the words of the texts past a rowid, indexed (schema migration 17 dropped the
-#: trigger that indexed each text as it was inserted: twice the cost of this).
-_WORDS_OF_TEXTS = (
-    "INSERT INTO span_text_words (rowid, body) SELECT id, body FROM span_texts WHERE id > ?"
-)
-#: The unique key of a table whose rows may be updated (`_insert`).
-_KEYS = {"span_texts": "project_id, trace_id, span_id, start_day"}
 #: PostgreSQL: each table's columns' types.
 _TYPES = {
-    "span_texts": ("text",) * 6,
     "trace_attributes": ("text", "text", "bigint", "text"),
     "trace_span_names": ("text",) * 3,
     "project_span_names": ("text",) * 2,
 }
-#: PostgreSQL: what a text's row selects of the columns given it, its words' tsvector
-#: made of its body (its words: storage/text_words.py).
-_TEXT_SELECT = f"u1, u2, u3, u4, u5, u6, {tsvector_of('u5')}"
 
 
-def _insert(
-    tx: Transaction, table: str, rows: list[tuple[Any, ...]], update: str | None = None
-) -> None:
-    """Insert rows, leaving those already there as they are (`update`: but for this
-    column, set to the row's)."""
+def _insert(tx: Transaction, table: str, rows: list[tuple[Any, ...]]) -> None:
+    """Insert rows, leaving those already there as they are."""
     if not rows:
         return
     columns = _INSERT[table]
-    if update is None:
-        conflict = "ON CONFLICT DO NOTHING"
-    else:
-        conflict = f"ON CONFLICT ({_KEYS[table]}) DO UPDATE SET {update} = excluded.{update}"
-    texts = table == "span_texts"
     if tx.postgres:
         types = _TYPES[table]
         unnest = ", ".join(f"?::{kind}[]" for kind in types)
         named = ", ".join(f"u{at}" for at in range(1, len(types) + 1))
-        columns, select = (f"{columns}, words", _TEXT_SELECT) if texts else (columns, "*")
         tx.execute(
-            f"INSERT INTO {table} ({columns}) SELECT {select} "
-            f"FROM unnest({unnest}) AS u ({named}) {conflict}",
+            f"INSERT INTO {table} ({columns}) SELECT * "
+            f"FROM unnest({unnest}) AS u ({named}) ON CONFLICT DO NOTHING",
             arrays(rows),
         )
         return
-    if texts:
-        last = tx.query_one("SELECT MAX(id) FROM span_texts")
-        top = last[0] if last is not None and last[0] is not None else 0
     marks = ", ".join("?" * len(rows[0]))
-    tx.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks}) {conflict}", rows)
-    if texts:
-        # the texts added (rowids past the largest before; one updated keeps its rowid
-        # and body), given to FTS5 in one statement: FTS5 writes what it holds to disk at
-        # each statement's savepoint, so a trigger's insert made a segment of each text
-        tx.execute(_WORDS_OF_TEXTS, (top,))
+    tx.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks}) ON CONFLICT DO NOTHING", rows)
 
 
 #: A row's attributes as (key, value hash) pairs (the C row builder gives them, hashing
@@ -317,7 +214,8 @@ class IndexRows(NamedTuple):
 
     #: the rows indexed: the batch's, each span's last send only
     rows: list[SpanRow]
-    texts: list[tuple[str, ...]]
+    previews: list[trace_texts.Previews]
+    documents: list[trace_texts.Document]
     attributes: list[tuple[Any, ...]]
     names: list[tuple[Any, ...]]
 
@@ -332,7 +230,7 @@ def index_rows(rows: list[SpanRow], pairs: list[Pairs | None] | None = None) -> 
         rows = [rows[at] for at in kept]
         pairs = None if pairs is None else [pairs[at] for at in kept]
     attributes, names = _facets(rows, pairs)
-    return IndexRows(rows, _texts(rows), attributes, names)
+    return IndexRows(rows, *trace_texts.texts_of(rows), attributes, names)
 
 
 def write(tx: Transaction, index: IndexRows, rows: list[SpanRow], refused: list[SpanRow]) -> None:
@@ -342,14 +240,21 @@ def write(tx: Transaction, index: IndexRows, rows: list[SpanRow], refused: list[
     if refused:  # rare: the batch indexed anew without the rows refused
         gone = set(map(id, refused))
         index = index_rows([row for row in rows if id(row) not in gone])
-    _insert(tx, "span_texts", index.texts)
-    _insert(tx, "trace_attributes", index.attributes)
-    _insert(tx, "trace_span_names", index.names)
-    _insert(tx, "project_span_names", sorted({(p, n) for p, n, _ in index.names}))
+    trace_texts.write(tx, index.previews, index.documents)
+    write_facets(tx, index)
     rebuild_stale(tx)
 
 
-_STALE = "SELECT project_id, trace_id, name, attributes FROM trace_index_stale"
+def write_facets(tx: Transaction, index: IndexRows) -> None:
+    """Insert a batch's attribute and span-name rows."""
+    _insert(tx, "trace_attributes", index.attributes)
+    _insert(tx, "trace_span_names", index.names)
+    _insert(tx, "project_span_names", sorted({(p, n) for p, n, _ in index.names}))
+
+
+#: What a stale row notes of a span row replaced or deleted.
+_STALE_COLUMNS = "project_id, trace_id, name, attributes, start_day"
+_STALE = f"SELECT {_STALE_COLUMNS} FROM trace_index_stale"
 _STORED = "SELECT name, attributes FROM spans WHERE project_id = ? AND trace_id = ?"
 
 
@@ -368,14 +273,17 @@ def _given(
 
 def rebuild_stale(tx: Transaction) -> int:
     """Remove the attribute and name rows that only the span rows noted stale (replaced
-    or deleted) gave: those no stored span of their trace gives any more; how many
-    traces were looked at."""
+    or deleted) gave: those no stored span of their trace gives any more; and make their
+    traces' documents of their days anew; how many traces were looked at."""
     stale = tx.query(_STALE)
     if not stale:
         return 0
     by_trace: dict[tuple[str, str], list[tuple[str, str]]] = {}
-    for project, trace, name, attributes in stale:
+    days: set[tuple[str, str, str]] = set()
+    for project, trace, name, attributes, day in stale:
         by_trace.setdefault((project, trace), []).append((name, attributes))
+        if day is not None:
+            days.add((project, trace, day))
     gone_pairs: list[tuple[Any, ...]] = []
     gone_names: list[tuple[Any, ...]] = []
     for (project, trace), rows in sorted(by_trace.items()):
@@ -385,6 +293,7 @@ def rebuild_stale(tx: Transaction) -> int:
         gone_names += sorted(old_names - now_names)
     _delete(tx, "trace_attributes", gone_pairs)
     _delete(tx, "trace_span_names", gone_names)
+    trace_texts.rebuild(tx, days)
     tx.execute("DELETE FROM trace_index_stale")
     return len(by_trace)
 
@@ -400,27 +309,20 @@ def _delete(tx: Transaction, table: str, rows: list[tuple[Any, ...]]) -> None:
 _SAME_SPAN = "project_id = ? AND trace_id = ? AND span_id = ? AND start_day = ?"
 
 
-def note_replaced(tx: Transaction, keys: Sequence[tuple[str, ...]]) -> None:
-    """SQLite, before an upsert: note the stored rows of these keys (project, trace,
-    span, day) stale, as the row the upsert may replace (noting one it keeps is
-    harmless: its trace's rows are made anew from what is stored)."""
+def note_replaced(tx: Transaction, rows: Sequence[SpanRow]) -> None:
+    """SQLite, before an upsert: note the stored rows of these rows' keys (project,
+    trace, span, day) stale where they hold other content, as the row the upsert may
+    replace (noting one it keeps, refused by the window, is harmless: its trace's rows
+    are made anew from what is stored)."""
     tx.executemany(
-        "INSERT INTO trace_index_stale SELECT project_id, trace_id, name, attributes "
-        f"FROM spans WHERE {_SAME_SPAN}",
-        keys,
+        f"INSERT INTO trace_index_stale ({_STALE_COLUMNS}) SELECT {_STALE_COLUMNS} "
+        f"FROM spans WHERE {_SAME_SPAN} AND content_hash <> ?",
+        [(*row[:4], row.content_hash) for row in rows],
     )
 
 
-def give_previews(tx: Transaction, rows: list[SpanRow]) -> None:
-    """Give the stored texts of a trace's stored `rows` their previews (storage/
-    find_upgrade.py: the texts stored before they had them), by an update of each: a
-    text keeps its rowid, whose order is the text index's newest first
-    (storage/index_filters.py)."""
-    _insert(tx, "span_texts", _texts(rows), update="previews")
-
-
-def forget_texts(tx: Transaction, keys: Sequence[tuple[str, ...]]) -> None:
-    """SQLite, after an upsert: delete the texts of rows it replaced (by their keys),
+def forget_previews(tx: Transaction, keys: Sequence[tuple[str, ...]]) -> None:
+    """SQLite, after an upsert: delete the previews of rows it replaced (by their keys),
     which the batch's own then take the place of."""
     tx.executemany(f"DELETE FROM span_texts WHERE {_SAME_SPAN}", keys)
 
@@ -429,6 +331,5 @@ def stale_partition(tx: Transaction, partition: str) -> None:
     """PostgreSQL: note every span row of a partition about to be dropped as stale (a
     dropped table fires no trigger)."""
     tx.execute(
-        "INSERT INTO trace_index_stale SELECT project_id, trace_id, name, attributes "
-        f"FROM {partition}"
+        f"INSERT INTO trace_index_stale ({_STALE_COLUMNS}) SELECT {_STALE_COLUMNS} FROM {partition}"
     )

@@ -74,7 +74,7 @@ def _pages(db: Database, filters: TraceFilter, order: TraceOrder) -> list[str]:
 
 def _assert_pages_exact(db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
     with db.transaction() as tx:
-        texts = tx.query("SELECT trace_id, body FROM span_texts WHERE project_id = 'p'")
+        texts = tx.query("SELECT trace_id, body FROM trace_texts WHERE project_id = 'p'")
     orders = [TraceOrder(sort, descending) for sort in SORTS for descending in (True, False)]
     every = {order: _pages(db, TraceFilter(), order) for order in orders}
     for words in ASKED:

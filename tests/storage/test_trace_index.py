@@ -11,6 +11,7 @@ import orjson
 from hypothesis import given
 from hypothesis import strategies as st
 
+from storage import trace_index
 from storage.database import Database
 from storage.erasure import Eraser
 from storage.retention import remove_days_before
@@ -19,8 +20,9 @@ from storage.session_summaries import EVERY_SESSION
 from storage.span_rows import SpanRow
 from storage.spans import SpanStore
 from storage.text_words import joined
-from storage.trace_index import attribute_pairs, text_and_previews, text_hash
+from storage.trace_index import attribute_pairs, text_hash
 from storage.trace_list import TraceFilter, TraceSummaries
+from storage.trace_texts import text_and_previews
 from tests.fuzz import FUZZ
 from tests.storage.rows import sends, span_row
 
@@ -49,10 +51,13 @@ def _indexed(row: SpanRow) -> SpanRow:
 _ROWS = sends(WINDOW_MS).map(_indexed)
 
 
-def _expected(tx: Any) -> tuple[set[Any], set[Any], set[Any]]:
-    """The texts (their words, with their previews), attribute pairs and span names a
+def _expected(tx: Any) -> tuple[set[Any], dict[Any, set[str]], set[Any], set[Any]]:
+    """The previews, the words of each trace's day, attribute pairs and span names a
     recount of the stored rows gives."""
-    texts, pairs, names = set(), set(), set()
+    previews: set[Any] = set()
+    words: dict[Any, set[str]] = {}
+    pairs: set[Any] = set()
+    names: set[Any] = set()
     rows = tx.query(
         "SELECT project_id, trace_id, span_id, start_day, name, kind, attributes, events, "
         "llm_type FROM spans"
@@ -62,32 +67,41 @@ def _expected(tx: Any) -> tuple[set[Any], set[Any], set[Any]]:
         pairs.update((project, k, h, trace) for k, h in attribute_pairs(attributes))
         given = text_and_previews(name, kind, attributes, events) if llm_type else None
         if given is not None:
-            texts.add((project, trace, span, day, joined(given[0]), given[1]))
-    return texts, pairs, names
+            previews.add((project, trace, span, day, given[1]))
+            if found := joined(given[0]).split():
+                words.setdefault((project, trace, day), set()).update(found)
+    return previews, words, pairs, names
 
 
 def assert_exact(db: Database) -> None:
-    """Every index equals a recount of the stored rows; every session summary its
-    traces' sum; FTS5's index its content."""
+    """Every index equals a recount of the stored rows (the documents of a trace's day
+    hold its spans' words, each in any of them, and no other); every session summary
+    its traces' sum; FTS5's index its content."""
     with db.transaction() as tx:
-        texts, pairs, names = _expected(tx)
-        stored_texts = tx.query(
-            "SELECT project_id, trace_id, span_id, start_day, body, previews FROM span_texts"
-        )  # a body an earlier build stored whole has the words it would be stored as
-        assert {(*key, joined(body), previews) for *key, body, previews in stored_texts} == texts
+        previews, words, pairs, names = _expected(tx)
+        stored = tx.query(
+            "SELECT project_id, trace_id, span_id, start_day, previews FROM span_texts"
+        )
+        assert set(map(tuple, stored)) == previews
+        documents: dict[Any, set[str]] = {}
+        for *day, body in tx.query("SELECT project_id, trace_id, start_day, body FROM trace_texts"):
+            # a body an earlier build stored whole has the words it would be stored as
+            documents.setdefault(tuple(day), set()).update(joined(body).split())
+        assert documents == words
         assert set(map(tuple, tx.query("SELECT * FROM trace_attributes"))) == pairs
         assert set(map(tuple, tx.query("SELECT * FROM trace_span_names"))) == names
         sessions = tx.query(EVERY_SESSION)
         stored = tx.query("SELECT * FROM session_summaries")
         assert sorted(map(tuple, stored)) == sorted(map(tuple, sessions))
-        if not db.postgres:  # FTS5 holds each text's words once, and no others
+        if not db.postgres:  # FTS5 holds each document's words once, and no others
             tx.execute(
-                "INSERT INTO span_text_words (span_text_words, rank) VALUES ('integrity-check', 1)"
+                "INSERT INTO trace_text_words (trace_text_words, rank) "
+                "VALUES ('integrity-check', 1)"
             )
-            indexed = tx.query("SELECT id FROM span_text_words_docsize ORDER BY id")
-            assert indexed == tx.query("SELECT id FROM span_texts ORDER BY id")
+            indexed = tx.query("SELECT id FROM trace_text_words_docsize ORDER BY id")
+            assert indexed == tx.query("SELECT id FROM trace_texts ORDER BY id")
             return
-        stored_words = tx.query("SELECT body, tsvector_to_array(words) FROM span_texts")
+        stored_words = tx.query("SELECT body, tsvector_to_array(words) FROM trace_texts")
         assert all(sorted(joined(body).split()) == sorted(kept) for body, kept in stored_words)
 
 
@@ -191,19 +205,47 @@ def _call(answer: str) -> SpanRow:
     )
 
 
-def _store_whole(db: Database, trace: str, text: str) -> None:
+def _store_whole(db: Database, trace: str, text: str, texts: str = "trace_texts") -> None:
     """SQLite: a trace's text as an earlier build stored it, whole (FTS5 given it anew:
-    its external content is deleted by the body it indexed)."""
-    of_trace = "FROM span_texts WHERE trace_id = ?"
+    its external content is deleted by the body it indexed); `texts`: the table of the
+    texts (`span_texts` before schema 20, whose index was `span_text_words`)."""
+    of_trace = f"FROM {texts} WHERE trace_id = ?"
+    index = texts.replace("texts", "text_words")
     with db.transaction() as tx:
         tx.execute(
-            "INSERT INTO span_text_words (span_text_words, rowid, body) "
-            f"SELECT 'delete', id, body {of_trace}",
+            f"INSERT INTO {index} ({index}, rowid, body) SELECT 'delete', id, body {of_trace}",
             (trace,),
         )
-        tx.execute("UPDATE span_texts SET body = ? WHERE trace_id = ?", (text, trace))
+        tx.execute(f"UPDATE {texts} SET body = ? WHERE trace_id = ?", (text, trace))
+        tx.execute(f"INSERT INTO {index} (rowid, body) SELECT id, body {of_trace}", (trace,))
+
+
+def _store_before_documents(db: Database, row: SpanRow, body: str) -> None:
+    """A span and its text as a build from schema 16 to 19 stored them (a text a span
+    with its previews, its words in its row on PostgreSQL: the parser's before schema
+    18)."""
+    SpanStore(db, find_index=False).upsert([row], WINDOW_MS)
+    given = text_and_previews(row.name, row.kind, row.attributes, row.events)
+    assert given is not None
+    text = (row.project_id, row.trace_id, row.span_id, row.start_day, body, given[1])
+    index = trace_index.index_rows([row])
+    with db.transaction() as tx:
+        trace_index.write_facets(tx, index)
+        if db.postgres:
+            tx.execute(
+                "INSERT INTO span_texts (project_id, trace_id, span_id, start_day, body, "
+                "previews, words) VALUES (?, ?, ?, ?, ?, ?, to_tsvector('simple', ?))",
+                (*text, body),
+            )
+            return
         tx.execute(
-            f"INSERT INTO span_text_words (rowid, body) SELECT id, body {of_trace}", (trace,)
+            "INSERT INTO span_texts (project_id, trace_id, span_id, start_day, body, "
+            "previews) VALUES (?, ?, ?, ?, ?, ?)",
+            text,
+        )
+        tx.execute(
+            "INSERT INTO span_text_words (rowid, body) "
+            "SELECT id, body FROM span_texts WHERE id = last_insert_rowid()"
         )
 
 
@@ -238,12 +280,10 @@ def test_the_texts_indexed_with_their_words_positions_are_indexed_anew(
     db = Database(database_url)
     try:
         migrate(db, 18)
-        store = SpanStore(db)
-        store.upsert([_call("Yo there x\u19b0y")], WINDOW_MS)
+        _store_before_documents(db, _call("Yo there x\u19b0y"), joined("Hi?\nYo there x\u19b0y"))
         whole = _call("Ahoy elsewhere z\u19b0w")._replace(trace_id="b", span_id="b" * 16)
-        store.upsert([whole], WINDOW_MS)
-        if not db.postgres:  # the second text as an earlier build stored it
-            _store_whole(db, "b", "Hi?\nAhoy elsewhere z\u19b0w")
+        text = "Hi?\nAhoy elsewhere z\u19b0w"  # SQLite: as an earlier build stored it
+        _store_before_documents(db, whole, joined(text) if db.postgres else text)
         migrate(db)
         assert _find(db, words=("there",)) == ["a"]
         assert _find(db, words=("hi", "yo")) == ["a"]
@@ -313,7 +353,7 @@ def test_the_texts_stored_before_the_worker_split_their_words_get_its(
             with db.transaction() as tx:
                 whole = "Hi?\nSee shop.example.com"
                 tx.execute(
-                    "UPDATE span_texts SET body = ?, words = to_tsvector('simple', ?)",
+                    "UPDATE trace_texts SET body = ?, words = to_tsvector('simple', ?)",
                     (whole, whole),
                 )
         assert _find(db, words=("example",)) == ([] if db.postgres else ["a"])
@@ -339,25 +379,9 @@ def test_the_texts_an_earlier_build_wrote_before_the_index_upgrade_get_theirs(
         migrate(db, 12)
         call = _call("See shop.example.com")
         SpanStore(db, find_index=False).upsert([call], WINDOW_MS)
+        migrate(db, 19)
+        _store_before_documents(db, call, "Hi?\nSee shop.example.com")  # as it wrote it
         migrate(db)
-        key = (call.project_id, call.trace_id, call.span_id, call.start_day)
-        body = "Hi?\nSee shop.example.com"
-        with db.transaction() as tx:  # as the earlier build wrote it
-            if db.postgres:
-                tx.execute(
-                    "INSERT INTO span_texts (project_id, trace_id, span_id, start_day, body, "
-                    "words) VALUES (?, ?, ?, ?, ?, to_tsvector('simple', ?))",
-                    (*key, body, body),
-                )
-            else:
-                tx.execute(
-                    "INSERT INTO span_texts (project_id, trace_id, span_id, start_day, body) "
-                    "VALUES (?, ?, ?, ?, ?)",
-                    (*key, body),
-                )
-                tx.execute(
-                    "INSERT INTO span_text_words (rowid, body) SELECT id, body FROM span_texts"
-                )
         assert find_upgrade.upgrade(db) == 1
         find_upgrade.preview(db)
         find_upgrade.reword(db)

@@ -1,0 +1,222 @@
+"""The LLM text of the stored spans, as the `text` filter finds it and the trace list
+shows it (schema migration 20, storage/find_schema.py), written by the span store in
+the transaction that writes the spans (storage/trace_index.py calls it).
+
+* `trace_texts`: the words (storage/text_words.py) of the input and output messages of
+  a trace's spans of one start day, one row (a document) for the spans a batch brings
+  of it, their words given once: a trace's model calls repeat one another's messages
+  (each call's input holds the conversation so far), and a full-text index pays for
+  each word of each document (FTS5 on SQLite, a `tsvector` under GIN on PostgreSQL). A
+  document holds the texts of at most MAX_TEXT characters of spans (a span's own is cut
+  there), so that its words fit in a `tsvector`.
+* `span_texts`: each such span's previews (the view's input and output previews as the
+  JSON text `[input, output]`), which the trace list shows (storage/trace_list.py).
+
+Only the rows the GenAI view described are read (the worker marked them, storage/
+span_genai.py); their messages are read here, once, as they are written.
+
+Exact under the re-sending rules: a trace's documents may repeat words (a span sent
+again, identical, brings a document of its own), which finds the same traces; what
+must not stay is a word that only a replaced or deleted span row gave. Such a row is
+noted stale with its start day (storage/trace_index.py), and the documents of its
+trace and day are made anew from the rows stored (`rebuild`).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable
+from typing import Any
+
+import orjson
+
+from genai import conventions as c
+from genai import view_of
+from storage.database import Transaction, arrays
+from storage.span_rows import SpanRow
+from storage.text_words import joined, tsvector_of
+
+log = logging.getLogger("spangate.worker")
+
+#: A span's indexed text, at most (the words after it are not found); and a document's
+#: texts, at most, but for a document of one span.
+MAX_TEXT = 100_000
+_EVENT_MARKER = '"name":"gen_ai.'
+
+#: An attribute that may give a span messages (genai/conventions.py names them): the
+#: messages' own (any value), indexed messages, and the values of tools and agents
+#: (strings); or a GenAI event. Only a span with one is read for its text.
+_MESSAGE_KEYS = (
+    *(key for key, _ in (*c.INPUT_MESSAGES, *c.OUTPUT_MESSAGES)),
+    c.SYSTEM_INSTRUCTIONS,
+    c.VERCEL_TOOL_CALLS,
+)
+_STRING_KEYS = (*c.INPUT_VALUE, *c.OUTPUT_VALUE, *c.VERCEL_TEXT)
+_SAID = re.compile(
+    '"key":"(?:'
+    + "|".join(re.escape(key) + '"' for key in _MESSAGE_KEYS)
+    + "|"
+    + "|".join(re.escape(prefix) for prefix, _ in (*c.INDEXED_INPUT, *c.INDEXED_OUTPUT))
+    + "|(?:"
+    + "|".join(map(re.escape, _STRING_KEYS))
+    + ')","value":\\{"stringValue")'
+)
+
+
+def says(attributes: str, events: str) -> bool:
+    """Whether a span's attributes or events (their stored JSON texts) may hold
+    messages: a cheap test, no parsing."""
+    return _EVENT_MARKER in events or _SAID.search(attributes) is not None
+
+
+def text_and_previews(name: str, kind: str, attributes: str, events: str) -> tuple[str, str] | None:
+    """What a span the GenAI view describes gives the text index, when it has messages:
+    its input and output messages' contents, one a line (empty when none has any), and
+    its view's previews as the JSON text `[input, output]` (the list shows them)."""
+    if not says(attributes, events):
+        return None
+    read = (lambda: orjson.loads(events)) if _EVENT_MARKER in events else None
+    view = view_of(orjson.loads(attributes), read, name, kind)
+    if view is None or not (view.input_messages or view.output_messages):
+        return None
+    texts = [m.content for m in (*view.input_messages, *view.output_messages) if m.content]
+    previews = orjson.dumps([view.input_preview, view.output_preview]).decode()
+    return "\n".join(texts)[:MAX_TEXT], previews
+
+
+#: A span's previews row: project, trace, span, start day, previews.
+Previews = tuple[str, str, str, str, str]
+#: A document: project, trace, start day, its words.
+Document = tuple[str, str, str, str]
+
+
+def texts_of(rows: Iterable[SpanRow]) -> tuple[list[Previews], list[Document]]:
+    """The previews of each span row that has messages, and the documents of their
+    texts: one a trace and start day (more when its texts pass MAX_TEXT)."""
+    previews: list[Previews] = []
+    #: each trace's day: its documents' texts, and the characters of the last one's
+    texts: dict[tuple[str, str, str], tuple[list[list[str]], list[int]]] = {}
+    for row in rows:
+        if row.llm_type is None:
+            continue
+        try:
+            given = text_and_previews(row.name, row.kind, row.attributes, row.events)
+        except Exception:  # a span is stored whatever its text makes of it
+            log.exception("span's LLM text failed; stored without it")
+            continue
+        if given is None:
+            continue
+        text, shown = given
+        previews.append((row.project_id, row.trace_id, row.span_id, row.start_day, shown))
+        parts, length = texts.setdefault((row.project_id, row.trace_id, row.start_day), ([[]], [0]))
+        if length[0] and length[0] + len(text) > MAX_TEXT:
+            parts.append([])
+            length[0] = 0
+        parts[-1].append(text)
+        length[0] += len(text) + 1
+    documents = [
+        (project, trace, day, words)
+        for (project, trace, day), (parts, _) in texts.items()
+        for part in parts
+        if (words := joined("\n".join(part)))
+    ]
+    return previews, documents
+
+
+#: SQLite: the words of the documents past a rowid, indexed, in one statement (FTS5
+#: writes what it holds at each statement's savepoint: a trigger's insert of each made a
+#: segment of each).
+_WORDS_OF_DOCUMENTS = (
+    "INSERT INTO trace_text_words (rowid, body) SELECT id, body FROM trace_texts WHERE id > ?"
+)
+_PREVIEW_COLUMNS = "project_id, trace_id, span_id, start_day, previews"
+
+
+def write(tx: Transaction, previews: list[Previews], documents: list[Document]) -> None:
+    """Insert spans' previews (a span's replacing the one stored) and documents."""
+    if previews:
+        conflict = (
+            "ON CONFLICT (project_id, trace_id, span_id, start_day) "
+            "DO UPDATE SET previews = excluded.previews"
+        )
+        if tx.postgres:
+            tx.execute(
+                f"INSERT INTO span_texts ({_PREVIEW_COLUMNS}) SELECT * FROM "
+                "unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[]) "
+                f"{conflict}",
+                arrays(previews),
+            )
+        else:
+            tx.executemany(
+                f"INSERT INTO span_texts ({_PREVIEW_COLUMNS}) VALUES (?, ?, ?, ?, ?) {conflict}",
+                previews,
+            )
+    if not documents:
+        return
+    if tx.postgres:
+        tx.execute(
+            "INSERT INTO trace_texts (project_id, trace_id, start_day, body, words) "
+            f"SELECT u1, u2, u3, u4, {tsvector_of('u4')} "
+            "FROM unnest(?::text[], ?::text[], ?::text[], ?::text[]) AS u (u1, u2, u3, u4)",
+            arrays(documents),
+        )
+        return
+    last = tx.query_one("SELECT MAX(id) FROM trace_texts")
+    top = last[0] if last is not None and last[0] is not None else 0
+    tx.executemany(
+        "INSERT INTO trace_texts (project_id, trace_id, start_day, body) VALUES (?, ?, ?, ?)",
+        documents,
+    )
+    tx.execute(_WORDS_OF_DOCUMENTS, (top,))
+
+
+#: The stored rows of a trace's day that the GenAI view described, as SpanRow wants
+#: them (what texts_of reads of a row: its key, name, kind, attributes, events, type).
+_STORED = (
+    "SELECT project_id, trace_id, span_id, start_day, parent_span_id, name, kind, "
+    "status_code, status_message, start_ns, end_ns, session_id, attributes, events, "
+    "'[]', '{}', '{}', '{}', content_hash, received_ms, llm_type FROM spans "
+    "WHERE project_id = ? AND trace_id = ? AND start_day = ? AND llm_type IS NOT NULL"
+)
+_DAY = "project_id = ? AND trace_id = ? AND start_day = ?"
+
+
+def rebuild(tx: Transaction, days: Iterable[tuple[str, str, str]]) -> None:
+    """Make the documents of these (project, trace, start day) anew from the span rows
+    stored: those a replaced or deleted row's words were in."""
+    documents: list[Document] = []
+    for day in sorted(set(days)):
+        tx.execute(f"DELETE FROM trace_texts WHERE {_DAY}", day)
+        rows = [SpanRow(*row) for row in tx.query(_STORED, day)]
+        documents += texts_of(rows)[1]
+    write(tx, [], documents)
+
+
+def rebuild_trace(tx: Transaction, project_id: str, trace_id: str) -> None:
+    """Make every document of a trace anew from its stored span rows."""
+    stored = tx.query(
+        "SELECT DISTINCT start_day FROM spans WHERE project_id = ? AND trace_id = ?",
+        (project_id, trace_id),
+    )
+    had = tx.query(
+        "SELECT DISTINCT start_day FROM trace_texts WHERE project_id = ? AND trace_id = ?",
+        (project_id, trace_id),
+    )
+    rebuild(tx, [(project_id, trace_id, day) for (day,) in {*stored, *had}])
+
+
+def give_previews(tx: Transaction, rows: list[SpanRow]) -> None:
+    """Give the stored spans `rows` their previews (storage/find_upgrade.py: the texts
+    stored before they had them)."""
+    write(tx, texts_of(rows)[0], [])
+
+
+def forget_previews(tx: Transaction, keys: list[tuple[Any, ...]]) -> None:
+    """SQLite, after an upsert: delete the previews of rows it replaced (by their keys),
+    which the batch's own then take the place of."""
+    tx.executemany(
+        "DELETE FROM span_texts WHERE project_id = ? AND trace_id = ? AND span_id = ? "
+        "AND start_day = ?",
+        keys,
+    )
