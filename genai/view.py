@@ -255,14 +255,26 @@ class _Reader:
     when asked for (indexed messages). Only the attributes that give a field are
     converted here: a set intersection finds them."""
 
-    __slots__ = ("values", "best", "sources", "_all")
+    __slots__ = ("values", "_best", "sources", "_all")
 
     def __init__(self, attributes: Any) -> None:
-        values = self.values = _values_by_key(attributes)
-        best: dict[str, tuple[int, Any, str]] = {}
-        self.best = best
+        self.values = _values_by_key(attributes)
+        self._best: dict[str, tuple[int, Any, str]] | None = None
         self.sources: dict[str, str] = {}
         self._all: dict[str, Any] | None = None
+
+    @property
+    def best(self) -> dict[str, tuple[int, Any, str]]:
+        """Each field's best usable value: (its key's rank, the value, the key); made
+        when first asked for (a span's messages alone need it only where a tool's,
+        agent's or the Vercel AI SDK's text gives them)."""
+        if self._best is None:
+            self._best = self._fields()
+        return self._best
+
+    def _fields(self) -> dict[str, tuple[int, Any, str]]:
+        values = self.values
+        best: dict[str, tuple[int, Any, str]] = {}
         for key in values.keys() & _INDEX_KEYS:
             item = values[key]
             if type(item) is not dict or len(item) != 1:
@@ -286,6 +298,7 @@ class _Reader:
                         if value is None:
                             continue
                 best[name] = (rank, value, key)
+        return best
 
     def raw(self, key: str) -> Any:
         """One attribute's value (None when the span has no such attribute)."""
@@ -478,16 +491,7 @@ def _view(
     model = reader.text("model")
     take = reader.take
     tokens = {field: take(field) for field in _TOKENS if field in best}
-    inputs: list[Message] = []
-    outputs: list[Message] = []
-    said = not reader.values.keys().isdisjoint(_SAYING) or "vercelText" in best
-    if messages and (said or reader.indexed):
-        inputs, outputs = _messages_of_attributes(reader)
-    if not said and events is not None:  # read only when needed
-        listed = events() if callable(events) else events
-        if messages:
-            inputs, outputs = _messages_of_events(listed, sources)
-        said = _has_message_events(listed)
+    inputs, outputs, said = _said(reader, events, messages)
     if span_type is None and (model or tokens or said or inputs or outputs):
         span_type = "llm"
     if span_type is None:
@@ -515,6 +519,39 @@ def _view(
         tuple(outputs),
         sources,
     )
+
+
+def _said(
+    reader: _Reader, events: Any, messages: bool
+) -> tuple[list[Message], list[Message], bool]:
+    """A span's input and output messages from its attributes, else from its events
+    (none when not `messages`), and whether either says any."""
+    inputs: list[Message] = []
+    outputs: list[Message] = []
+    values = reader.values
+    said = not values.keys().isdisjoint(_SAYING) or (
+        not values.keys().isdisjoint(c.VERCEL_TEXT) and "vercelText" in reader.best
+    )
+    if messages and (said or reader.indexed):
+        inputs, outputs = _messages_of_attributes(reader)
+    if not said and events is not None:  # read only when needed
+        listed = events() if callable(events) else events
+        if messages:
+            inputs, outputs = _messages_of_events(listed, reader.sources)
+        said = _has_message_events(listed)
+    return inputs, outputs, said
+
+
+def message_view(attributes: Any, events: Any, span_type: str) -> GenAIView:
+    """The messages of a span of a known GenAI type (its view's, as `view_of` gives
+    them): a view of that type and its messages alone, with their previews, for less
+    than the whole view (the worker reads them for the text index of every model call
+    it stores: storage/trace_texts.py)."""
+    reader = _Reader(attributes)
+    inputs, outputs, _ = _said(reader, events, True)
+    if not inputs and not outputs and span_type not in MODEL_TYPES:
+        inputs, outputs = _values(reader, span_type)
+    return GenAIView(span_type, input_messages=tuple(inputs), output_messages=tuple(outputs))
 
 
 def _has_message_events(events: Any) -> bool:

@@ -32,7 +32,7 @@ from typing import Any
 import orjson
 
 from genai import conventions as c
-from genai import view_of
+from genai.view import message_view
 from storage.database import Transaction, arrays
 from storage.span_rows import SpanRow
 from storage.text_words import joined, tsvector_of
@@ -70,15 +70,16 @@ def says(attributes: str, events: str) -> bool:
     return _EVENT_MARKER in events or _SAID.search(attributes) is not None
 
 
-def text_and_previews(name: str, kind: str, attributes: str, events: str) -> tuple[str, str] | None:
-    """What a span the GenAI view describes gives the text index, when it has messages:
-    its input and output messages' contents, one a line (empty when none has any), and
-    its view's previews as the JSON text `[input, output]` (the list shows them)."""
+def text_and_previews(span_type: str, attributes: str, events: str) -> tuple[str, str] | None:
+    """What a span the GenAI view describes (as of `span_type`) gives the text index,
+    when it has messages: its input and output messages' contents, one a line (empty
+    when none has any), and its view's previews as the JSON text `[input, output]` (the
+    list shows them)."""
     if not says(attributes, events):
         return None
     read = (lambda: orjson.loads(events)) if _EVENT_MARKER in events else None
-    view = view_of(orjson.loads(attributes), read, name, kind)
-    if view is None or not (view.input_messages or view.output_messages):
+    view = message_view(orjson.loads(attributes), read, span_type)
+    if not (view.input_messages or view.output_messages):
         return None
     texts = [m.content for m in (*view.input_messages, *view.output_messages) if m.content]
     previews = orjson.dumps([view.input_preview, view.output_preview]).decode()
@@ -101,7 +102,7 @@ def texts_of(rows: Iterable[SpanRow]) -> tuple[list[Previews], list[Document]]:
         if row.llm_type is None:
             continue
         try:
-            given = text_and_previews(row.name, row.kind, row.attributes, row.events)
+            given = text_and_previews(row.llm_type, row.attributes, row.events)
         except Exception:  # a span is stored whatever its text makes of it
             log.exception("span's LLM text failed; stored without it")
             continue

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from genai import view_of
 from genai.messages import MAX_CONTENT, MAX_MESSAGES
-from genai.view import PREVIEW_CHARS
+from genai.view import PREVIEW_CHARS, message_view
 from tests.fuzz import FUZZ
 from tests.genai.attrs import attrs, dumps
 
@@ -93,6 +93,42 @@ def test_any_values_of_the_known_attributes_give_a_view_or_none(
 def test_malformed_otlp_never_raises(attributes: list[Any], events: Any) -> None:
     """Malformed OTLP/JSON itself (values of no known shape, events of any form)."""
     view_of(attributes, events, None, None)
+
+
+def _same_messages(attributes: Any, events: Any, kind: str | None) -> None:
+    """The messages-only view of a span of its view's type has the view's messages."""
+    view = view_of(attributes, events, "span", kind)
+    if view is None:
+        return
+    alone = message_view(attributes, events, view.type)
+    assert (alone.input_messages, alone.output_messages) == (
+        view.input_messages,
+        view.output_messages,
+    )
+    assert (alone.input_preview, alone.output_preview) == (view.input_preview, view.output_preview)
+
+
+@FUZZ
+@given(st.dictionaries(_KEYS, _VALUES), st.sampled_from([None, "llm_call", "agent", "tool"]))
+def test_the_messages_alone_are_the_views(pairs: dict[str, Any], kind: str | None) -> None:
+    """Any values of the attributes the view reads: the messages read alone (as the
+    worker reads them for the text index) are the whole view's."""
+    _same_messages(attrs(pairs), None, kind)
+
+
+@FUZZ
+@given(
+    st.lists(st.fixed_dictionaries({"key": _KEYS | st.text(max_size=5), "value": _ANY_VALUE})),
+    st.lists(
+        st.fixed_dictionaries(
+            {"name": st.sampled_from(["gen_ai.choice", "gen_ai.user.message", "x"])},
+            optional={"attributes": st.lists(st.dictionaries(st.text(max_size=5), _JSONISH))},
+        )
+    ),
+)
+def test_the_messages_alone_of_any_otlp_are_the_views(attributes: list[Any], events: Any) -> None:
+    """The same for malformed OTLP/JSON and message events."""
+    _same_messages(attributes, events, None)
 
 
 def test_ten_thousand_indexed_messages_are_bounded() -> None:

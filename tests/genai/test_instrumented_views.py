@@ -11,6 +11,7 @@ import pytest
 import proto_json
 from genai import GenAIView, view_of
 from genai.prices import Pricer
+from genai.view import message_view
 from storage.database import Database
 from storage.span_genai import with_views
 from storage.span_rows import FAST_ROWS, rows_of
@@ -31,6 +32,11 @@ def _views(instrumented: Instrumented, library: str, scenario: str) -> list[GenA
     spans = instrumented.spans(library, scenario)
     views = [view_of(s.get("attributes"), s.get("events"), s["name"], None) for s in spans]
     assert all(view is not None for view in views), library
+    for span, view in zip(spans, views, strict=True):  # as the text index reads them
+        assert view is not None
+        alone = message_view(span.get("attributes"), span.get("events"), view.type)
+        assert alone.input_messages == view.input_messages, library
+        assert alone.output_messages == view.output_messages, library
     return [view for view in views if view is not None]
 
 

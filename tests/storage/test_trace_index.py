@@ -11,6 +11,7 @@ import orjson
 from hypothesis import given
 from hypothesis import strategies as st
 
+from genai import view_of
 from storage import trace_index
 from storage.database import Database
 from storage.erasure import Eraser
@@ -65,11 +66,14 @@ def _expected(tx: Any) -> tuple[set[Any], dict[Any, set[str]], set[Any], set[Any
     for project, trace, span, day, name, kind, attributes, events, llm_type in rows:
         names.add((project, name, trace))
         pairs.update((project, k, h, trace) for k, h in attribute_pairs(attributes))
-        given = text_and_previews(name, kind, attributes, events) if llm_type else None
-        if given is not None:
-            previews.add((project, trace, span, day, given[1]))
-            if found := joined(given[0]).split():
-                words.setdefault((project, trace, day), set()).update(found)
+        view = view_of(orjson.loads(attributes), orjson.loads(events), name, kind)
+        if llm_type is None or view is None or not (view.input_messages or view.output_messages):
+            continue
+        shown = orjson.dumps([view.input_preview, view.output_preview]).decode()
+        previews.add((project, trace, span, day, shown))
+        said = (m.content for m in (*view.input_messages, *view.output_messages) if m.content)
+        if found := joined("\n".join(said)).split():
+            words.setdefault((project, trace, day), set()).update(found)
     return previews, words, pairs, names
 
 
@@ -225,7 +229,7 @@ def _store_before_documents(db: Database, row: SpanRow, body: str) -> None:
     with its previews, its words in its row on PostgreSQL: the parser's before schema
     18)."""
     SpanStore(db, find_index=False).upsert([row], WINDOW_MS)
-    given = text_and_previews(row.name, row.kind, row.attributes, row.events)
+    given = text_and_previews(row.llm_type or "llm", row.attributes, row.events)
     assert given is not None
     text = (row.project_id, row.trace_id, row.span_id, row.start_day, body, given[1])
     index = trace_index.index_rows([row])
