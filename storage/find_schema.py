@@ -24,6 +24,7 @@ anew the same way.
 
 from __future__ import annotations
 
+from storage.find_upgrade import WORDED
 from storage.text_words import TOKENIZE
 from storage.trace_query import COST, DURATION, TOKENS
 
@@ -237,7 +238,8 @@ POSTGRES_PLANNING = (
 #: (`trace_texts`, storage/trace_texts.py), each a batch's spans of it, their words given
 #: once, where a row of each span gave its own; `span_texts` keeps each span's previews.
 #: A row noted stale notes its start day, whose documents are made anew. The documents
-#: of the texts stored are made here, one a trace's day, of their words.
+#: of the texts stored are made on SQLite here, one a trace's day, of their words; on
+#: PostgreSQL by the words walk (storage/find_upgrade.py), from the spans.
 SQLITE_TRACE_TEXTS = (
     """CREATE TABLE trace_texts (
         id INTEGER PRIMARY KEY,
@@ -289,10 +291,6 @@ POSTGRES_TRACE_TEXTS = (
         body TEXT NOT NULL,
         words tsvector NOT NULL,
         PRIMARY KEY (project_id, trace_id, start_day, id))""",
-    "INSERT INTO trace_texts (project_id, trace_id, start_day, body, words) "
-    "SELECT project_id, trace_id, start_day, string_agg(body, ' '), "
-    "array_to_tsvector(array_remove(string_to_array(string_agg(body, ' '), ' '), '')) "
-    "FROM span_texts GROUP BY project_id, trace_id, start_day",
     "CREATE INDEX trace_texts_words ON trace_texts USING GIN (words) "
     "WITH (gin_pending_list_limit = 128)",
     "CREATE INDEX trace_texts_day ON trace_texts (start_day)",
@@ -306,5 +304,8 @@ POSTGRES_TRACE_TEXTS = (
         VALUES (OLD.project_id, OLD.trace_id, OLD.name, OLD.attributes, OLD.start_day);
         RETURN NULL;
     END $body$""",
-    "ANALYZE trace_texts",
+    # the words walk runs again at the worker's next start: each stored trace's documents
+    # made from its spans (a text stored before held the whole text, or a word too long
+    # for a lexeme, and a trace's day may hold more words than a tsvector takes)
+    f"DELETE FROM schema_migrations WHERE version = {WORDED}",
 )

@@ -76,11 +76,19 @@ def make_partitions(db: Database, day: date | None = None) -> list[str]:
 def _make_partition(tx: Transaction, day: date) -> None:
     name, low, high = partition_name(day), day.isoformat(), (day + timedelta(days=1)).isoformat()
     tx.execute(f"CREATE TABLE {name} (LIKE spans INCLUDING DEFAULTS INCLUDING CONSTRAINTS)")
+    # the rows moved keep their previews, which their delete's trigger deletes (it notes
+    # them stale too: their traces' indexes are made anew from them, as they were)
+    tx.execute(
+        "CREATE TEMPORARY TABLE moved_previews ON COMMIT DROP AS SELECT * FROM span_texts "
+        "WHERE start_day >= ? AND start_day < ?",
+        (low, high),
+    )
     tx.execute(
         "WITH moved AS (DELETE FROM spans_default WHERE start_day >= ? AND start_day < ? "
         f"RETURNING *) INSERT INTO {name} SELECT * FROM moved",
         (low, high),
     )
+    tx.execute("INSERT INTO span_texts SELECT * FROM moved_previews ON CONFLICT DO NOTHING")
     # bounds are dates this function formats, never outside input
     tx.execute(f"ALTER TABLE spans ATTACH PARTITION {name} FOR VALUES FROM ('{low}') TO ('{high}')")
 

@@ -15,7 +15,9 @@ from storage.retention import AHEAD_DAYS, make_partitions, partition_name, remov
 from storage.retention import today as utc_today
 from storage.span_rows import SpanRow
 from storage.spans import SpanStore
+from storage.trace_list import TraceFilter, TraceSummaries
 from tests.storage.rows import span_row
+from tests.storage.test_trace_index import assert_exact
 
 WINDOW_MS = 1000
 _NS_A_DAY = 86_400 * 10**9
@@ -60,6 +62,29 @@ def test_partitions_are_made_ahead_once_and_take_their_rows_from_the_default(
     assert _partition_of(database, "t") == [partition_name(tomorrow)]
     SpanStore(database).upsert([_on(today - timedelta(days=400), "old", "1")], WINDOW_MS)
     assert _partition_of(database, "old") == ["spans_default"]
+
+
+def test_a_row_moved_into_its_days_partition_keeps_its_text(database: Database) -> None:
+    """An LLM span stored before its day had a partition (a clock ahead) moves into it
+    with its previews and words."""
+    ahead = utc_today() + timedelta(days=AHEAD_DAYS + 3)
+    said = [{"role": "user", "parts": [{"type": "text", "content": "Victor whiskey"}]}]
+    attributes = [
+        {"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}},
+        {"key": "gen_ai.input.messages", "value": {"stringValue": orjson.dumps(said).decode()}},
+    ]
+    call = _on(ahead, "t", "1" * 16)._replace(
+        attributes=orjson.dumps(attributes).decode(), llm_type="llm"
+    )
+    SpanStore(database).upsert([call], WINDOW_MS)
+    make_partitions(database, ahead)
+    SpanStore(database).upsert([_on(ahead, "u", "2" * 16)], WINDOW_MS)  # a batch after
+
+    traces, _ = TraceSummaries(database).page("p", TraceFilter(words=("victor",)), 10)
+    assert [(t.trace_id, t.input) for t in traces] == [("t", "Victor whiskey")]
+    assert_exact(database)
+    if database.postgres:
+        assert _partition_of(database, "t") == [partition_name(ahead)]
 
 
 def test_old_days_are_removed_and_their_traces_summaries_recomputed(database: Database) -> None:

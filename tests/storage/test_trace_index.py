@@ -286,9 +286,12 @@ def test_the_texts_indexed_with_their_words_positions_are_indexed_anew(
         migrate(db, 18)
         _store_before_documents(db, _call("Yo there x\u19b0y"), joined("Hi?\nYo there x\u19b0y"))
         whole = _call("Ahoy elsewhere z\u19b0w")._replace(trace_id="b", span_id="b" * 16)
-        text = "Hi?\nAhoy elsewhere z\u19b0w"  # SQLite: as an earlier build stored it
-        _store_before_documents(db, whole, joined(text) if db.postgres else text)
+        text = "Hi?\nAhoy elsewhere z\u19b0w"  # as an earlier build stored it
+        _store_before_documents(db, whole, text)
         migrate(db)
+        from storage import find_upgrade
+
+        assert find_upgrade.reword(db) == (2 if db.postgres else 0)
         assert _find(db, words=("there",)) == ["a"]
         assert _find(db, words=("hi", "yo")) == ["a"]
         assert _find(db, words=("x\u19b0y",)) == ["a"]
@@ -381,10 +384,11 @@ def test_the_texts_an_earlier_build_wrote_before_the_index_upgrade_get_theirs(
     db = Database(database_url)
     try:
         migrate(db, 12)
-        call = _call("See shop.example.com")
+        long = "見" * 800  # 2,400 bytes: a word longer than PostgreSQL keeps
+        call = _call(f"See shop.example.com {long}")
         SpanStore(db, find_index=False).upsert([call], WINDOW_MS)
         migrate(db, 19)
-        _store_before_documents(db, call, "Hi?\nSee shop.example.com")  # as it wrote it
+        _store_before_documents(db, call, f"Hi?\nSee shop.example.com {long}")  # as it was
         migrate(db)
         assert find_upgrade.upgrade(db) == 1
         find_upgrade.preview(db)
