@@ -7,7 +7,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from storage import session_summaries, span_copy, trace_index, trace_summaries
+from storage import session_summaries, span_copy, trace_index, trace_summaries, trace_texts
 from storage.database import Database, Transaction
 from storage.errors import WriteConflict
 from storage.resend import (
@@ -182,7 +182,7 @@ class SpanStore:
         if replacing:
             refused = set(skipped)
             written = [rows[at][:4] for at in replacing if at not in refused]
-            trace_index.forget_previews(tx, written)
+            trace_texts.forget_previews(tx, written)
         trace_summaries.refresh_sqlite(tx, rows, stored, skipped, repeats)
         return [rows[position] for position in skipped]
 

@@ -18,9 +18,9 @@ whose trace's attribute and name rows, and whose trace's documents of that day, 
 made anew here from what is stored (`rebuild_stale`), in the same transaction: by the
 writer after a batch, by erasure and retention after they delete. A trigger notes a
 deleted row, and on PostgreSQL a replaced one; on SQLite the writer notes the rows that
-may replace a stored one of other content (`note_replaced`, `forget_previews`): an
-update trigger on the spans made every insert of the upsert, most of which replace
-nothing, cost twice as much.
+may replace a stored one of other content (`note_replaced`, and
+`trace_texts.forget_previews`): an update trigger on the spans made every insert of the
+upsert, most of which replace nothing, cost twice as much.
 """
 
 from __future__ import annotations
@@ -319,12 +319,6 @@ def note_replaced(tx: Transaction, rows: Sequence[SpanRow]) -> None:
         f"FROM spans WHERE {_SAME_SPAN} AND content_hash <> ?",
         [(*row[:4], row.content_hash) for row in rows],
     )
-
-
-def forget_previews(tx: Transaction, keys: Sequence[tuple[str, ...]]) -> None:
-    """SQLite, after an upsert: delete the previews of rows it replaced (by their keys),
-    which the batch's own then take the place of."""
-    tx.executemany(f"DELETE FROM span_texts WHERE {_SAME_SPAN}", keys)
 
 
 def stale_partition(tx: Transaction, partition: str) -> None:
