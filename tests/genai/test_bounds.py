@@ -62,6 +62,16 @@ _ANY_VALUE = st.one_of(
     st.dictionaries(st.text(max_size=12), _JSONISH, max_size=2),
     _JSONISH,
 )
+#: OTLP/JSON attributes of any keys and values, and GenAI events of any attributes.
+_ATTRIBUTES = st.lists(
+    st.fixed_dictionaries({"key": _KEYS | st.text(max_size=5), "value": _ANY_VALUE})
+)
+_EVENTS = st.lists(
+    st.fixed_dictionaries(
+        {"name": st.sampled_from(["gen_ai.choice", "gen_ai.user.message", "x"])},
+        optional={"attributes": st.lists(st.dictionaries(st.text(max_size=5), _JSONISH))},
+    )
+)
 
 
 @FUZZ
@@ -80,16 +90,7 @@ def test_any_values_of_the_known_attributes_give_a_view_or_none(
 
 
 @FUZZ
-@given(
-    st.lists(st.fixed_dictionaries({"key": _KEYS | st.text(max_size=5), "value": _ANY_VALUE})),
-    st.lists(
-        st.fixed_dictionaries(
-            {"name": st.sampled_from(["gen_ai.choice", "gen_ai.user.message", "x"])},
-            optional={"attributes": st.lists(st.dictionaries(st.text(max_size=5), _JSONISH))},
-        )
-    )
-    | _JSONISH,
-)
+@given(_ATTRIBUTES, _EVENTS | _JSONISH)
 def test_malformed_otlp_never_raises(attributes: list[Any], events: Any) -> None:
     """Malformed OTLP/JSON itself (values of no known shape, events of any form)."""
     view_of(attributes, events, None, None)
@@ -117,15 +118,7 @@ def test_the_messages_alone_are_the_views(pairs: dict[str, Any], kind: str | Non
 
 
 @FUZZ
-@given(
-    st.lists(st.fixed_dictionaries({"key": _KEYS | st.text(max_size=5), "value": _ANY_VALUE})),
-    st.lists(
-        st.fixed_dictionaries(
-            {"name": st.sampled_from(["gen_ai.choice", "gen_ai.user.message", "x"])},
-            optional={"attributes": st.lists(st.dictionaries(st.text(max_size=5), _JSONISH))},
-        )
-    ),
-)
+@given(_ATTRIBUTES, _EVENTS)
 def test_the_messages_alone_of_any_otlp_are_the_views(attributes: list[Any], events: Any) -> None:
     """The same for malformed OTLP/JSON and message events."""
     _same_messages(attributes, events, None)
