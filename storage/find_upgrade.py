@@ -22,16 +22,10 @@ PREVIEWED = 1016
 #: The version recorded once every stored text has its words split by
 #: storage/text_words.py (on PostgreSQL; SQLite's full-text index is FTS5's).
 WORDED = 1018
-_STORED = (
-    "SELECT project_id, trace_id, span_id, start_day, parent_span_id, name, kind, "
-    "status_code, status_message, start_ns, end_ns, session_id, attributes, events, "
-    "'[]', '{}', '{}', '{}', content_hash, received_ms, llm_type FROM spans "
-    "WHERE project_id = ? AND trace_id = ?"
-)
 
 
 def _stored(tx: Transaction, project_id: str, trace_id: str) -> list[SpanRow]:
-    return [SpanRow(*row) for row in tx.query(_STORED, (project_id, trace_id))]
+    return [SpanRow(*row) for row in tx.query(trace_texts.STORED_ROWS, (project_id, trace_id))]
 
 
 def _index_trace(tx: Transaction, project_id: str, trace_id: str) -> None:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import orjson
@@ -96,8 +96,7 @@ def texts_of(rows: Iterable[SpanRow]) -> tuple[list[Previews], list[Document]]:
     """The previews of each span row that has messages, and the documents of their
     texts: one a trace and start day (more when its texts pass MAX_TEXT)."""
     previews: list[Previews] = []
-    #: each trace's day: its documents' texts, and the characters of the last one's
-    texts: dict[tuple[str, str, str], tuple[list[list[str]], list[int]]] = {}
+    texts: dict[tuple[str, str, str], list[str]] = {}
     for row in rows:
         if row.llm_type is None:
             continue
@@ -110,19 +109,29 @@ def texts_of(rows: Iterable[SpanRow]) -> tuple[list[Previews], list[Document]]:
             continue
         text, shown = given
         previews.append((row.project_id, row.trace_id, row.span_id, row.start_day, shown))
-        parts, length = texts.setdefault((row.project_id, row.trace_id, row.start_day), ([[]], [0]))
-        if length[0] and length[0] + len(text) > MAX_TEXT:
-            parts.append([])
-            length[0] = 0
-        parts[-1].append(text)
-        length[0] += len(text) + 1
+        texts.setdefault((row.project_id, row.trace_id, row.start_day), []).append(text)
     documents = [
         (project, trace, day, words)
-        for (project, trace, day), (parts, _) in texts.items()
-        for part in parts
-        if (words := joined("\n".join(part)))
+        for (project, trace, day), of_day in texts.items()
+        for document in _bounded(of_day)
+        if (words := joined(document))
     ]
     return previews, documents
+
+
+def _bounded(texts: list[str]) -> Iterator[str]:
+    """Texts joined a line each into documents of at most MAX_TEXT characters (but for
+    a document of one text)."""
+    document: list[str] = []
+    length = 0
+    for text in texts:
+        if document and length + len(text) > MAX_TEXT:
+            yield "\n".join(document)
+            document, length = [], 0
+        document.append(text)
+        length += len(text) + 1
+    if document:
+        yield "\n".join(document)
 
 
 #: SQLite: the words of the documents past a rowid, indexed, in one statement (FTS5
@@ -172,14 +181,16 @@ def write(tx: Transaction, previews: list[Previews], documents: list[Document]) 
     tx.execute(_WORDS_OF_DOCUMENTS, (top,))
 
 
-#: The stored rows of a trace's day that the GenAI view described, as SpanRow wants
-#: them (what texts_of reads of a row: its key, name, kind, attributes, events, type).
-_STORED = (
+#: A trace's stored rows, as SpanRow wants them (what the indexes read of a row: its key,
+#: name, kind, attributes, events, type).
+STORED_ROWS = (
     "SELECT project_id, trace_id, span_id, start_day, parent_span_id, name, kind, "
     "status_code, status_message, start_ns, end_ns, session_id, attributes, events, "
     "'[]', '{}', '{}', '{}', content_hash, received_ms, llm_type FROM spans "
-    "WHERE project_id = ? AND trace_id = ? AND start_day = ? AND llm_type IS NOT NULL"
+    "WHERE project_id = ? AND trace_id = ?"
 )
+#: Those of a day that the GenAI view described.
+_STORED = STORED_ROWS + " AND start_day = ? AND llm_type IS NOT NULL"
 _DAY = "project_id = ? AND trace_id = ? AND start_day = ?"
 
 
