@@ -34,6 +34,13 @@ setup(
             extra_compile_args=["-O2"],
         ),
         Extension(
+            "genai._said",
+            ["genai/_said.c"],
+            depends=["proto_json/_jsonbuf.h", "proto_json/_jsonscan.h"],
+            optional=True,
+            extra_compile_args=["-O2"],
+        ),
+        Extension(
             "storage._words",
             ["storage/_words.c"],
             optional=True,

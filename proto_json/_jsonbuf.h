@@ -76,6 +76,7 @@ static inline void buf_free(Buf *b) {
 }
 
 static inline int put(Buf *b, const char *s, Py_ssize_t n) {
+    if (n == 0) return OK; /* memcpy of nothing may still not be given NULL */
     if (b->cap - b->len < n && grow(b, n) != OK) return FAIL;
     memcpy(b->data + b->len, s, n);
     b->len += n;

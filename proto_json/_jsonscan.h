@@ -5,7 +5,9 @@
  * \f \n \r \t and \u00xx for other controls; UTF-8 otherwise), so that a string's raw
  * bytes are exactly what orjson would write for its value. Anything else, including
  * valid JSON written another way, is refused (SCAN_OTHER): the caller then parses with
- * orjson, which is the reference.
+ * orjson, which is the reference. A scan with `any_escape` set (genai/_said.c, which
+ * reads JSON that clients wrote) accepts every escape JSON has but a lone surrogate,
+ * which orjson refuses; a string's raw bytes are then not its value's.
  *
  * Scanning touches no Python object and takes its memory from PyMem_Raw*, so the row
  * builder runs it with the GIL let go (scan_document_released): the worker's writer
@@ -52,6 +54,7 @@ typedef struct {
     Node *nodes;
     uint32_t count, cap;
     uint32_t unsure; /* J_UNSURE floats */
+    uint8_t any_escape; /* accept every escape JSON has (\/, \uXXXX), not orjson's alone */
 } Scan;
 
 #define SCAN_OTHER BAIL
@@ -126,6 +129,40 @@ static inline uint64_t special_bytes(const unsigned char *p) {
 }
 #endif
 
+/* The value of 4 hex digits at p (-1 when they are not). */
+static inline long hex4(const unsigned char *p) {
+    long v = 0;
+    for (int k = 0; k < 4; k++) {
+        unsigned char c = p[k];
+        int d = c >= '0' && c <= '9'   ? c - '0'
+                : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                       : -1;
+        if (d < 0) return -1;
+        v = v * 16 + d;
+    }
+    return v;
+}
+
+/* The bytes of a \uXXXX escape at p (12 for a surrogate pair; 0 when it is none, or a
+ * lone surrogate, which orjson refuses), and its code point into *code when given. */
+static inline int u_escape(const unsigned char *p, Py_ssize_t left, long *code) {
+    long high = left >= 6 ? hex4(p + 2) : -1;
+    if (high < 0 || (high >= 0xDC00 && high <= 0xDFFF)) return 0;
+    if (high < 0xD800 || high > 0xDBFF) {
+        if (code) *code = high;
+        return 6;
+    }
+    long low = left >= 12 && p[6] == '\\' && p[7] == 'u' ? hex4(p + 8) : -1;
+    if (low < 0xDC00 || low > 0xDFFF) return 0;
+    if (code) *code = 0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00);
+    return 12;
+}
+
+static inline int u_escape_width(const unsigned char *p, Py_ssize_t left) {
+    return u_escape(p, left, NULL);
+}
+
 static int scan_string(Scan *s, uint32_t *index) {
     s->at++; /* the opening quote */
     TRY(new_node(s, J_STRING, index)); /* canonical: escapes are as orjson's, or refused */
@@ -154,8 +191,14 @@ static int scan_string(Scan *s, uint32_t *index) {
             if (s->at + 1 >= s->size) return SCAN_OTHER;
             unsigned char e = t[s->at + 1];
             if (e == '"' || e == '\\' || e == 'b' || e == 'f' || e == 'n' || e == 'r' ||
-                e == 't') {
+                e == 't' || (e == '/' && s->any_escape)) {
                 s->at += 2;
+                continue;
+            }
+            if (e == 'u' && s->any_escape) {
+                int width = u_escape_width(t + s->at, s->size - s->at);
+                if (width == 0) return SCAN_OTHER;
+                s->at += width;
                 continue;
             }
             /* \u00xx for a control that has no short escape, lowercase, as orjson writes */

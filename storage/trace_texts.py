@@ -25,66 +25,15 @@ trace and day are made anew from the rows stored (`rebuild`).
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-import orjson
-
-from genai import conventions as c
-from genai.view import message_view
+from genai.said import MAX_TEXT, text_and_previews
 from storage.database import Transaction, arrays
 from storage.span_rows import SpanRow
 from storage.text_words import joined, tsvector_of
 
 log = logging.getLogger("spangate.worker")
-
-#: A span's indexed text, at most (the words after it are not found); and a document's
-#: texts, at most, but for a document of one span.
-MAX_TEXT = 100_000
-_EVENT_MARKER = '"name":"gen_ai.'
-
-#: An attribute that may give a span messages (genai/conventions.py names them): the
-#: messages' own (any value), indexed messages, and the values of tools and agents
-#: (strings); or a GenAI event. Only a span with one is read for its text.
-_MESSAGE_KEYS = (
-    *(key for key, _ in (*c.INPUT_MESSAGES, *c.OUTPUT_MESSAGES)),
-    c.SYSTEM_INSTRUCTIONS,
-    c.VERCEL_TOOL_CALLS,
-)
-_STRING_KEYS = (*c.INPUT_VALUE, *c.OUTPUT_VALUE, *c.VERCEL_TEXT)
-_SAID = re.compile(
-    '"key":"(?:'
-    + "|".join(re.escape(key) + '"' for key in _MESSAGE_KEYS)
-    + "|"
-    + "|".join(re.escape(prefix) for prefix, _ in (*c.INDEXED_INPUT, *c.INDEXED_OUTPUT))
-    + "|(?:"
-    + "|".join(map(re.escape, _STRING_KEYS))
-    + ')","value":\\{"stringValue")'
-)
-
-
-def says(attributes: str, events: str) -> bool:
-    """Whether a span's attributes or events (their stored JSON texts) may hold
-    messages: a cheap test, no parsing."""
-    return _EVENT_MARKER in events or _SAID.search(attributes) is not None
-
-
-def text_and_previews(span_type: str, attributes: str, events: str) -> tuple[str, str] | None:
-    """What a span the GenAI view describes (as of `span_type`) gives the text index,
-    when it has messages: its input and output messages' contents, one a line (empty
-    when none has any), and its view's previews as the JSON text `[input, output]` (the
-    list shows them)."""
-    if not says(attributes, events):
-        return None
-    read = (lambda: orjson.loads(events)) if _EVENT_MARKER in events else None
-    view = message_view(orjson.loads(attributes), read, span_type)
-    if not (view.input_messages or view.output_messages):
-        return None
-    texts = [m.content for m in (*view.input_messages, *view.output_messages) if m.content]
-    previews = orjson.dumps([view.input_preview, view.output_preview]).decode()
-    return "\n".join(texts)[:MAX_TEXT], previews
-
 
 #: A span's previews row: project, trace, span, start day, previews.
 Previews = tuple[str, str, str, str, str]

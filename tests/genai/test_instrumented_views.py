@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 import proto_json
-from genai import GenAIView, view_of
+from genai import GenAIView, said, view_of
 from genai.prices import Pricer
 from genai.view import message_view
 from storage.database import Database
@@ -19,7 +19,7 @@ from storage.spans import SpanStore
 from storage.trace_list import TraceFilter, TraceSummaries
 from tests.genai import emit, fake_openai
 from tests.genai.emit import LIBRARIES
-from tests.genai.instrumented import SCENARIOS, Instrumented
+from tests.genai.instrumented import SCENARIOS, Instrumented, every_pair
 from tests.storage.test_rows_genai import same_rows
 
 EVENT_MODES = ("otel-v2-events", "openllmetry-events")  # content goes to log records
@@ -141,3 +141,25 @@ def test_the_real_instrumentations_spans(instrumented: Instrumented, library: st
             assert built is not None, (library, scenario)
             if library not in EVENT_MODES:
                 assert built[1] == [], (library, scenario)
+
+
+def _said_alike(attributes: str, span_type: str) -> tuple[str, str] | None:
+    fast = said._FAST.said(attributes, span_type in ("llm", "embedding")) if said._FAST else None
+    if fast is not None:
+        assert fast == said.read_text_and_previews(span_type, attributes, "[]")
+    return fast
+
+
+@pytest.mark.skipif(said._FAST is None, reason="genai._said is not built")
+def test_the_text_index_reads_them_alike_in_c(instrumented: Instrumented) -> None:
+    """What the text index reads of each span (genai/said.py): the C reading agrees with
+    the view's, and reads those of the OTel instrumentation's span-only mode (its
+    messages as attributes)."""
+    read = set()
+    for library, scenario in every_pair():
+        for span in instrumented.spans(library, scenario):
+            view = view_of(span.get("attributes"), span.get("events"), span["name"])
+            attributes = orjson.dumps(span.get("attributes") or []).decode()
+            if view is not None and _said_alike(attributes, view.type) is not None:
+                read.add((library, scenario))
+    assert {("otel-v2-attributes", "chat"), ("otel-v2-attributes", "chat-stream")} <= read
