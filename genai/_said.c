@@ -28,6 +28,11 @@ static PyObject *plan_owner; /* the plan's tuple: keeps every text below alive *
 static Name input_key, output_key, others[MAX_NAMES], prefixes[MAX_NAMES];
 static int nothers, nprefixes;
 static Py_ssize_t max_messages, max_content, preview_chars, max_text;
+/* `"key":"<name>"` of the two names: what genai/said.py's `says` looks for first, so
+ * that a span it would not read (a key written otherwise) is not read here either. */
+#define MAX_NEEDLE 256
+static char input_needle[MAX_NEEDLE], output_needle[MAX_NEEDLE];
+static size_t input_needle_len, output_needle_len;
 
 static const char ELLIPSIS[] = "\xe2\x80\xa6"; /* what a text cut at a bound ends with */
 
@@ -359,8 +364,8 @@ static PyObject *py_said(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         PyErr_Clear();
         Py_RETURN_NONE;
     }
-    if (memmem(attributes, (size_t)size, input_key.text, input_key.len) == NULL &&
-        memmem(attributes, (size_t)size, output_key.text, output_key.len) == NULL)
+    if (memmem(attributes, (size_t)size, input_needle, input_needle_len) == NULL &&
+        memmem(attributes, (size_t)size, output_needle, output_needle_len) == NULL)
         Py_RETURN_NONE;
     PyObject *answer = NULL;
     int status = said(attributes, size, model, &answer);
@@ -379,6 +384,19 @@ static int plan_name(PyObject *text, Name *name) {
     }
     name->text = s;
     name->len = (size_t)n;
+    return OK;
+}
+
+static int plan_needle(const Name *name, char *needle, size_t *len) {
+    static const char before[] = "\"key\":\"";
+    if (name->len + sizeof(before) + 1 > MAX_NEEDLE) {
+        PyErr_SetString(PyExc_ValueError, "set_plan: a messages key too long");
+        return FAIL;
+    }
+    memcpy(needle, before, sizeof(before) - 1);
+    memcpy(needle + sizeof(before) - 1, name->text, name->len);
+    needle[sizeof(before) - 1 + name->len] = '"';
+    *len = sizeof(before) + name->len;
     return OK;
 }
 
@@ -405,6 +423,8 @@ static PyObject *py_set_plan(PyObject *self, PyObject *plan) {
     Py_INCREF(plan);
     Py_XSETREF(plan_owner, plan);
     if (plan_name(in, &input_key) != OK || plan_name(out, &output_key) != OK ||
+        plan_needle(&input_key, input_needle, &input_needle_len) != OK ||
+        plan_needle(&output_key, output_needle, &output_needle_len) != OK ||
         plan_names(other, others, &nothers) != OK || plan_names(prefix, prefixes, &nprefixes) != OK) {
         Py_CLEAR(plan_owner);
         return NULL;

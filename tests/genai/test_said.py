@@ -210,6 +210,16 @@ def test_what_it_declines(pairs: list[tuple[str, str]]) -> None:
     assert FAST.said(_stored(pairs), True) is None
 
 
+def test_a_key_written_otherwise_is_not_read() -> None:
+    """Attributes whose messages key is written with spaces (never as the store writes
+    them): the reference's first test does not find it, and neither does the C."""
+    answer = '"[{\\"content\\":\\"hi\\"}]"'
+    stored = '[{"key" : "gen_ai.output.messages","value":{"stringValue":' + answer + "}}]"
+    assert said.read_text_and_previews("llm", stored, "[]") is None
+    assert FAST.said(stored, True) is None
+    assert FAST.said(stored.replace('"key" : ', '"key":'), True) == ("hi", '[null,"hi"]')
+
+
 def test_the_benchmarks_model_calls_are_read() -> None:
     """bench_worker --genai's spans, as the worker stores them: every one read in C."""
     body = proto_json.convert_spans(native_spans_body(40, genai="gen_ai")).payload
