@@ -68,8 +68,11 @@ def _text_of(kind: str, inner: Any) -> str:
 
 
 #: Value hashes by (kind, value): a batch's spans repeat their attributes' values.
+#: Short values only (KEPT_CHARS): long ones (a model call's messages) rarely repeat,
+#: and 100,000 of them held 150-200 MB of the worker's memory.
 _hashes: dict[tuple[str, Any], int] = {}
 _HASHES_KEPT = 100_000
+KEPT_CHARS = 256
 _EMPTY = value_hash("")
 
 
@@ -80,15 +83,17 @@ def _hash_of(value: Any) -> int:
     for kind, inner in value.items():
         if type(inner) in (dict, list):  # arrays and maps: their JSON, not kept
             return value_hash(orjson.dumps(inner).decode())
-        hashed = _hashes.get((kind, inner))
+        kept = type(inner) is not str or len(inner) <= KEPT_CHARS
+        hashed = _hashes.get((kind, inner)) if kept else None
         if hashed is None:
             try:
                 hashed = value_hash(_text_of(kind, inner))
             except (TypeError, ValueError):
                 hashed = _EMPTY
-            if len(_hashes) >= _HASHES_KEPT:
-                _hashes.clear()
-            _hashes[(kind, inner)] = hashed
+            if kept:
+                if len(_hashes) >= _HASHES_KEPT:
+                    _hashes.clear()
+                _hashes[(kind, inner)] = hashed
         return hashed
     return _EMPTY
 
@@ -153,7 +158,6 @@ def _insert(tx: Transaction, table: str, rows: list[tuple[Any, ...]]) -> None:
 Pairs = tuple[tuple[str, int], ...]
 #: Value hashes by an AnyValue's JSON text (short ones: long ones rarely repeat).
 _text_hashes: dict[str, int] = {}
-_TEXT_KEPT = 256
 
 
 def text_hash(text: str) -> int:
@@ -174,7 +178,7 @@ def text_hash(text: str) -> int:
                 hashed = _hash_of(orjson.loads(text))
             except orjson.JSONDecodeError:
                 hashed = _EMPTY
-        if len(text) <= _TEXT_KEPT:
+        if len(text) <= KEPT_CHARS:
             if len(_text_hashes) >= _HASHES_KEPT:
                 _text_hashes.clear()
             _text_hashes[text] = hashed

@@ -415,3 +415,20 @@ def test_a_values_json_text_hashes_as_its_pair_does(value: dict[str, Any]) -> No
     attributes = orjson.dumps([{"key": "k", "value": value}]).decode()
     ((_, hashed), _) = attribute_pairs(attributes)
     assert text_hash(orjson.dumps(value).decode()) == hashed
+
+
+def test_long_values_are_hashed_without_being_kept() -> None:
+    """A model call's messages, hashed for the attribute index, are not kept for the
+    next span (a worker's cache of 100,000 of them held 150-200 MB): the same hash, and
+    only short values kept."""
+    for n in range(50):
+        value = {"stringValue": f'[{{"role": "user", "content": "question {n} {"x" * 2000}"}}]'}
+        hashed = trace_index.value_hash(value["stringValue"])
+        assert text_hash(orjson.dumps(value).decode()) == hashed
+        assert (
+            attribute_pairs(orjson.dumps([{"key": "k", "value": value}]).decode())[0][1] == hashed
+        )
+    kept = max(
+        (len(inner) for _, inner in trace_index._hashes if isinstance(inner, str)), default=0
+    )
+    assert kept <= trace_index.KEPT_CHARS
