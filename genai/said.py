@@ -12,7 +12,9 @@ not read exactly as this does.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from types import ModuleType
+from typing import Any
 
 import orjson
 
@@ -23,6 +25,7 @@ from proto_json import fastpath
 
 #: A span's text, at most (the words after it are not found).
 MAX_TEXT = 100_000
+#: What a span's events' JSON text holds where one may be a GenAI event.
 EVENT_MARKER = '"name":"gen_ai.'
 
 #: An attribute that may give a span messages (genai/conventions.py names them): the
@@ -52,6 +55,12 @@ def says(attributes: str, events: str) -> bool:
     return EVENT_MARKER in events or _SAID.search(attributes) is not None
 
 
+def gen_ai_events(events: str) -> Callable[[], Any] | None:
+    """A span's events (their stored JSON text) as the view takes them: parsed when it
+    first asks for them, and only where one may be a GenAI event."""
+    return (lambda: orjson.loads(events)) if EVENT_MARKER in events else None
+
+
 def text_and_previews(span_type: str, attributes: str, events: str) -> tuple[str, str] | None:
     """What a span the GenAI view describes (as of `span_type`) gives the text index,
     when it has messages: its input and output messages' contents, one a line (empty
@@ -68,8 +77,7 @@ def read_text_and_previews(span_type: str, attributes: str, events: str) -> tupl
     """`text_and_previews` read through the GenAI view (the reference)."""
     if not says(attributes, events):
         return None
-    read = (lambda: orjson.loads(events)) if EVENT_MARKER in events else None
-    view = message_view(orjson.loads(attributes), read, span_type)
+    view = message_view(orjson.loads(attributes), gen_ai_events(events), span_type)
     if not (view.input_messages or view.output_messages):
         return None
     texts = [m.content for m in (*view.input_messages, *view.output_messages) if m.content]

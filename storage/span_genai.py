@@ -19,6 +19,7 @@ import orjson
 
 from genai import conventions, view_of
 from genai.prices import Pricer
+from genai.said import EVENT_MARKER, gen_ai_events
 from genai.view import GenAIView, reading_plan
 from proto_json import fastpath
 from storage.span_rows import FAST_ROWS, SpanRow, rows_of_json
@@ -49,7 +50,6 @@ _MARKED = re.compile(
     )
     + ")"
 )
-_EVENT_MARKER = '"name":"gen_ai.'
 _FIRST_FIELDS = 20  # SpanRow's fields before the GenAI ones
 _COST = SpanRow._fields.index("cost_usd")  # then cost_source, the last
 
@@ -59,7 +59,7 @@ def described(kind: str, attributes: str, events: str) -> bool:
     (their stored JSON texts): a cheap test, no parsing."""
     if kind in conventions.NATIVE_TYPES:
         return True
-    return _MARKED.search(attributes) is not None or _EVENT_MARKER in events
+    return _MARKED.search(attributes) is not None or EVENT_MARKER in events
 
 
 def facts(view: GenAIView, pricer: Pricer) -> tuple[object, ...]:
@@ -86,8 +86,7 @@ def stored_view(name: str, kind: str, attributes: str, events: str) -> GenAIView
     """The view of a span as stored (its name, SDK kind, attributes' and events'
     texts), without its messages: the store keeps none of them (the pages read them
     from the attributes)."""
-    read = (lambda: orjson.loads(events)) if _EVENT_MARKER in events else None
-    return view_of(orjson.loads(attributes), read, name, kind, messages=False)
+    return view_of(orjson.loads(attributes), gen_ai_events(events), name, kind, messages=False)
 
 
 def with_view(row: SpanRow, pricer: Pricer) -> SpanRow:

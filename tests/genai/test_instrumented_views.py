@@ -20,6 +20,7 @@ from storage.trace_list import TraceFilter, TraceSummaries
 from tests.genai import emit, fake_openai
 from tests.genai.emit import LIBRARIES
 from tests.genai.instrumented import SCENARIOS, Instrumented, every_pair
+from tests.genai.test_said import read_alike
 from tests.storage.test_rows_genai import same_rows
 
 EVENT_MODES = ("otel-v2-events", "openllmetry-events")  # content goes to log records
@@ -143,13 +144,6 @@ def test_the_real_instrumentations_spans(instrumented: Instrumented, library: st
                 assert built[1] == [], (library, scenario)
 
 
-def _said_alike(attributes: str, span_type: str) -> tuple[str, str] | None:
-    fast = said._FAST.said(attributes, span_type in ("llm", "embedding")) if said._FAST else None
-    if fast is not None:
-        assert fast == said.read_text_and_previews(span_type, attributes, "[]")
-    return fast
-
-
 @pytest.mark.skipif(said._FAST is None, reason="genai._said is not built")
 def test_the_text_index_reads_them_alike_in_c(instrumented: Instrumented) -> None:
     """What the text index reads of each span (genai/said.py): the C reading agrees with
@@ -160,6 +154,6 @@ def test_the_text_index_reads_them_alike_in_c(instrumented: Instrumented) -> Non
         for span in instrumented.spans(library, scenario):
             view = view_of(span.get("attributes"), span.get("events"), span["name"])
             attributes = orjson.dumps(span.get("attributes") or []).decode()
-            if view is not None and _said_alike(attributes, view.type) is not None:
+            if view is not None and read_alike(attributes, view.type) is not None:
                 read.add((library, scenario))
     assert {("otel-v2-attributes", "chat"), ("otel-v2-attributes", "chat-stream")} <= read

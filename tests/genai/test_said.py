@@ -129,7 +129,7 @@ def _stored(pairs: list[tuple[str, Any]]) -> str:
     ).decode()
 
 
-def _agree(attributes: str, span_type: str) -> tuple[str, str] | None:
+def read_alike(attributes: str, span_type: str) -> tuple[str, str] | None:
     """The C reading, which must be the reference's when it gives one."""
     fast = FAST.said(attributes, span_type in ("llm", "embedding"))
     if fast is not None:
@@ -148,7 +148,7 @@ def test_the_c_reading_is_the_views_or_declines(
     inputs: str | None, outputs: str | None, others: list[tuple[str, Any]], span_type: str
 ) -> None:
     pairs = [("gen_ai.input.messages", inputs), ("gen_ai.output.messages", outputs), *others]
-    _agree(_stored([(key, value) for key, value in pairs if value is not None]), span_type)
+    read_alike(_stored([(key, value) for key, value in pairs if value is not None]), span_type)
 
 
 _CLIENTS_MESSAGE = st.one_of(
@@ -166,7 +166,7 @@ def test_messages_as_clients_write_them_are_read_in_c(
     inputs: str, outputs: str, span_type: str
 ) -> None:
     stored = _stored([("gen_ai.input.messages", inputs), ("gen_ai.output.messages", outputs)])
-    assert _agree(stored, span_type) is not None
+    assert read_alike(stored, span_type) is not None
 
 
 def test_it_reads_what_clients_write() -> None:
@@ -184,7 +184,7 @@ def test_it_reads_what_clients_write() -> None:
         stored = _stored(
             [("gen_ai.input.messages", write(messages)), ("gen_ai.output.messages", write(answer))]
         )
-        text, previews = _agree(stored, "llm") or ("", "")
+        text, previews = read_alike(stored, "llm") or ("", "")
         assert text.startswith("Be brief. 😀 / é\n" + "é" * MAX_CONTENT + "…\n42\nplain")
         assert orjson.loads(previews) == ["é" * 500, 'ok\n"done"']
 
@@ -224,4 +224,4 @@ def test_the_benchmarks_model_calls_are_read() -> None:
     """bench_worker --genai's spans, as the worker stores them: every one read in C."""
     body = proto_json.convert_spans(native_spans_body(40, genai="gen_ai")).payload
     rows, _ = rows_with_views(body, "p", 1, Pricer())
-    assert rows and all(_agree(row.attributes, row.llm_type or "") for row in rows)
+    assert rows and all(read_alike(row.attributes, row.llm_type or "") for row in rows)
