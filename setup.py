@@ -34,8 +34,8 @@ setup(
             extra_compile_args=["-O2"],
         ),
         Extension(
-            "genai._said",
-            ["genai/_said.c"],
+            "storage._llm_text",
+            ["storage/_llm_text.c"],
             depends=["proto_json/_jsonbuf.h", "proto_json/_jsonscan.h"],
             optional=True,
             extra_compile_args=["-O2"],

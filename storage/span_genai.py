@@ -19,9 +19,9 @@ import orjson
 
 from genai import conventions, view_of
 from genai.prices import Pricer
-from genai.said import EVENT_MARKER, gen_ai_events
 from genai.view import GenAIView, reading_plan
 from proto_json import fastpath
+from storage.llm_text import EVENT_MARKER, gen_ai_events
 from storage.span_rows import FAST_ROWS, SpanRow, rows_of_json
 from storage.trace_index import Pairs, text_hash
 

@@ -28,8 +28,8 @@ import logging
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from genai.said import MAX_TEXT, text_and_previews
 from storage.database import Transaction, arrays
+from storage.llm_text import MAX_TEXT, text_and_previews
 from storage.span_rows import SpanRow
 from storage.text_words import joined, tsvector_of
 

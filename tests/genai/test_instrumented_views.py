@@ -9,9 +9,10 @@ import orjson
 import pytest
 
 import proto_json
-from genai import GenAIView, said, view_of
+from genai import GenAIView, view_of
 from genai.prices import Pricer
 from genai.view import message_view
+from storage import llm_text
 from storage.database import Database
 from storage.span_genai import with_views
 from storage.span_rows import FAST_ROWS, rows_of
@@ -20,7 +21,7 @@ from storage.trace_list import TraceFilter, TraceSummaries
 from tests.genai import emit, fake_openai
 from tests.genai.emit import LIBRARIES
 from tests.genai.instrumented import SCENARIOS, Instrumented, every_pair
-from tests.genai.test_said import read_alike
+from tests.storage.test_llm_text import read_alike
 from tests.storage.test_rows_genai import same_rows
 
 EVENT_MODES = ("otel-v2-events", "openllmetry-events")  # content goes to log records
@@ -144,9 +145,9 @@ def test_the_real_instrumentations_spans(instrumented: Instrumented, library: st
                 assert built[1] == [], (library, scenario)
 
 
-@pytest.mark.skipif(said._FAST is None, reason="genai._said is not built")
+@pytest.mark.skipif(llm_text._FAST is None, reason="storage._llm_text is not built")
 def test_the_text_index_reads_them_alike_in_c(instrumented: Instrumented) -> None:
-    """What the text index reads of each span (genai/said.py): the C reading agrees with
+    """What the text index reads of each span (storage/llm_text.py): the C reading agrees with
     the view's, and reads those of the OTel instrumentation's span-only mode (its
     messages as attributes)."""
     read = set()

@@ -4,7 +4,7 @@ The worker reads them for every model call it stores (storage/trace_texts.py): t
 contents of the span's input and output messages, one a line, which it keeps the words
 of; and the GenAI view's input and output previews, which the trace list shows. Read
 through the view (`message_view`) here, which is the reference; the C extension
-(genai/_said.c), where it was built, reads the OpenTelemetry GenAI convention's
+(storage/_llm_text.c), where it was built, reads the OpenTelemetry GenAI convention's
 messages straight from the attributes' JSON text, and declines (None) any span it does
 not read exactly as this does.
 """
@@ -67,7 +67,8 @@ def text_and_previews(span_type: str, attributes: str, events: str) -> tuple[str
     when none has any), cut to MAX_TEXT characters; and its view's previews as the JSON
     text `[input, output]`."""
     if _FAST is not None:
-        given: tuple[str, str] | None = _FAST.said(attributes, span_type in MODEL_TYPES)
+        model = span_type in MODEL_TYPES
+        given: tuple[str, str] | None = _FAST.text_and_previews(attributes, model)
         if given is not None:
             return given
     return read_text_and_previews(span_type, attributes, events)
@@ -88,7 +89,7 @@ def read_text_and_previews(span_type: str, attributes: str, events: str) -> tupl
 def _fast() -> ModuleType | None:
     """The C extension with its reading plan set, where it was built and is on: it reads
     the first messages attribute of each side, of the OTel shape."""
-    module = fastpath.extension("genai._said")
+    module = fastpath.extension("storage._llm_text")
     if module is None:
         return None
     (input_key, input_shape), (output_key, output_shape) = c.INPUT_MESSAGES[0], c.OUTPUT_MESSAGES[0]

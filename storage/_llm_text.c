@@ -1,5 +1,5 @@
-/* genai._said: what a model call's OpenTelemetry GenAI messages give the text index,
- * read from the span's stored attributes (genai/said.py).
+/* storage._llm_text: what a model call's OpenTelemetry GenAI messages give the text
+ * index, read from the span's stored attributes (storage/llm_text.py).
  *
  * The worker keeps the words of every model call it stores, and its previews
  * (storage/trace_texts.py). Read through the GenAI view in Python (genai.view's
@@ -12,11 +12,12 @@
  * What it buys end to end, its command and figures: docs/benchmarks.md, "What each C
  * extension buys".
  *
- * genai/said.py's Python reading is the reference. A span this does not read as it
+ * storage/llm_text.py's Python reading is the reference. A span this does not read as it
  * does is declined (None), and Python reads it: another convention's message attributes
  * beside these, a value that is no JSON text, content that is no text, a tool call in a
  * message that is previewed, member names written with escapes, repeated members, JSON
- * that orjson might read otherwise. tests/genai/test_said.py checks both readings agree.
+ * that orjson might read otherwise. tests/storage/test_llm_text.py checks both readings
+ * agree.
  */
 #include "../proto_json/_jsonscan.h"
 
@@ -28,7 +29,7 @@ static PyObject *plan_owner; /* the plan's tuple: keeps every text below alive *
 static Name input_key, output_key, others[MAX_NAMES], prefixes[MAX_NAMES];
 static int nothers, nprefixes;
 static Py_ssize_t max_messages, max_content, preview_chars, max_text;
-/* `"key":"<name>"` of the two names: what genai/said.py's `says` looks for first, so
+/* `"key":"<name>"` of the two names: what storage/llm_text.py's `says` looks for first, so
  * that a span it would not read (a key written otherwise) is not read here either. */
 #define MAX_NEEDLE 256
 static char input_needle[MAX_NEEDLE], output_needle[MAX_NEEDLE];
@@ -308,7 +309,7 @@ static PyObject *text_of(const Buf *contents, const Messages *sides) {
 }
 
 /* The text and previews, or BAIL. */
-static int said(const char *attributes, Py_ssize_t size, int model, PyObject **answer) {
+static int read_text(const char *attributes, Py_ssize_t size, int model, PyObject **answer) {
     Scan s = {0};
     Buf contents = {0}, previews = {0};
     Message *items = PyMem_Malloc(sizeof(Message) * 2 * (size_t)max_messages);
@@ -346,15 +347,15 @@ static int said(const char *attributes, Py_ssize_t size, int model, PyObject **a
     return status;
 }
 
-static PyObject *py_said(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+static PyObject *text_and_previews(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     const char *attributes;
     Py_ssize_t size;
     if (nargs != 2 || !PyUnicode_Check(args[0])) {
-        PyErr_SetString(PyExc_TypeError, "said(attributes: str, model: bool)");
+        PyErr_SetString(PyExc_TypeError, "text_and_previews(attributes: str, model: bool)");
         return NULL;
     }
     if (plan_owner == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "said: no plan set");
+        PyErr_SetString(PyExc_RuntimeError, "text_and_previews: no plan set");
         return NULL;
     }
     int model = PyObject_IsTrue(args[1]);
@@ -368,7 +369,7 @@ static PyObject *py_said(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         memmem(attributes, (size_t)size, output_needle, output_needle_len) == NULL)
         Py_RETURN_NONE;
     PyObject *answer = NULL;
-    int status = said(attributes, size, model, &answer);
+    int status = read_text(attributes, size, model, &answer);
     if (status == FAIL) return NULL;
     if (status != OK) Py_RETURN_NONE;
     return answer;
@@ -437,16 +438,17 @@ static PyObject *py_set_plan(PyObject *self, PyObject *plan) {
 }
 
 static PyMethodDef methods[] = {
-    {"said", (PyCFunction)(void (*)(void))py_said, METH_FASTCALL,
-     "said(attributes, model): (text, previews) of a span's OTel GenAI messages, or None"},
+    {"text_and_previews", (PyCFunction)(void (*)(void))text_and_previews, METH_FASTCALL,
+     "text_and_previews(attributes, model): (text, previews) of a span's OTel GenAI "
+     "messages, or None"},
     {"set_plan", py_set_plan, METH_O,
      "set_plan((input key, output key, other keys, prefixes, max messages, max content, "
-     "preview characters, max text)): the names and bounds said reads by"},
+     "preview characters, max text)): the names and bounds text_and_previews reads by"},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "genai._said", NULL, 0, methods, NULL, NULL, NULL, NULL,
+    PyModuleDef_HEAD_INIT, "storage._llm_text", NULL, 0, methods, NULL, NULL, NULL, NULL,
 };
 
-PyMODINIT_FUNC PyInit__said(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__llm_text(void) { return PyModule_Create(&module); }

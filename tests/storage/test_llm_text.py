@@ -1,5 +1,5 @@
 """What a span's messages give the text index: the C reading of the OTel GenAI
-messages (genai/_said.c) against the reading through the view (genai/said.py), which
+messages (storage/_llm_text.c) against the reading through the view (storage/llm_text.py), which
 is the reference: the same text and previews, or declined."""
 
 from __future__ import annotations
@@ -14,14 +14,14 @@ from hypothesis import strategies as st
 
 import proto_json
 from benchmarks.payloads import native_spans_body
-from genai import said
 from genai.messages import MAX_CONTENT
 from genai.prices import Pricer
+from storage import llm_text
 from storage.span_genai import rows_with_views
 from tests.fuzz import FUZZ
 
-FAST = said._FAST
-pytestmark = pytest.mark.skipif(FAST is None, reason="genai._said is not built")
+FAST = llm_text._FAST
+pytestmark = pytest.mark.skipif(FAST is None, reason="storage._llm_text is not built")
 
 #: Texts that test the reading's edges: escapes, every width of UTF-8, a surrogate pair,
 #: a bound's characters and more (MAX_CONTENT), controls, what looks like JSON.
@@ -131,9 +131,9 @@ def _stored(pairs: list[tuple[str, Any]]) -> str:
 
 def read_alike(attributes: str, span_type: str) -> tuple[str, str] | None:
     """The C reading, which must be the reference's when it gives one."""
-    fast = FAST.said(attributes, span_type in ("llm", "embedding"))
+    fast = FAST.text_and_previews(attributes, span_type in ("llm", "embedding"))
     if fast is not None:
-        assert fast == said.read_text_and_previews(span_type, attributes, "[]")
+        assert fast == llm_text.read_text_and_previews(span_type, attributes, "[]")
     return fast
 
 
@@ -207,7 +207,7 @@ def test_what_it_declines(pairs: list[tuple[str, str]]) -> None:
     """Another convention beside the messages, a repeated member or attribute, content
     that is no text, JSON orjson refuses, a previewed message of tool calls alone: the
     reference reads them."""
-    assert FAST.said(_stored(pairs), True) is None
+    assert FAST.text_and_previews(_stored(pairs), True) is None
 
 
 def test_a_key_written_otherwise_is_not_read() -> None:
@@ -215,9 +215,10 @@ def test_a_key_written_otherwise_is_not_read() -> None:
     them): the reference's first test does not find it, and neither does the C."""
     answer = '"[{\\"content\\":\\"hi\\"}]"'
     stored = '[{"key" : "gen_ai.output.messages","value":{"stringValue":' + answer + "}}]"
-    assert said.read_text_and_previews("llm", stored, "[]") is None
-    assert FAST.said(stored, True) is None
-    assert FAST.said(stored.replace('"key" : ', '"key":'), True) == ("hi", '[null,"hi"]')
+    assert llm_text.read_text_and_previews("llm", stored, "[]") is None
+    assert FAST.text_and_previews(stored, True) is None
+    written_so = stored.replace('"key" : ', '"key":')
+    assert FAST.text_and_previews(written_so, True) == ("hi", '[null,"hi"]')
 
 
 def test_the_benchmarks_model_calls_are_read() -> None:

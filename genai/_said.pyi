@@ -1,6 +1,0 @@
-"""Types of genai/_said.c."""
-
-from typing import Any
-
-def said(attributes: str, model: bool, /) -> tuple[str, str] | None: ...
-def set_plan(plan: tuple[Any, ...], /) -> None: ...

@@ -1,0 +1,6 @@
+"""Types of storage/_llm_text.c."""
+
+from typing import Any
+
+def text_and_previews(attributes: str, model: bool, /) -> tuple[str, str] | None: ...
+def set_plan(plan: tuple[Any, ...], /) -> None: ...
