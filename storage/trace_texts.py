@@ -43,9 +43,11 @@ Document = tuple[str, str, str, str]
 
 def texts_of(rows: Iterable[SpanRow]) -> tuple[list[Previews], list[Document]]:
     """The previews of each span row that has messages, and the documents of their
-    texts: one a trace and start day (more when its texts pass MAX_TEXT)."""
+    texts: one a trace and start day (more when its texts pass MAX_TEXT), of what each
+    text adds to the day's earlier ones (`_added`)."""
     previews: list[Previews] = []
     texts: dict[tuple[str, str, str], list[str]] = {}
+    added: dict[tuple[str, str, str], list[str]] = {}
     for row in rows:
         if row.llm_type is None:
             continue
@@ -58,14 +60,40 @@ def texts_of(rows: Iterable[SpanRow]) -> tuple[list[Previews], list[Document]]:
             continue
         text, shown = given
         previews.append((row.project_id, row.trace_id, row.span_id, row.start_day, shown))
-        texts.setdefault((row.project_id, row.trace_id, row.start_day), []).append(text)
+        day = (row.project_id, row.trace_id, row.start_day)
+        earlier = texts.setdefault(day, [])
+        part = _added(text, earlier)
+        earlier.append(text)
+        if part:
+            added.setdefault(day, []).append(part)
     documents = [
         (project, trace, day, words)
-        for (project, trace, day), of_day in texts.items()
+        for (project, trace, day), of_day in added.items()
         for document in _bounded(of_day)
         if (words := joined(document))
     ]
     return previews, documents
+
+
+#: How many of a trace's day's latest texts a text is compared with (the model calls
+#: of an agent's turn, and the tools' texts between them).
+_LOOK_BACK = 8
+
+
+def _added(text: str, earlier: list[str]) -> str:
+    """What a text adds to the words of its trace's day's latest `earlier` texts: the
+    part after the longest of them it begins with, where a line ends (a word cannot run
+    on past it); none when it is one of them; else the whole text. A model call's input
+    holds the conversation so far, so its text begins with an earlier call's: its words
+    are read once, not once a call (the words of N calls cost O(N), not O(N**2))."""
+    longest = 0
+    for before in earlier[-_LOOK_BACK:]:
+        if before == text:
+            return ""
+        length = len(before)
+        if longest < length < len(text) and text[length] == "\n" and text.startswith(before):
+            longest = length
+    return text[longest:]
 
 
 def _bounded(texts: list[str]) -> Iterator[str]:

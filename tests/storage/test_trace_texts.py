@@ -59,3 +59,72 @@ def test_a_documents_texts_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     assert all(len(body) <= 40 for *_, body in documents)
     every = {word for *_, body in documents for word in body.split()}
     assert every == {w for n in range(6) for w in joined(f"question{n} answer{n}").split()}
+
+
+def _conversation(trace: str, turns: list[tuple[str, str]]) -> list[SpanRow]:
+    """A model call a turn, each input holding the conversation so far."""
+
+    def messages(pairs: list[tuple[str, str]]) -> str:
+        return orjson.dumps(
+            [{"role": role, "parts": [{"type": "text", "content": text}]} for role, text in pairs]
+        ).decode()
+
+    rows = []
+    so_far: list[tuple[str, str]] = [("system", "Be brief.")]
+    for n, (question, answer) in enumerate(turns):
+        so_far.append(("user", question))
+        attributes = [
+            {"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}},
+            {"key": "gen_ai.input.messages", "value": {"stringValue": messages(so_far)}},
+            {
+                "key": "gen_ai.output.messages",
+                "value": {"stringValue": messages([("assistant", answer)])},
+            },
+        ]
+        rows.append(
+            span_row(trace=trace, span=str(n), content=str(n))._replace(
+                attributes=orjson.dumps(attributes).decode(), llm_type="llm"
+            )
+        )
+        so_far.append(("assistant", answer))
+    return rows
+
+
+def test_a_conversations_words_are_read_once_a_turn() -> None:
+    """Each call of a conversation begins with the text of the call before: its
+    document holds what each call adds, and every word of every call."""
+    turns = [(f"question{n} about order{n}", f"answer{n}") for n in range(30)]
+    rows = _conversation("a", turns)
+    _, documents = trace_texts.texts_of(rows)
+    texts = [trace_texts.text_and_previews("llm", r.attributes, r.events) for r in rows]
+    every = {word for given in texts if given for word in joined(given[0]).split()}
+    assert {word for *_, body in documents for word in body.split()} == every
+    read = sum(len(given[0]) for given in texts if given)
+    added = len(texts[-1][0]) if texts[-1] else 0
+    assert read > 10 * added  # the calls' texts repeat one another
+    assert sum(len(part) for part in _parts(texts)) == added
+
+
+def _parts(texts: list[tuple[str, str] | None]) -> list[str]:
+    earlier: list[str] = []
+    parts = []
+    for given in texts:
+        assert given is not None
+        parts.append(trace_texts._added(given[0], earlier))
+        earlier.append(given[0])
+    return parts
+
+
+@pytest.mark.parametrize(
+    ("earlier", "text", "added"),
+    [
+        (["Where is order"], "Where is order42", "Where is order42"),  # a word runs on
+        (["Where is order"], "Where is order\n42", "\n42"),
+        (["a\nb", "a"], "a\nb\nc", "\nc"),  # the longest it begins with
+        (["a\nb\nc", "x"] + ["y"] * 8, "a\nb\nc\nd", "a\nb\nc\nd"),  # too long ago
+        (["a\nb"], "a\nb", ""),
+        (["x"], "a\nb", "a\nb"),
+    ],
+)
+def test_what_a_text_adds(earlier: list[str], text: str, added: str) -> None:
+    assert trace_texts._added(text, earlier) == added
