@@ -166,8 +166,9 @@ STORED_ROWS = (
     "'[]', '{}', '{}', '{}', content_hash, received_ms, llm_type FROM spans "
     "WHERE project_id = ? AND trace_id = ?"
 )
-#: Those of a day that the GenAI view described.
-_STORED = STORED_ROWS + " AND start_day = ? AND llm_type IS NOT NULL"
+#: Those of a day that the GenAI view described, in the order they started (a call's
+#: text then follows the earlier calls' it begins with: `_added`).
+_STORED = STORED_ROWS + " AND start_day = ? AND llm_type IS NOT NULL ORDER BY start_ns"
 _DAY = "project_id = ? AND trace_id = ? AND start_day = ?"
 
 

@@ -6,7 +6,9 @@ import orjson
 import pytest
 
 from storage import trace_texts
+from storage.database import Database
 from storage.span_rows import SpanRow
+from storage.spans import SpanStore
 from storage.text_words import joined
 from tests.storage.rows import span_row
 
@@ -128,3 +130,26 @@ def _parts(texts: list[tuple[str, str] | None]) -> list[str]:
 )
 def test_what_a_text_adds(earlier: list[str], text: str, added: str) -> None:
     assert trace_texts._added(text, earlier) == added
+
+
+def test_a_conversation_made_anew_reads_each_call_once(
+    database: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A trace's day made anew from its stored rows (after a replaced span) reads its
+    calls in the order they started, so that each adds only what it says anew; its
+    words are found as before."""
+    rows = _conversation("a", [(f"question{n}", f"answer{n}") for n in range(5)])
+    rows = [  # ids in the reverse of the calls' order: the store's key order
+        row._replace(span_id=f"{9 - n:016x}", start_ns=row.start_ns + n)
+        for n, row in enumerate(rows)
+    ]
+    SpanStore(database).upsert(list(reversed(rows)), 10**12)
+    read: list[str] = []
+    monkeypatch.setattr(trace_texts, "joined", lambda text: read.append(text) or joined(text))
+    with database.transaction() as tx:
+        trace_texts.rebuild(tx, [("p", "a", rows[0].start_day)])
+        bodies = [body for (body,) in tx.query("SELECT body FROM trace_texts")]
+    said = [trace_texts.text_and_previews("llm", row.attributes, row.events) for row in rows]
+    last = said[-1][0] if said[-1] else ""
+    assert sum(map(len, read)) <= len(last) + len(rows)  # and a line between parts
+    assert bodies == [joined(last)]
