@@ -46,7 +46,8 @@ def texts_of(rows: Iterable[SpanRow]) -> tuple[list[Previews], list[Document]]:
     texts: one a trace and start day (more when its texts pass MAX_TEXT), of what each
     text adds to the day's earlier ones (`_added`)."""
     previews: list[Previews] = []
-    texts: dict[tuple[str, str, str], list[str]] = {}
+    #: each trace's day: its latest texts (_LOOK_BACK), and what each text added
+    latest: dict[tuple[str, str, str], list[str]] = {}
     added: dict[tuple[str, str, str], list[str]] = {}
     for row in rows:
         if row.llm_type is None:
@@ -61,9 +62,11 @@ def texts_of(rows: Iterable[SpanRow]) -> tuple[list[Previews], list[Document]]:
         text, shown = given
         previews.append((row.project_id, row.trace_id, row.span_id, row.start_day, shown))
         day = (row.project_id, row.trace_id, row.start_day)
-        earlier = texts.setdefault(day, [])
+        earlier = latest.setdefault(day, [])
         part = _added(text, earlier)
         earlier.append(text)
+        if len(earlier) > _LOOK_BACK:
+            del earlier[0]
         if part:
             added.setdefault(day, []).append(part)
     documents = [
@@ -87,7 +90,7 @@ def _added(text: str, earlier: list[str]) -> str:
     holds the conversation so far, so its text begins with an earlier call's: its words
     are read once, not once a call (the words of N calls cost O(N), not O(N**2))."""
     longest = 0
-    for before in earlier[-_LOOK_BACK:]:
+    for before in earlier:
         if before == text:
             return ""
         length = len(before)

@@ -123,7 +123,6 @@ def _parts(texts: list[tuple[str, str] | None]) -> list[str]:
         (["Where is order"], "Where is order42", "Where is order42"),  # a word runs on
         (["Where is order"], "Where is order\n42", "\n42"),
         (["a\nb", "a"], "a\nb\nc", "\nc"),  # the longest it begins with
-        (["a\nb\nc", "x"] + ["y"] * 8, "a\nb\nc\nd", "a\nb\nc\nd"),  # too long ago
         (["a\nb"], "a\nb", ""),
         (["x"], "a\nb", "a\nb"),
     ],
@@ -153,3 +152,19 @@ def test_a_conversation_made_anew_reads_each_call_once(
     last = said[-1][0] if said[-1] else ""
     assert sum(map(len, read)) <= len(last) + len(rows)  # and a line between parts
     assert bodies == [joined(last)]
+
+
+def test_a_text_is_compared_with_its_days_latest_texts_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A call whose text begins with one read more than _LOOK_BACK texts before is read
+    whole (each text is compared with a few, not with every earlier one)."""
+    first, later = _conversation("a", [("question0", "answer0"), ("question1", "answer1")])
+    fillers = [_call("a", f"f{n}", f"filler{n}", "x") for n in range(trace_texts._LOOK_BACK)]
+    read: list[str] = []
+    monkeypatch.setattr(trace_texts, "joined", lambda text: read.append(text) or joined(text))
+    trace_texts.texts_of([first, *fillers, later])
+    assert "".join(read).count("Be brief.") == 2
+    read.clear()
+    trace_texts.texts_of([first, *fillers[1:], later])
+    assert "".join(read).count("Be brief.") == 1
