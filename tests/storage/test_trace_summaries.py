@@ -187,14 +187,18 @@ def test_a_listed_traces_input_and_output_spans_are_sought_by_their_key(tmp_path
     """The spans that give listed traces' input and output, and their texts' previews,
     are read through the tables' whole keys, in one query (SQLite seeks a row-value IN
     list by the project alone)."""
-    from storage.trace_list import _SPAN, _STORED_PREVIEWS, span_query
+    from storage.trace_list import _PREVIEWS, _SPAN, _STORED_PREVIEWS, span_query
 
     db = Database(f"sqlite:///{tmp_path / 'spans.db'}")
     try:
         migrate(db)
         whole_key = "(project_id=? AND trace_id=? AND span_id=? AND start_day=?)"
         keys = [("t1", "s1", "d1"), ("t2", "s2", "d2")]
-        for select, tables in ((_SPAN, ("spans",)), (_STORED_PREVIEWS, ("spans", "x"))):
+        for select, tables in (
+            (_SPAN, ("spans",)),
+            (_STORED_PREVIEWS, ("spans", "x")),
+            (_PREVIEWS, ("x",)),
+        ):
             sql, params = span_query("p", keys, False, select)
             with db.transaction() as tx:
                 plan = [row[-1] for row in tx.query(f"EXPLAIN QUERY PLAN {sql}", params)]
