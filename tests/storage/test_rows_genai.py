@@ -33,6 +33,8 @@ TEXTS = st.one_of(
     st.sampled_from([*conventions.NATIVE_TYPES, "chat", "CHAT", "Agent", "TOOL", "embeddings"]),
     st.text(max_size=12),
     st.text(min_size=1020, max_size=1030, alphabet="ab\u00e9"),
+    # past the texts whose hashes are kept, with every escape the body may hold
+    st.text(min_size=250, max_size=300, alphabet='a"\\\n\t\x01\x1f\u00e9\u898b/'),
 )
 DIGITS = st.one_of(
     st.integers(min_value=0, max_value=10**20).map(str),
