@@ -31,6 +31,8 @@ from pathlib import Path
 import orjson
 
 from benchmarks.timing import paired_ratio
+from genai.prices import Pricer
+from spangate.cli_support import upgrade_stored_spans
 from storage.database import Database
 from storage.schema import migrate
 from storage.span_rows import SpanRow, utc_day
@@ -118,8 +120,11 @@ def _trace_rows(n: int) -> list[SpanRow]:
 
 
 def fill(db: Database, spans: int) -> None:
-    """`spans` spans through the span store, in batches of 5,000."""
+    """`spans` spans through the span store, in batches of 5,000, into a store made as
+    a worker starts on it (migrated, and its upgrade walks recorded: none has anything
+    to do on an empty store)."""
     migrate(db)
+    upgrade_stored_spans(db, Pricer())
     store = SpanStore(db)
     batch: list[SpanRow] = []
     for n in range(spans // SPANS):
