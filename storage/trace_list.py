@@ -171,7 +171,9 @@ def previews(tx: Transaction, project_id: str, keys: list[tuple[str, str, str]])
     found: Previews = {}
     if trace_walk.recorded(tx, find_upgrade.PREVIEWED):  # span_texts has them all
         for trace_id, span_id, day, stored in _spans(tx, project_id, keys, _PREVIEWS):
-            found[(trace_id, span_id, day)] = tuple(orjson.loads(stored))
+            if stored is not None:
+                first, last = orjson.loads(stored)
+                found[(trace_id, span_id, day)] = (first, last)
         return found
     unread = []
     for trace_id, span_id, day, llm_type, stored in _spans(tx, project_id, keys, _STORED_PREVIEWS):

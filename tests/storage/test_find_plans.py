@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from storage import trace_list
 from storage.database import Database
 from storage.index_filters import index_queries
 from storage.retention import make_partitions
@@ -148,6 +149,14 @@ def _reads(postgres: bool) -> Iterator[tuple[str, str, list[Any]]]:
     ):
         for cursor in (None, SessionCursor(10**12, "s5")):
             yield f"sessions {name} after {cursor}", *sessions_query("p1", filters, 51, cursor)
+    yield from _listed_reads(postgres)
+
+
+def _listed_reads(postgres: bool) -> Iterator[tuple[str, str, list[Any]]]:
+    """A page's listed traces' spans and previews, by their keys."""
+    keys = [(f"{n:032x}", f"{n:016x}", "1970-01-01") for n in range(1, 4)]
+    for select in (trace_list._SPAN, trace_list._STORED_PREVIEWS, trace_list._PREVIEWS):
+        yield f"listed spans {select}", *trace_list.span_query("p1", keys, postgres, select)
 
 
 def _sqlite_scans(db: Database, sql: str, params: list[Any]) -> list[str]:
