@@ -119,13 +119,7 @@ def summaries_of(
     for row in rows:
         trace_id, root = row[0], row[22]
         first, last = _end_spans(row[9], row[20], row[21], root)
-        spans.append(
-            (
-                None if first is None else (trace_id, *summary_genai.span_of(first)),
-                None if last is None else (trace_id, *summary_genai.span_of(last)),
-                None if root is None else (trace_id, *summary_genai.span_of(root)),
-            )
-        )
+        spans.append((_span(trace_id, first), _span(trace_id, last), _span(trace_id, root)))
     found = previews(tx, project_id, sorted({span for of_row in spans for span in of_row if span}))
 
     def end(span: _Span, root: _Span, at: int) -> str | None:
@@ -144,13 +138,19 @@ def summaries_of(
 _Span = tuple[str, str, str] | None
 
 
+def _span(trace_id: str, key: str | None) -> _Span:
+    """The span a summary's `key` (storage/summary_genai.py) names, or None."""
+    return None if key is None else (trace_id, *summary_genai.span_of(key))
+
+
 _SPAN = "SELECT spans.trace_id, spans.span_id, spans.start_day, name, kind, attributes, events"
 #: The span's GenAI type and its text's previews (NULL: none stored).
 _STORED_PREVIEWS = (
     "SELECT spans.trace_id, spans.span_id, spans.start_day, spans.llm_type, x.previews"
 )
-#: The span's previews alone (every span that has a text has them).
-_PREVIEWS = "SELECT x.trace_id, x.span_id, x.start_day, x.previews"
+#: The span's previews alone, as _STORED_PREVIEWS's rows without the type (once every
+#: span that has a text has them, a span with none has no row).
+_PREVIEWS = "SELECT x.trace_id, x.span_id, x.start_day, NULL, x.previews"
 #: The span's text, if any, through span_texts' key (whose texts collate as "C" on
 #: PostgreSQL: {exact} is that collation there).
 _TEXT_OF_SPAN = "LEFT JOIN span_texts AS x ON " + " AND ".join(
@@ -169,14 +169,11 @@ def previews(tx: Transaction, project_id: str, keys: list[tuple[str, str, str]])
     read from its attributes. A span of no GenAI type, or with no text once every text
     has previews, has none."""
     found: Previews = {}
-    if trace_walk.recorded(tx, find_upgrade.PREVIEWED):  # span_texts has them all
-        for trace_id, span_id, day, stored in _spans(tx, project_id, keys, _PREVIEWS):
-            if stored is not None:
-                first, last = orjson.loads(stored)
-                found[(trace_id, span_id, day)] = (first, last)
-        return found
+    # once span_texts has them all, it is read alone
+    stored_only = trace_walk.recorded(tx, find_upgrade.PREVIEWED)
+    select = _PREVIEWS if stored_only else _STORED_PREVIEWS
     unread = []
-    for trace_id, span_id, day, llm_type, stored in _spans(tx, project_id, keys, _STORED_PREVIEWS):
+    for trace_id, span_id, day, llm_type, stored in _spans(tx, project_id, keys, select):
         key = (trace_id, span_id, day)
         if stored is not None:
             first, last = orjson.loads(stored)
