@@ -75,7 +75,7 @@ def _trace_rows(n: int) -> list[SpanRow]:
         span = f"{s + 1:016x}"
         attributes = dict(common)
         facts: tuple[object, ...] = ()
-        name, parent = ("handle request" if s == 0 else f"step {s}"), None if s == 0 else "1" * 16
+        name, parent = ("handle request" if s == 0 else f"task {s}"), None if s == 0 else "1" * 16
         if s == SPANS - 1:
             name = "chat"
             rare = " zyzzyva" if n % 10_000 == 7 else ""
@@ -151,7 +151,7 @@ def queries() -> Iterator[tuple[str, Callable[[int], TraceFilter], TraceOrder]]:
     for what, filters in (
         ("no filter", TraceFilter()),
         ("q (root name)", TraceFilter(name="handle")),
-        ("name (any span)", TraceFilter(span_name="step 2")),
+        ("name (any span)", TraceFilter(span_name="task 2")),
         ("status=error", TraceFilter(errors_only=True)),
         ("session", TraceFilter(session="session-5")),
         ("user", TraceFilter(user="user-7")),

@@ -43,7 +43,7 @@ def big_run(trace_id: str, count: int, needle_at: int) -> list[dict[str, Any]]:
                 traceId=trace_id,
                 spanId=span_id(at),
                 parentSpanId=None if at == 0 else span_id((at - 1) // FANOUT),
-                name="root" if at == 0 else f"step {at}",
+                name="root" if at == 0 else f"task {at}",
                 status="error" if is_error(at) else "ok",
                 startTime=f"2026-11-22T10:00:{start_ms // 1000:02d}.{start_ms % 1000:03d}Z",
                 endTime="2026-11-22T10:00:10Z" if at == 0 else

@@ -137,7 +137,7 @@ def test_the_details_pane_stays_in_view(browser: Browser, base: str) -> None:
     page = _open(browser, base)
     deep = ORDER[PAGE_ROWS - 5 if COUNT > PAGE_ROWS else -5]
     _row(page, deep).locator(".label a").click()
-    expect(page.locator("#detail h2")).to_have_text(f"step {deep}")
+    expect(page.locator("#detail h2")).to_have_text(f"task {deep}")
     pane = page.locator("#detail").bounding_box()
     row = _row(page, deep).bounding_box()
     assert pane is not None and row is not None
@@ -155,7 +155,7 @@ def test_collapse_to_depth(browser: Browser, base: str) -> None:
     expect(visible).to_have_count(1)
     page.get_by_label("Collapse to depth").select_option("2")
     expect(visible).to_have_count(sum(1 for at in shown if _depth(at) < 2))
-    expect(page.get_by_role("button", name="Expand step 1", exact=True)).to_be_visible()
+    expect(page.get_by_role("button", name="Expand task 1", exact=True)).to_be_visible()
     page.get_by_label("Collapse to depth").select_option("")
     expect(visible).to_have_count(len(shown))
     page.close()
@@ -168,12 +168,12 @@ def test_next_and_previous_error_cross_pages(browser: Browser, base: str) -> Non
     page.get_by_role("button", name="Next error").click()
     first = ERRORS[0]
     expect(_row(page, first)).to_have_class(re.compile("selected"))
-    expect(page.locator("#detail h2")).to_have_text(f"step {first}")
+    expect(page.locator("#detail h2")).to_have_text(f"task {first}")
     page.get_by_role("button", name="Previous error").click()
     last = ERRORS[-1]
     if _page_of(last) > 1:
         expect(page).to_have_url(re.compile(f"page={_page_of(last)}"))
-    expect(page.locator("#detail h2")).to_have_text(f"step {last}")
+    expect(page.locator("#detail h2")).to_have_text(f"task {last}")
     expect(_row(page, last)).to_have_class(re.compile("selected"))
     page.close()
 
@@ -189,7 +189,7 @@ def test_find_in_the_trace_goes_to_an_attribute_match(
     page.get_by_role("button", name="Next match").click()
     if _page_of(NEEDLE_AT) > 1:
         expect(page).to_have_url(re.compile(f"page={_page_of(NEEDLE_AT)}"))
-    expect(page.locator("#detail h2")).to_have_text(f"step {NEEDLE_AT}")
+    expect(page.locator("#detail h2")).to_have_text(f"task {NEEDLE_AT}")
     expect(page.locator("#find-count")).to_have_text("1 of 1")
     page.get_by_label("Find in trace").fill("gpt-4o")
     page.get_by_role("button", name="Next match").click()

@@ -40,7 +40,7 @@ async def test_find_in_a_trace(site: Site) -> None:
     found = orjson.loads(await (await client.get(f"{base}?q={NEEDLE.upper()}")).get_data())
     assert found["total"] == 1 and found["matches"][0]["spanId"] == span_id(150)
     assert found["matches"][0]["page"] == found["matches"][0]["position"] // PAGE_ROWS + 1
-    both = orjson.loads(await (await client.get(f"{base}?q=step+gpt-4o")).get_data())
+    both = orjson.loads(await (await client.get(f"{base}?q=task+gpt-4o")).get_data())
     assert both["total"] == 39
     for bad in ("", "?q=", "?q=" + "x" * 201):
         response = await client.get(base + bad)
