@@ -82,7 +82,8 @@ def upgrade_stored_spans(db: Database, pricer: Pricer) -> None:
     spans stored before the GenAI columns their facts (storage/genai_upgrade.py),
     with its progress on stderr when the store is large enough to take a while; then
     index the traces stored before the find indexes, and give the texts stored before
-    their previews and (PostgreSQL) their words theirs (storage/find_upgrade.py)."""
+    their previews and (PostgreSQL) their words theirs, and the traces stored before
+    their attributes' documents (storage/find_upgrade.py)."""
 
     def progress(done: int, total: int) -> None:
         end = "\n" if done >= total else ""
@@ -98,3 +99,4 @@ def upgrade_stored_spans(db: Database, pricer: Pricer) -> None:
     find_upgrade.upgrade(db)
     find_upgrade.preview(db, progress)
     find_upgrade.reword(db, progress)
+    find_upgrade.facet(db, progress)

@@ -309,3 +309,66 @@ POSTGRES_TRACE_TEXTS = (
     # for a lexeme, and a trace's day may hold more words than a tsvector takes)
     f"DELETE FROM schema_migrations WHERE version = {WORDED}",
 )
+
+#: Schema migration 21: a trace's attributes and span names as documents of tokens
+#: (`trace_facets`, storage/trace_facets.py), where `trace_attributes` and
+#: `trace_span_names` held a row for each; a project's span names with their tokens. A
+#: row noted stale notes its trace and start day only: its trace's documents are made
+#: anew from the rows stored. The documents of the traces stored are made by a walk at
+#: the worker's next start (storage/find_upgrade.py: their tokens are hashes Python
+#: makes).
+_FACETS_COMMON = (
+    "DROP TABLE trace_attributes",
+    "DROP TABLE trace_span_names",
+    "DROP TABLE project_span_names",
+    """CREATE TABLE project_span_names (
+        project_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        token BIGINT NOT NULL,
+        PRIMARY KEY (project_id, name)){keyed}""",
+)
+SQLITE_TRACE_FACETS = (
+    *(statement.replace("{keyed}", " WITHOUT ROWID") for statement in _FACETS_COMMON),
+    """CREATE TABLE trace_facets (
+        id INTEGER PRIMARY KEY,
+        project_id TEXT NOT NULL,
+        trace_id TEXT NOT NULL,
+        body TEXT NOT NULL)""",
+    "CREATE INDEX trace_facets_trace ON trace_facets (project_id, trace_id)",
+    "CREATE VIRTUAL TABLE trace_facet_tokens USING fts5(body, content='trace_facets', "
+    "content_rowid='id', detail=none, columnsize=0, tokenize='ascii')",
+    """CREATE TRIGGER trace_facets_removed AFTER DELETE ON trace_facets BEGIN
+        INSERT INTO trace_facet_tokens (trace_facet_tokens, rowid, body)
+        VALUES ('delete', OLD.id, OLD.body); END""",
+    "DROP TRIGGER spans_removed",
+    """CREATE TABLE trace_index_days (
+        project_id TEXT NOT NULL,
+        trace_id TEXT NOT NULL,
+        start_day TEXT)""",
+    "INSERT INTO trace_index_days SELECT project_id, trace_id, start_day FROM trace_index_stale",
+    "DROP TABLE trace_index_stale",
+    "ALTER TABLE trace_index_days RENAME TO trace_index_stale",
+    f"""CREATE TRIGGER spans_removed AFTER DELETE ON spans BEGIN
+        DELETE FROM span_texts WHERE {_SAME_ROW};
+        INSERT INTO trace_index_stale (project_id, trace_id, start_day)
+        VALUES (OLD.project_id, OLD.trace_id, OLD.start_day); END""",
+)
+POSTGRES_TRACE_FACETS = (
+    *(statement.replace("{keyed}", "") for statement in _FACETS_COMMON),
+    """CREATE TABLE trace_facets (
+        project_id TEXT NOT NULL,
+        trace_id TEXT NOT NULL,
+        id BIGINT GENERATED ALWAYS AS IDENTITY,
+        tokens BIGINT[] NOT NULL,
+        PRIMARY KEY (project_id, trace_id, id))""",
+    "CREATE INDEX trace_facets_tokens ON trace_facets USING GIN (tokens) "
+    "WITH (gin_pending_list_limit = 128)",
+    f"""CREATE OR REPLACE FUNCTION spans_changed() RETURNS trigger LANGUAGE plpgsql AS $body$
+    BEGIN
+        DELETE FROM span_texts WHERE {_SAME_ROW};
+        INSERT INTO trace_index_stale (project_id, trace_id, start_day)
+        VALUES (OLD.project_id, OLD.trace_id, OLD.start_day);
+        RETURN NULL;
+    END $body$""",
+    "ALTER TABLE trace_index_stale DROP COLUMN name, DROP COLUMN attributes",
+)

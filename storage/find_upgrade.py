@@ -1,7 +1,8 @@
 """The find indexes (storage/trace_index.py) for the spans stored before them; the
 previews of the texts stored before texts had them (schema migration 16); and on
 PostgreSQL, the words of the texts stored before the worker split them (migration 18:
-they were PostgreSQL's parser's, storage/text_words.py).
+they were PostgreSQL's parser's, storage/text_words.py); the documents of tokens of the
+traces stored before them (migration 21, storage/trace_facets.py).
 
 Run once each, after the migrations, by the commands that start the worker (storage/
 trace_walk.py): each stored trace's rows give their texts, attribute and name rows (or
@@ -11,7 +12,7 @@ Done again after a stop midway, each adds nothing already there.
 
 from __future__ import annotations
 
-from storage import trace_index, trace_texts, trace_walk
+from storage import trace_facets, trace_index, trace_texts, trace_walk
 from storage.database import Database, Transaction
 from storage.span_rows import SpanRow
 
@@ -22,6 +23,8 @@ PREVIEWED = 1016
 #: The version recorded once every stored text has its words split by
 #: storage/text_words.py (on PostgreSQL; SQLite's full-text index is FTS5's).
 WORDED = 1018
+#: The version recorded once every stored trace has its documents of tokens.
+FACETED = 1021
 
 
 def _stored(tx: Transaction, project_id: str, trace_id: str) -> list[SpanRow]:
@@ -35,13 +38,15 @@ def _index_trace(tx: Transaction, project_id: str, trace_id: str) -> None:
 
 def upgrade(db: Database) -> int:
     """Index every stored trace; the traces gone through (0 when it was done before).
-    The texts it writes have their previews and words: when there were none before it
-    (a text an earlier build wrote is kept as it is), those are recorded done too."""
+    The traces' documents of tokens are made too, recorded done; the texts it writes have
+    their previews and words: when there were none before it (a text an earlier build
+    wrote is kept as it is), those are recorded done too."""
     if not trace_walk.needed(db, UPGRADED):
         return 0
     with db.transaction() as tx:
         texts_before = tx.query_one("SELECT 1 FROM span_texts LIMIT 1") is not None
     done = trace_walk.walk(db, UPGRADED, _index_trace, lock=True)
+    trace_walk.record(db, FACETED)
     if not texts_before:
         trace_walk.record(db, PREVIEWED)
         trace_walk.record(db, WORDED)
@@ -71,3 +76,13 @@ def reword(db: Database, progress: trace_walk.Progress | None = None) -> int:
             trace_walk.record(db, WORDED)
         return 0
     return trace_walk.walk(db, WORDED, _reword_trace, lock=True, progress=progress)
+
+
+def _facet_trace(tx: Transaction, project_id: str, trace_id: str) -> None:
+    trace_facets.rebuild(tx, [(project_id, trace_id)])
+
+
+def facet(db: Database, progress: trace_walk.Progress | None = None) -> int:
+    """Make every stored trace's documents of tokens anew from its spans; the traces
+    gone through (0 when it was done before)."""
+    return trace_walk.walk(db, FACETED, _facet_trace, lock=True, progress=progress)

@@ -11,9 +11,10 @@ import sys
 import threading
 from typing import TYPE_CHECKING, NamedTuple
 
+from storage.attribute_hashes import value_hash
 from storage.storable import key_text
 from storage.text_words import TOKENIZE, split, tsquery
-from storage.trace_index import KEY_ONLY, value_hash
+from storage.trace_facets import hex_token, key_token
 
 if TYPE_CHECKING:
     from storage.trace_query import TraceFilter
@@ -116,34 +117,47 @@ def _text_traces(postgres: bool, word: str) -> IndexFilter:
 
 
 def _fts5_traces(word: str) -> IndexFilter:
-    """SQLite. Driving: the word's rows in FTS5's order, each joined to its text by
-    rowid (a stream: a bounded count stops at its bound, where an `IN` of the matches
-    read every match of a common word first).
-
-    Checking a walked trace: its texts by the project's index, each looked up in the set
-    of the word's NEWEST_TEXTS newest texts (FTS5 reads a doclist backwards, and the set
-    is read once a query); a text older than the set's oldest (its rowid below) is
-    matched by its rowid in FTS5 (a lookup of the whole doclist: 50-200 us on a large
-    store), after a LIKE that rejects most for less (an ASCII word's token is in the text
-    only where the text contains it, in any case: the index keeps diacritics, and
-    SQLite's LIKE folds ASCII only). Exact: the set holds every match at or above its
-    edge (all of them when there are fewer), and below it FTS5 answers."""
-    query = fts5_word(word)
-    newest = "SELECT rowid FROM trace_text_words WHERE trace_text_words MATCH ?"
-    edge = f"COALESCE(({newest} ORDER BY rowid DESC LIMIT 1 OFFSET {NEWEST_TEXTS - 1}), {_LEAST})"
-    prefilter, contains = (
-        ("AND x.body LIKE ? ESCAPE '\\' ", [like(word)]) if word.isascii() else ("", [])
+    """SQLite: the traces whose text holds a word, by `_fts5_documents`; an ASCII word's
+    text older than the newest set is first checked by a LIKE that rejects most for less
+    than FTS5 would (an ASCII word's token is in the text only where the text contains
+    it, in any case: the index keeps diacritics, and SQLite's LIKE folds ASCII only)."""
+    prefilter: tuple[str, list[object]] | None = (
+        ("x.body LIKE ? ESCAPE '\\'", [like(word)]) if word.isascii() else None
     )
+    return _fts5_documents("trace_text_words", "trace_texts", "?", [fts5_word(word)], prefilter)
+
+
+def _fts5_documents(
+    index: str,
+    documents: str,
+    match: str,
+    match_params: list[object],
+    prefilter: tuple[str, list[object]] | None = None,
+) -> IndexFilter:
+    """SQLite, the traces of the documents (`documents` as `x`) that FTS5's `index`
+    matches by the query `match` (SQL, of `match_params`). Driving: the matching rows in
+    FTS5's order, each joined to its document by rowid (a stream: a bounded count stops
+    at its bound, where an `IN` of the matches read every match of a common word first).
+
+    Checking a walked trace: its documents by the project's index, each looked up in the
+    set of the query's NEWEST_TEXTS newest documents (FTS5 reads a doclist backwards,
+    and the set is read once a query); a document older than the set's oldest (its rowid
+    below) is matched by its rowid in FTS5 (a lookup of the whole doclist: 50-200 us on
+    a large store), after the `prefilter` when one is given (SQL of `x`, and its
+    parameters). Exact: the set holds every match at or above its edge (all of them when
+    there are fewer), and below it FTS5 answers."""
+    newest = f"SELECT rowid FROM {index} WHERE {index} MATCH {match}"
+    edge = f"COALESCE(({newest} ORDER BY rowid DESC LIMIT 1 OFFSET {NEWEST_TEXTS - 1}), {_LEAST})"
+    before, before_params = (f"{prefilter[0]} AND ", prefilter[1]) if prefilter else ("", [])
     return IndexFilter(
-        "SELECT x.trace_id FROM trace_text_words CROSS JOIN trace_texts AS x "
-        "ON x.id = trace_text_words.rowid WHERE trace_text_words MATCH ? AND x.project_id = ?1",
-        [query],
-        "EXISTS (SELECT 1 FROM trace_texts AS x WHERE x.project_id = ?1 "
+        f"SELECT x.trace_id FROM {index} CROSS JOIN {documents} AS x "
+        f"ON x.id = {index}.rowid WHERE {index} MATCH {match} AND x.project_id = ?1",
+        match_params,
+        f"EXISTS (SELECT 1 FROM {documents} AS x WHERE x.project_id = ?1 "
         "AND x.trace_id = trace_summaries.trace_id "
-        f"AND (x.id IN ({newest} AND rowid >= {edge}) OR (x.id < {edge} {prefilter}"
-        "AND EXISTS (SELECT 1 FROM trace_text_words WHERE trace_text_words MATCH ? "
-        "AND rowid = x.id))))",
-        [query, query, query, *contains, query],
+        f"AND (x.id IN ({newest} AND rowid >= {edge}) OR (x.id < {edge} AND {before}"
+        f"EXISTS (SELECT 1 FROM {index} WHERE {index} MATCH {match} AND rowid = x.id))))",
+        [*match_params, *match_params, *match_params, *before_params, *match_params],
     )
 
 
@@ -181,38 +195,69 @@ class IndexFilter(NamedTuple):
     counted: bool = False
 
 
-def index_queries(filters: TraceFilter, postgres: bool) -> list[IndexFilter]:
+def index_queries(project_id: str, filters: TraceFilter, postgres: bool) -> list[IndexFilter]:
     """The filters answered by the worker's indexes (storage/trace_index.py): each as a
     query of the traces it lets through, as a condition on a summary's trace (the
     project is `?1` in both), and its parameters."""
     queries: list[IndexFilter] = []
     if filters.span_name:
-        names = (
-            "FROM trace_span_names AS n WHERE n.project_id = ?1 AND n.name IN "
-            "(SELECT p.name FROM project_span_names AS p WHERE p.project_id = ?1 "
-            "AND LOWER(p.name) LIKE ? ESCAPE '\\')"
-        )
-        named: list[object] = [like(key_text(filters.span_name))]  # as the index keeps it
-        queries.append(
-            IndexFilter(
-                f"SELECT n.trace_id {names}",
-                named,
-                f"EXISTS (SELECT 1 {names} AND n.trace_id = trace_summaries.trace_id)",
-                named,
-            )
-        )
+        queries.append(_name_traces(postgres, filters.span_name))
     for key, value in filters.attributes:
-        pairs = "FROM trace_attributes AS a WHERE a.project_id = ?1 AND a.attr_key = ? "
-        pairs += "AND a.value_hash = ?"
-        given: list[object] = [key_text(key), KEY_ONLY if value is None else value_hash(value)]
-        queries.append(
-            IndexFilter(
-                f"SELECT a.trace_id {pairs}",
-                given,
-                f"EXISTS (SELECT 1 {pairs} AND a.trace_id = trace_summaries.trace_id)",
-                given,
-            )
-        )
+        queries.append(_attribute_traces(postgres, project_id, key, value))
     for word in filters.words:
         queries.append(_text_traces(postgres, word))
     return queries
+
+
+def _attribute_traces(postgres: bool, project_id: str, key: str, value: str | None) -> IndexFilter:
+    """The traces with an attribute (of a value: None for any) by their documents of
+    tokens (storage/trace_facets.py). A walked trace's documents are read by the
+    project's index: on SQLite each is checked by its text (it holds the token's 16 hex
+    digits only where it holds the token: every token is 16 of them, apart)."""
+    token = key_token(project_id, key_text(key))
+    if value is not None:
+        token ^= value_hash(value)
+    if postgres:
+        holds = "x.tokens @> ARRAY[?::bigint]"
+        return IndexFilter(
+            f"SELECT x.trace_id FROM trace_facets AS x WHERE x.project_id = ?1 AND {holds}",
+            [token],
+            f"EXISTS (SELECT 1 FROM trace_facets AS x WHERE x.project_id = ?1 "
+            f"AND x.trace_id = trace_summaries.trace_id AND {holds})",
+            [token],
+        )
+    return IndexFilter(
+        "SELECT x.trace_id FROM trace_facet_tokens CROSS JOIN trace_facets AS x "
+        "ON x.id = trace_facet_tokens.rowid WHERE trace_facet_tokens MATCH ? "
+        "AND x.project_id = ?1",
+        [fts5_phrase(hex_token(token))],
+        "EXISTS (SELECT 1 FROM trace_facets AS x WHERE x.project_id = ?1 "
+        "AND x.trace_id = trace_summaries.trace_id AND instr(x.body, ?) > 0)",
+        [hex_token(token)],
+    )
+
+
+def _name_traces(postgres: bool, name: str) -> IndexFilter:
+    """The traces with a span whose name holds `name` in any case: the project's names
+    that hold it (`project_span_names`), as a query of their tokens, matched in the
+    traces' documents of tokens (storage/trace_facets.py)."""
+    names = (
+        "FROM project_span_names AS p WHERE p.project_id = ?1 AND LOWER(p.name) LIKE ? ESCAPE '\\'"
+    )
+    named: list[object] = [like(key_text(name))]  # as the index keeps it
+    if postgres:
+        holds = f"x.tokens && ARRAY(SELECT p.token {names})"
+        return IndexFilter(
+            f"SELECT x.trace_id FROM trace_facets AS x WHERE x.project_id = ?1 AND {holds}",
+            named,
+            f"EXISTS (SELECT 1 FROM trace_facets AS x WHERE x.project_id = ?1 "
+            f"AND x.trace_id = trace_summaries.trace_id AND {holds})",
+            named,
+            counted=True,
+        )
+    # an FTS5 query of any of the names' tokens; of none ('""') when no name holds it
+    match = (
+        "(SELECT COALESCE(group_concat('\"' || printf('%016x', p.token) || '\"', ' OR '), "
+        f"'\"\"') {names})"
+    )
+    return _fts5_documents("trace_facet_tokens", "trace_facets", match, named)

@@ -288,6 +288,10 @@ MIGRATIONS: tuple[tuple[str, ...] | ByDialect, ...] = (
         # previews beside them (storage/find_schema.py, storage/trace_texts.py)
         (find_schema.SQLITE_TRACE_TEXTS, find_schema.POSTGRES_TRACE_TEXTS)
     ),
+    ByDialect(  # 21: a trace's attributes and span names as documents of tokens
+        # (storage/find_schema.py, storage/trace_facets.py)
+        (find_schema.SQLITE_TRACE_FACETS, find_schema.POSTGRES_TRACE_FACETS)
+    ),
 )
 
 

@@ -21,9 +21,9 @@ from genai import conventions, view_of
 from genai.prices import Pricer
 from genai.view import GenAIView, reading_plan
 from proto_json import fastpath
+from storage.attribute_hashes import Pairs, text_hash
 from storage.llm_text import EVENT_MARKER, gen_ai_events
 from storage.span_rows import FAST_ROWS, SpanRow, rows_of_json
-from storage.trace_index import Pairs, text_hash
 
 log = logging.getLogger("spangate.worker")
 

@@ -8,6 +8,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from storage import session_summaries, span_copy, trace_index, trace_summaries, trace_texts
+from storage.attribute_hashes import Pairs
 from storage.database import Database, Transaction
 from storage.errors import WriteConflict
 from storage.resend import (
@@ -123,9 +124,7 @@ class SpanStore:
         #: migrated to before them (benchmarks/bench_worker.py --find-index)
         self.find_index = find_index
 
-    def prepared(
-        self, rows: list[SpanRow], pairs: list[trace_index.Pairs | None] | None = None
-    ) -> Prepared:
+    def prepared(self, rows: list[SpanRow], pairs: list[Pairs | None] | None = None) -> Prepared:
         """`rows` with what `upsert` needs of them that reads nothing stored, for a thread
         other than the writer's to compute: on PostgreSQL their traces, and their
         summaries as new traces'; what they add to the indexes that find a trace

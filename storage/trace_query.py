@@ -176,7 +176,11 @@ _BOUNDS = (
 
 
 def where(
-    filters: TraceFilter, postgres: bool, driver: int | None = None, sort: str = "start"
+    project_id: str,
+    filters: TraceFilter,
+    postgres: bool,
+    driver: int | None = None,
+    sort: str = "start",
 ) -> tuple[list[str], list[object]]:
     """The conditions on trace_summaries of `filters` (the project is `?1`, its first
     parameter, given by the caller) and their parameters, in order; but the index query
@@ -201,7 +205,7 @@ def where(
         conditions.append(_model_condition(postgres))
         model = filters.model[:MAX_ID_CHARS]  # as the GenAI view reads one
         params += [like(orjson.dumps(model).decode(), fold=False), model]
-    for at, found in enumerate(index_queries(filters, postgres)):
+    for at, found in enumerate(index_queries(project_id, filters, postgres)):
         if at != driver:
             conditions.append(found.exists)
             params += found.exists_params
@@ -262,17 +266,19 @@ def driver_counts(
                 project_id,
             ),
         )
-        for at, found in enumerate(index_queries(filters, postgres))
+        for at, found in enumerate(index_queries(project_id, filters, postgres))
         if found.counted or not postgres
     ]
 
 
-def _source(filters: TraceFilter, postgres: bool, driver: int | None) -> tuple[str, list[object]]:
+def _source(
+    project_id: str, filters: TraceFilter, postgres: bool, driver: int | None
+) -> tuple[str, list[object]]:
     """The FROM clause: the summaries, or the `driver` index query's traces joined to
     them, that query read first (SQLite's CROSS JOIN keeps the order given)."""
     if driver is None:
         return "trace_summaries", []
-    sql, params, *_ = index_queries(filters, postgres)[driver]
+    sql, params, *_ = index_queries(project_id, filters, postgres)[driver]
     # PostgreSQL: the summaries' key collates by default, the span texts' ids as "C"
     join, matched = (
         ("JOIN", 'm.matched COLLATE "default"') if postgres else ("CROSS JOIN", "m.matched")
@@ -299,8 +305,8 @@ def page_query(
     from the index query `driver`); the sort value is the row's last column."""
     order = order or TraceOrder()
     key = SORTS[order.sort]
-    source, params = _source(filters, postgres, driver)
-    conditions, values = where(filters, postgres, driver, order.sort)
+    source, params = _source(project_id, filters, postgres, driver)
+    conditions, values = where(project_id, filters, postgres, driver, order.sort)
     params += values
     if order.sort in NULLABLE:
         # SQLite seeks past the NULLs of an index on an expression only by a bound
@@ -331,8 +337,8 @@ def tail_query(
     (after all the others, in either order), by trace id, after `after` when it is one
     of them."""
     key = SORTS[order.sort]
-    source, params = _source(filters, postgres, driver)
-    conditions, values = where(filters, postgres, driver, order.sort)
+    source, params = _source(project_id, filters, postgres, driver)
+    conditions, values = where(project_id, filters, postgres, driver, order.sort)
     params += values
     conditions.append(f"{key} IS NULL")
     beyond, way = ("<", "DESC") if order.descending else (">", "ASC")

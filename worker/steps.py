@@ -10,11 +10,11 @@ from itertools import chain
 from genai.prices import Pricer
 from spanqueue.consumer import Entry
 from spanqueue.layout import QueuedRequest
+from storage.attribute_hashes import Pairs
 from storage.span_genai import rows_with_views
 from storage.span_rows import SpanRow
 from storage.spans import Prepared, SpanStore
 from storage.storable import storable
-from storage.trace_index import Pairs
 
 
 @dataclass

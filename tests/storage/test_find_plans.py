@@ -39,7 +39,7 @@ from tests.storage.test_trace_index import _indexed
 PROJECTS = 3
 TRACES = 1500  # a project
 TABLES = (
-    "spans", "trace_summaries", "trace_attributes", "trace_span_names", "project_span_names",
+    "spans", "trace_summaries", "trace_facets", "project_span_names",
     "span_texts", "session_summaries", "scores",
 )  # fmt: skip
 
@@ -130,7 +130,7 @@ def _reads(postgres: bool) -> Iterator[tuple[str, str, list[Any]]]:
                 order = TraceOrder(sort, descending)
                 # a filter of the worker's indexes that lets few traces through drives
                 # the page (storage/trace_list.py)
-                drivers = [None] + [0] * bool(index_queries(filters, postgres))
+                drivers = [None] + [0] * bool(index_queries("p1", filters, postgres))
                 for after in (None, Cursor(100 * 10**9, "f" * 32, sort, descending)):
                     for driver in drivers:
                         name = f"{what} by {sort} {descending} after {after} from {driver}"

@@ -12,7 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from genai import view_of
-from storage import trace_index
+from storage import attribute_hashes
+from storage.attribute_hashes import attribute_pairs, text_hash
 from storage.database import Database
 from storage.erasure import Eraser
 from storage.retention import remove_days_before
@@ -20,8 +21,9 @@ from storage.schema import migrate
 from storage.session_summaries import EVERY_SESSION
 from storage.span_rows import SpanRow
 from storage.spans import SpanStore
+from storage.storable import key_text
 from storage.text_words import joined
-from storage.trace_index import attribute_pairs, text_hash
+from storage.trace_facets import key_token, name_token
 from storage.trace_list import TraceFilter, TraceSummaries
 from storage.trace_texts import text_and_previews
 from tests.fuzz import FUZZ
@@ -53,8 +55,8 @@ _ROWS = sends(WINDOW_MS).map(_indexed)
 
 
 def _expected(tx: Any) -> tuple[set[Any], dict[Any, set[str]], set[Any], set[Any]]:
-    """The previews, the words of each trace's day, attribute pairs and span names a
-    recount of the stored rows gives."""
+    """The previews, the words of each trace's day, the tokens of each trace (project,
+    trace, token) and the span names a recount of the stored rows gives."""
     previews: set[Any] = set()
     words: dict[Any, set[str]] = {}
     pairs: set[Any] = set()
@@ -64,8 +66,11 @@ def _expected(tx: Any) -> tuple[set[Any], dict[Any, set[str]], set[Any], set[Any
         "llm_type FROM spans"
     )
     for project, trace, span, day, name, kind, attributes, events, llm_type in rows:
-        names.add((project, name, trace))
-        pairs.update((project, k, h, trace) for k, h in attribute_pairs(attributes))
+        names.add((project, key_text(name), name_token(project, key_text(name))))
+        for k, h in attribute_pairs(attributes):
+            keyed = key_token(project, key_text(k))
+            pairs.update(((project, trace, keyed), (project, trace, keyed ^ h)))
+        pairs.add((project, trace, name_token(project, key_text(name))))
         view = view_of(orjson.loads(attributes), orjson.loads(events), name, kind)
         if llm_type is None or view is None or not (view.input_messages or view.output_messages):
             continue
@@ -75,6 +80,19 @@ def _expected(tx: Any) -> tuple[set[Any], dict[Any, set[str]], set[Any], set[Any
         if found := joined("\n".join(said)).split():
             words.setdefault((project, trace, day), set()).update(found)
     return previews, words, pairs, names
+
+
+def _stored_tokens(tx: Any) -> set[tuple[str, str, int]]:
+    """The (project, trace, token) of the stored documents of tokens."""
+    if tx.postgres:
+        rows = tx.query("SELECT project_id, trace_id, tokens FROM trace_facets")
+        return {(p, t, token) for p, t, tokens in rows for token in tokens}
+    rows = tx.query("SELECT project_id, trace_id, body FROM trace_facets")
+    return {
+        (p, t, int.from_bytes(bytes.fromhex(token), "big", signed=True))
+        for p, t, body in rows
+        for token in body.split()
+    }
 
 
 def assert_exact(db: Database) -> None:
@@ -92,16 +110,15 @@ def assert_exact(db: Database) -> None:
             # a body an earlier build stored whole has the words it would be stored as
             documents.setdefault(tuple(day), set()).update(joined(body).split())
         assert documents == words
-        assert set(map(tuple, tx.query("SELECT * FROM trace_attributes"))) == pairs
-        assert set(map(tuple, tx.query("SELECT * FROM trace_span_names"))) == names
+        assert _stored_tokens(tx) == pairs
+        # a project's names may outlive its spans: those of stored spans are there
+        assert names <= set(map(tuple, tx.query("SELECT * FROM project_span_names")))
         sessions = tx.query(EVERY_SESSION)
         stored = tx.query("SELECT * FROM session_summaries")
         assert sorted(map(tuple, stored)) == sorted(map(tuple, sessions))
         if not db.postgres:  # FTS5 holds each document's words once, and no others
-            tx.execute(
-                "INSERT INTO trace_text_words (trace_text_words, rank) "
-                "VALUES ('integrity-check', 1)"
-            )
+            for index in ("trace_text_words", "trace_facet_tokens"):
+                tx.execute(f"INSERT INTO {index} ({index}, rank) VALUES ('integrity-check', 1)")
             indexed = tx.query("SELECT id FROM trace_text_words_docsize ORDER BY id")
             assert indexed == tx.query("SELECT id FROM trace_texts ORDER BY id")
             return
@@ -189,6 +206,7 @@ def test_the_spans_stored_before_the_indexes_get_theirs(database_url: str) -> No
         assert _find(db, words=("bravo",)) == ["a"]
         assert find_upgrade.upgrade(db) == 0
         assert find_upgrade.preview(db) == 0  # its texts were written with their previews
+        assert find_upgrade.facet(db) == 0  # nor its documents of tokens
     finally:
         db.close()
 
@@ -232,9 +250,7 @@ def _store_before_documents(db: Database, row: SpanRow, body: str) -> None:
     given = text_and_previews(row.llm_type or "llm", row.attributes, row.events)
     assert given is not None
     text = (row.project_id, row.trace_id, row.span_id, row.start_day, body, given[1])
-    index = trace_index.index_rows([row])
     with db.transaction() as tx:
-        trace_index.write_facets(tx, index)
         if db.postgres:
             tx.execute(
                 "INSERT INTO span_texts (project_id, trace_id, span_id, start_day, body, "
@@ -292,6 +308,7 @@ def test_the_texts_indexed_with_their_words_positions_are_indexed_anew(
         from storage import find_upgrade
 
         assert find_upgrade.reword(db) == (2 if db.postgres else 0)
+        assert find_upgrade.facet(db) == 2
         assert _find(db, words=("there",)) == ["a"]
         assert _find(db, words=("hi", "yo")) == ["a"]
         assert _find(db, words=("x\u19b0y",)) == ["a"]
@@ -393,8 +410,39 @@ def test_the_texts_an_earlier_build_wrote_before_the_index_upgrade_get_theirs(
         assert find_upgrade.upgrade(db) == 1
         find_upgrade.preview(db)
         find_upgrade.reword(db)
+        assert find_upgrade.facet(db) == 0
         assert _find(db, words=("example",)) == ["a"]
         assert_exact(db)
+    finally:
+        db.close()
+
+
+def test_the_traces_stored_before_their_documents_of_tokens_get_them(
+    database_url: str,
+) -> None:
+    """A store of schema 20 (an attribute and span-name row of each trace): the
+    migration drops them, and the walk at the worker's start makes each stored trace's
+    documents of tokens, which the `attr` and `span_name` filters then find, once."""
+    from storage import find_upgrade
+
+    db = Database(database_url)
+    try:
+        migrate(db, 20)
+        rows = [
+            _indexed(span_row(trace=trace, span=span, content=content))
+            for trace, span, content in (("a", "1", "y"), ("a", "2", "z"), ("b", "1", "x"))
+        ]
+        SpanStore(db, find_index=False).upsert(rows, WINDOW_MS)
+        migrate(db)
+        assert _find(db, attributes=(("retries", "3"),)) == []
+        assert find_upgrade.facet(db) == 2
+        assert _find(db, attributes=(("retries", "3"),)) == ["a"]
+        assert _find(db, attributes=(("tenant", None),)) == ["b", "a"]
+        assert _find(db, span_name="NAME X") == ["b"]
+        assert _find(db, span_name="me z") == ["a"]
+        assert find_upgrade.facet(db) == 0
+        with db.transaction() as tx:  # its texts are not: no text index was written
+            assert _stored_tokens(tx) == _expected(tx)[2]
     finally:
         db.close()
 
@@ -423,12 +471,12 @@ def test_long_values_are_hashed_without_being_kept() -> None:
     only short values kept."""
     for n in range(50):
         value = {"stringValue": f'[{{"role": "user", "content": "question {n} {"x" * 2000}"}}]'}
-        hashed = trace_index.value_hash(value["stringValue"])
+        hashed = attribute_hashes.value_hash(value["stringValue"])
         assert text_hash(orjson.dumps(value).decode()) == hashed
         assert (
             attribute_pairs(orjson.dumps([{"key": "k", "value": value}]).decode())[0][1] == hashed
         )
     kept = max(
-        (len(inner) for _, inner in trace_index._hashes if isinstance(inner, str)), default=0
+        (len(inner) for _, inner in attribute_hashes._hashes if isinstance(inner, str)), default=0
     )
-    assert kept <= trace_index.KEPT_CHARS
+    assert kept <= attribute_hashes.KEPT_CHARS
