@@ -17,6 +17,7 @@ from storage.text_words import TOKENIZE, split, tsquery
 from storage.trace_facets import hex_token, key_token
 
 if TYPE_CHECKING:
+    from storage.database import Transaction
     from storage.trace_query import TraceFilter
 
 
@@ -193,6 +194,8 @@ class IndexFilter(NamedTuple):
     #: seek the summaries by (storage/trace_query.py), and a count of span names walked
     #: the project's whole name index there
     counted: bool = False
+    #: a query of its matches that counts them for less than `query` (its parameters)
+    matches: str | None = None
 
 
 def index_queries(project_id: str, filters: TraceFilter, postgres: bool) -> list[IndexFilter]:
@@ -201,7 +204,7 @@ def index_queries(project_id: str, filters: TraceFilter, postgres: bool) -> list
     project is `?1` in both), and its parameters."""
     queries: list[IndexFilter] = []
     if filters.span_name:
-        queries.append(_name_traces(postgres, filters.span_name))
+        queries.append(_name_traces(postgres, filters.span_name, filters.span_name_tokens))
     for key, value in filters.attributes:
         queries.append(_attribute_traces(postgres, project_id, key, value))
     for word in filters.words:
@@ -210,43 +213,75 @@ def index_queries(project_id: str, filters: TraceFilter, postgres: bool) -> list
 
 
 def _attribute_traces(postgres: bool, project_id: str, key: str, value: str | None) -> IndexFilter:
-    """The traces with an attribute (of a value: None for any) by their documents of
-    tokens (storage/trace_facets.py). A walked trace's documents are read by the
-    project's index: on SQLite each is checked by its text (it holds the token's 16 hex
-    digits only where it holds the token: every token is 16 of them, apart)."""
+    """The traces with an attribute (of a value: None for any), by their documents of
+    tokens (storage/trace_facets.py)."""
     token = key_token(project_id, key_text(key))
     if value is not None:
         token ^= value_hash(value)
+    return _token_traces(postgres, [token])
+
+
+def _token_traces(postgres: bool, tokens: list[int]) -> IndexFilter:
+    """The traces whose documents of tokens hold any of `tokens` (none: no trace).
+
+    PostgreSQL: by the GIN index of the tokens, and a walked trace's documents by its
+    key. SQLite: by FTS5 (its matches counted in FTS5 alone: a token holds its
+    project), and a walked trace's documents by the project's index, each checked by
+    its text, which holds a token's 16 hex digits only where it holds the token (every
+    token is 16 of them, apart): one seek a trace, where the set of a word's newest
+    texts costs 1-1.5 ms to read (storage/index_filters.py: `_fts5_documents`)."""
+    of_trace = "FROM trace_facets AS x WHERE x.project_id = ?1 "
+    walked = "AND x.trace_id = trace_summaries.trace_id AND "
     if postgres:
-        holds = "x.tokens @> ARRAY[?::bigint]"
+        holds = "x.tokens && ?::bigint[]"
         return IndexFilter(
-            f"SELECT x.trace_id FROM trace_facets AS x WHERE x.project_id = ?1 AND {holds}",
-            [token],
-            f"EXISTS (SELECT 1 FROM trace_facets AS x WHERE x.project_id = ?1 "
-            f"AND x.trace_id = trace_summaries.trace_id AND {holds})",
-            [token],
+            f"SELECT x.trace_id {of_trace}AND {holds}",
+            [tokens],
+            f"EXISTS (SELECT 1 {of_trace}{walked}{holds})",
+            [tokens],
         )
+    hexed = [hex_token(token) for token in tokens]
+    match = " OR ".join(map(fts5_phrase, hexed)) or '""'
+    matched = "trace_facet_tokens MATCH ?"
     return IndexFilter(
         "SELECT x.trace_id FROM trace_facet_tokens CROSS JOIN trace_facets AS x "
-        "ON x.id = trace_facet_tokens.rowid WHERE trace_facet_tokens MATCH ? "
-        "AND x.project_id = ?1",
-        [fts5_phrase(hex_token(token))],
-        "EXISTS (SELECT 1 FROM trace_facets AS x WHERE x.project_id = ?1 "
-        "AND x.trace_id = trace_summaries.trace_id AND instr(x.body, ?) > 0)",
-        [hex_token(token)],
+        f"ON x.id = trace_facet_tokens.rowid WHERE {matched} AND x.project_id = ?1",
+        [match],
+        f"EXISTS (SELECT 1 {of_trace}{walked}"
+        f"({' OR '.join(['instr(x.body, ?) > 0'] * len(hexed)) or '0'}))",
+        list[object](hexed),
+        matches=f"SELECT rowid FROM trace_facet_tokens WHERE {matched}",
     )
 
 
-def _name_traces(postgres: bool, name: str) -> IndexFilter:
-    """The traces with a span whose name holds `name` in any case: the project's names
-    that hold it (`project_span_names`), as a query of their tokens, matched in the
-    traces' documents of tokens (storage/trace_facets.py)."""
-    names = (
-        "FROM project_span_names AS p WHERE p.project_id = ?1 AND LOWER(p.name) LIKE ? ESCAPE '\\'"
+#: The most names a `span_name` filter's text may be in for the names' tokens to be
+#: matched one by one (more: the project's names that hold it are read in the query).
+NAMES_MATCHED = 64
+
+
+def name_tokens(tx: Transaction, project_id: str, name: str) -> tuple[int, ...] | None:
+    """The tokens of the project's span names that hold `name` in any case, when they
+    are at most NAMES_MATCHED; else None."""
+    rows = tx.query(
+        f"SELECT p.token {_NAMES.replace('?1', '?')} LIMIT ?",
+        (project_id, like(key_text(name)), NAMES_MATCHED + 1),
     )
+    return None if len(rows) > NAMES_MATCHED else tuple(token for (token,) in rows)
+
+
+_NAMES = "FROM project_span_names AS p WHERE p.project_id = ?1 AND LOWER(p.name) LIKE ? ESCAPE '\\'"
+
+
+def _name_traces(postgres: bool, name: str, tokens: tuple[int, ...] | None) -> IndexFilter:
+    """The traces with a span whose name holds `name` in any case: of the tokens of the
+    project's names that hold it (`tokens`, read before: `name_tokens`), or when there
+    were too many of those, of a query of them, matched in the traces' documents of
+    tokens (storage/trace_facets.py)."""
+    if tokens is not None:
+        return _token_traces(postgres, list(tokens))
     named: list[object] = [like(key_text(name))]  # as the index keeps it
     if postgres:
-        holds = f"x.tokens && ARRAY(SELECT p.token {names})"
+        holds = f"x.tokens && ARRAY(SELECT p.token {_NAMES})"
         return IndexFilter(
             f"SELECT x.trace_id FROM trace_facets AS x WHERE x.project_id = ?1 AND {holds}",
             named,
@@ -255,9 +290,9 @@ def _name_traces(postgres: bool, name: str) -> IndexFilter:
             named,
             counted=True,
         )
-    # an FTS5 query of any of the names' tokens; of none ('""') when no name holds it
-    match = (
-        "(SELECT COALESCE(group_concat('\"' || printf('%016x', p.token) || '\"', ' OR '), "
-        f"'\"\"') {names})"
+    # an FTS5 query of any of the names' tokens
+    match = f"(SELECT group_concat('\"' || printf('%016x', p.token) || '\"', ' OR ') {_NAMES})"
+    found = _fts5_documents("trace_facet_tokens", "trace_facets", match, named)
+    return found._replace(
+        matches=f"SELECT rowid FROM trace_facet_tokens WHERE trace_facet_tokens MATCH {match}"
     )
-    return _fts5_documents("trace_facet_tokens", "trace_facets", match, named)

@@ -6,6 +6,7 @@ through the table's indexes only, whatever the size of the store.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, NamedTuple
 
 import orjson
@@ -13,6 +14,7 @@ import orjson
 from genai import view_of
 from storage import find_upgrade, summary_genai, trace_walk
 from storage.database import Database, Transaction
+from storage.index_filters import name_tokens
 from storage.storable import id_text
 from storage.trace_query import (
     NULLABLE,
@@ -281,6 +283,9 @@ class TraceSummaries:
                 # a page is a walk that stops at its limit: workers started for it cost
                 # more than the walk (20-25 ms to start two, on a 7 ms walk)
                 tx.execute("SET LOCAL max_parallel_workers_per_gather = 0")
+            if filters.span_name and filters.span_name_tokens is None:
+                tokens = name_tokens(tx, project_id, filters.span_name)
+                filters = dataclasses.replace(filters, span_name_tokens=tokens)
             driver = _driver(tx, project_id, filters)
             rows: list[Any] = []
             if after is None or after.value is not None:

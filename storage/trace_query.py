@@ -65,6 +65,9 @@ class TraceFilter:
     errors_only: bool = False  # traces with at least one span whose status is error
     session: str | None = None
     span_name: str | None = None  # a substring of any span's name, any case
+    #: the tokens of the project's span names that hold `span_name`, when read before
+    #: (storage/index_filters.py: `name_tokens`; None: the query reads them)
+    span_name_tokens: tuple[int, ...] | None = None
     user: str | None = None
     model: str | None = None  # one of the trace's models
     from_ns: int | None = None  # the trace's start, at or after
@@ -261,7 +264,7 @@ def driver_counts(
             *_numbered(
                 # rows, not distinct traces: a bounded read of the index, no sort (a
                 # trace with several rows only makes walking likelier)
-                f"SELECT COUNT(*) FROM ({found.query} LIMIT ?) AS c",
+                f"SELECT COUNT(*) FROM ({found.matches or found.query} LIMIT ?) AS c",
                 [*found.query_params, driving_matches(postgres)],
                 project_id,
             ),

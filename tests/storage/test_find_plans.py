@@ -21,6 +21,7 @@ from storage.schema import migrate
 from storage.session_summaries import SessionCursor, SessionFilter, sessions_query
 from storage.span_rows import SpanRow
 from storage.spans import SpanStore
+from storage.trace_facets import name_token
 from storage.trace_query import (
     NULLABLE,
     SORTS,
@@ -106,6 +107,11 @@ FILTERS = {
     "none": TraceFilter(),
     "q": TraceFilter(name="name y"),
     "name": TraceFilter(span_name="name z"),
+    # the names' tokens read first, as the list does (storage/index_filters.py)
+    "name by its tokens": TraceFilter(
+        span_name="name z", span_name_tokens=(name_token("p1", "name z"),)
+    ),
+    "name of no span": TraceFilter(span_name="nothing", span_name_tokens=()),
     "status": TraceFilter(errors_only=True),
     "session": TraceFilter(session="s1"),
     "user": TraceFilter(user="u1"),

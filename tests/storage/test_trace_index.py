@@ -16,6 +16,7 @@ from storage import attribute_hashes
 from storage.attribute_hashes import attribute_pairs, text_hash
 from storage.database import Database
 from storage.erasure import Eraser
+from storage.index_filters import NAMES_MATCHED, name_tokens
 from storage.retention import remove_days_before
 from storage.schema import migrate
 from storage.session_summaries import EVERY_SESSION
@@ -445,6 +446,32 @@ def test_the_traces_stored_before_their_documents_of_tokens_get_them(
             assert _stored_tokens(tx) == _expected(tx)[2]
     finally:
         db.close()
+
+
+def test_a_span_name_filter_finds_the_traces_of_every_name_that_holds_it(
+    database: Database,
+) -> None:
+    """`span_name` finds the traces with a span whose name holds it, in any case: by
+    the tokens of the names that hold it when they are few, by a query of them when
+    there are more than NAMES_MATCHED; none when no name holds it."""
+    rows = [
+        span_row(trace=f"{n:02x}", content=f"c{n}")._replace(name=f"Op {n}", start_ns=n)
+        for n in range(NAMES_MATCHED + 6)
+    ]
+    SpanStore(database).upsert(rows, WINDOW_MS)
+    every = [f"{n:02x}" for n in reversed(range(NAMES_MATCHED + 6))]
+
+    def found(name: str) -> list[str]:
+        traces, _ = TraceSummaries(database).page("p", TraceFilter(span_name=name), 100)
+        return [t.trace_id for t in traces]
+
+    with database.transaction() as tx:
+        assert name_tokens(tx, "p", "op") is None
+        assert len(name_tokens(tx, "p", "op 1") or ()) == 11
+    assert found("op") == every
+    assert found("OP 1") == ["13", "12", "11", "10", "0f", "0e", "0d", "0c", "0b", "0a", "01"]
+    assert found("op 7") == ["07"]
+    assert found("op 99") == found("nothing") == []
 
 
 @FUZZ
