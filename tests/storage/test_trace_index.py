@@ -24,7 +24,7 @@ from storage.span_rows import SpanRow
 from storage.spans import SpanStore
 from storage.storable import key_text
 from storage.text_words import joined
-from storage.trace_facets import key_token, name_token
+from storage.trace_facets import hex_token, hex_tokens, key_token, name_token
 from storage.trace_list import TraceFilter, TraceSummaries
 from storage.trace_texts import text_and_previews
 from tests.fuzz import FUZZ
@@ -472,6 +472,15 @@ def test_a_span_name_filter_finds_the_traces_of_every_name_that_holds_it(
     assert found("OP 1") == ["13", "12", "11", "10", "0f", "0e", "0d", "0c", "0b", "0a", "01"]
     assert found("op 7") == ["07"]
     assert found("op 99") == found("nothing") == []
+
+
+@FUZZ
+@given(st.lists(st.integers(-(2**63), 2**63 - 1)))
+def test_a_documents_text_is_its_tokens_in_hex(tokens: list[int]) -> None:
+    """A document's text is each token's 16 hex digits, a space apart, as SQLite's
+    printf('%016x') writes them (what a span name's token is matched by)."""
+    assert hex_tokens(tokens) == " ".join(map(hex_token, tokens))
+    assert all(len(token) == 16 for token in hex_tokens(tokens).split())
 
 
 @FUZZ
