@@ -215,7 +215,7 @@ def index_queries(project_id: str, filters: TraceFilter, postgres: bool) -> list
 def _attribute_traces(postgres: bool, project_id: str, key: str, value: str | None) -> IndexFilter:
     """The traces with an attribute (of a value: None for any), by their documents of
     tokens (storage/trace_facets.py)."""
-    token = key_token(project_id, key_text(key))
+    token = key_token(project_id, key)
     if value is not None:
         token ^= value_hash(value)
     return _token_traces(postgres, [token])

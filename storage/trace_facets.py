@@ -56,11 +56,11 @@ _KEYS_KEPT = 100_000
 
 
 def key_token(project: str, key: str) -> int:
-    """The token of `attr=key` in a project (`key` as the index keeps it: key_text); a
-    pair's is it XOR the value's hash."""
+    """The token of `attr=key` in a project (the key as the index keeps it: key_text);
+    a pair's is it XOR the value's hash."""
     token = _keys.get((project, key))
     if token is None:
-        token = _hash(b"attribute", project, key)
+        token = _hash(b"attribute", project, key_text(key))
         if len(_keys) >= _KEYS_KEPT:
             _keys.clear()
         _keys[(project, key)] = token
@@ -89,28 +89,32 @@ def facets_of(
     spans: Sequence[tuple[str, str, str]], pairs: Sequence[Iterable[tuple[str, int]] | None]
 ) -> tuple[list[Facets], list[Name]]:
     """The document of each trace of `spans` (project, trace, name), each with its
-    attribute pairs (`pairs`), and the span names they have."""
-    tokens: dict[tuple[str, str], set[int]] = {}
-    names: dict[tuple[str, str], int] = {}
+    attribute pairs (`pairs`), and the span names they have. A trace's spans repeat
+    their names and pairs: each distinct one is made a token once."""
+    traces: dict[tuple[str, str], tuple[set[str], set[tuple[str, int]]]] = {}
     for (project, trace_id, name), given in zip(spans, pairs, strict=True):
-        trace = (project, trace_id)
-        of_trace = tokens.get(trace)
+        of_trace = traces.get((project, trace_id))
         if of_trace is None:
-            of_trace = tokens[trace] = set()
-        named = (project, key_text(name))
-        token = names.get(named)
-        if token is None:
-            token = names[named] = name_token(*named)
-        of_trace.add(token)
+            of_trace = traces[(project, trace_id)] = (set(), set())
+        of_trace[0].add(name)
         if given is not None:
-            for key, hashed in given:
-                keyed = key_token(project, key_text(key))
-                of_trace.add(keyed)
-                of_trace.add(keyed ^ hashed)
-    return (
-        [(project, trace, sorted(of_trace)) for (project, trace), of_trace in tokens.items()],
-        [(project, name, token) for (project, name), token in names.items()],
-    )
+            of_trace[1].update(given)
+    documents: list[Facets] = []
+    names: dict[tuple[str, str], int] = {}
+    for (project, trace_id), (of_names, of_pairs) in traces.items():
+        tokens: set[int] = set()
+        for name in of_names:
+            named = (project, key_text(name))
+            token = names.get(named)
+            if token is None:
+                token = names[named] = name_token(*named)
+            tokens.add(token)
+        for key, hashed in of_pairs:
+            keyed = key_token(project, key)
+            tokens.add(keyed)
+            tokens.add(keyed ^ hashed)
+        documents.append((project, trace_id, list(tokens)))
+    return documents, [(project, name, token) for (project, name), token in names.items()]
 
 
 #: SQLite: the tokens of the documents past a rowid, indexed in one statement (FTS5

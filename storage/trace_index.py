@@ -48,7 +48,7 @@ def index_rows(rows: list[SpanRow], pairs: list[Pairs | None] | None = None) -> 
     """The index rows of a batch (`pairs`: each row's attribute pairs, when the row
     builder gave them); a span sent twice in it is indexed by its last send, the one
     stored."""
-    last = {(r.project_id, r.trace_id, r.span_id, r.start_day): at for at, r in enumerate(rows)}
+    last = {row[:4]: at for at, row in enumerate(rows)}  # project, trace, span, day
     if len(last) < len(rows):
         kept = sorted(last.values())
         rows = [rows[at] for at in kept]
