@@ -231,7 +231,7 @@ def _token_traces(postgres: bool, tokens: list[int]) -> IndexFilter:
     project), and a walked trace's documents by the project's index, each checked by
     its text, which holds a token's 16 hex digits only where it holds the token (every
     token is 16 of them, apart): one seek a trace, where the set of a word's newest
-    texts costs 1-1.5 ms to read (storage/index_filters.py: `_fts5_documents`)."""
+    texts costs 1-1.5 ms to read (`_fts5_documents`)."""
     of_trace = "FROM trace_facets AS x WHERE x.project_id = ?1 "
     walked = "AND x.trace_id = trace_summaries.trace_id AND "
     if postgres:

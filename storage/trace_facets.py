@@ -6,7 +6,7 @@ transaction that writes the spans (storage/trace_index.py calls it).
   tokens: one for each distinct (attribute key, value) of them, one for each key (what
   `attr=key` asks), one for each span name. A token is a 64-bit hash of the project,
   the key and the value (`key_token(project, key) ^ value hash`, where the value hash
-  is storage/trace_index.py's), or of the project and a name (`name_token`): a token
+  is storage/attribute_hashes.py's), or of the project and a name (`name_token`): a token
   finds one project's traces. The documents are indexed as FTS5 indexes a text on
   SQLite (the tokens in hex, without positions or sizes), as a GIN index of a
   `bigint[]` on PostgreSQL.
@@ -15,8 +15,9 @@ transaction that writes the spans (storage/trace_index.py calls it).
 
 Documents, not a row for each (project, key, value, trace): such rows are keyed by a
 random trace id, and a batch's rows went to as many pages of the index as it had
-pairs, each page written whole. On a store growing to 1,000,000 spans the worker stored
-8,400-8,600 spans/s with them and 38,800 with the documents (docs/benchmarks.md).
+pairs, each page written whole: one worker draining 1,000,000 spans into an empty
+SQLite store stored 12,500 spans/s with them, 40,400 with the documents
+(docs/benchmarks.md, "Decision: the attribute index").
 
 Exact under the re-sending rules, as the texts are: a trace's documents may repeat
 tokens (a span sent again, identical, brings a document of its own); what must not stay
