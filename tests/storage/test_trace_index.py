@@ -8,11 +8,12 @@ from datetime import date
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from genai import view_of
-from storage import attribute_hashes
+from storage import attribute_hashes, trace_query
 from storage.attribute_hashes import attribute_pairs, text_hash
 from storage.database import Database
 from storage.erasure import Eraser
@@ -448,12 +449,17 @@ def test_the_traces_stored_before_their_documents_of_tokens_get_them(
         db.close()
 
 
+@pytest.mark.parametrize("walked", [False, True])
 def test_a_span_name_filter_finds_the_traces_of_every_name_that_holds_it(
-    database: Database,
+    database: Database, walked: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`span_name` finds the traces with a span whose name holds it, in any case: by
     the tokens of the names that hold it when they are few, by a query of them when
-    there are more than NAMES_MATCHED; none when no name holds it."""
+    there are more than NAMES_MATCHED; none when no name holds it. Its matches drive
+    the page, or (`walked`) each trace of the start index is checked."""
+    if walked:
+        monkeypatch.setattr(trace_query, "DRIVING_MATCHES", 0)
+        monkeypatch.setattr(trace_query, "DRIVING_MATCHES_POSTGRES", 0)
     rows = [
         span_row(trace=f"{n:02x}", content=f"c{n}")._replace(name=f"Op {n}", start_ns=n)
         for n in range(NAMES_MATCHED + 6)
