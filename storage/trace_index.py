@@ -83,13 +83,19 @@ def rebuild_stale(tx: Transaction) -> int:
     """Make the documents of the traces of the span rows noted stale (replaced or
     deleted) anew: their tokens, and their words of those rows' days; how many traces
     were looked at."""
-    stale = tx.query("SELECT DISTINCT project_id, trace_id, start_day FROM trace_index_stale")
+    if tx.postgres:
+        # the rows taken are the rows deleted: another transaction's, committed between a
+        # read and a delete of every row, would be deleted unread
+        stale = tx.query(f"DELETE FROM trace_index_stale RETURNING {_STALE_COLUMNS}")
+    else:  # one writer at a time
+        stale = tx.query(f"SELECT {_STALE_COLUMNS} FROM trace_index_stale")
+        if stale:
+            tx.execute("DELETE FROM trace_index_stale")
     if not stale:
         return 0
     traces = {(project, trace) for project, trace, _ in stale}
     trace_facets.rebuild(tx, traces)
-    trace_texts.rebuild(tx, [tuple(day) for day in stale if day[2] is not None])
-    tx.execute("DELETE FROM trace_index_stale")
+    trace_texts.rebuild(tx, {tuple(day) for day in stale if day[2] is not None})
     return len(traces)
 
 
