@@ -278,8 +278,8 @@ _NAMES = "FROM project_span_names AS p WHERE p.project_id = ?1 AND LOWER(p.name)
 def _name_traces(postgres: bool, name: str, tokens: tuple[int, ...] | None) -> IndexFilter:
     """The traces with a span whose name holds `name` in any case: of the tokens of the
     project's names that hold it (`tokens`, read before: `name_tokens`), or when there
-    were too many of those, of a query of them, matched in the traces' documents of
-    tokens (storage/trace_facets.py)."""
+    were too many of those, of each of the names the query reads, matched in the
+    traces' documents of tokens (storage/trace_facets.py)."""
     if tokens is not None:
         return _token_traces(postgres, list(tokens))
     named: list[object] = [like(key_text(name))]  # as the index keeps it
