@@ -232,14 +232,12 @@ def _token_traces(postgres: bool, tokens: list[int]) -> IndexFilter:
     its text, which holds a token's 16 hex digits only where it holds the token (every
     token is 16 of them, apart): one seek a trace, where the set of a word's newest
     texts costs 1-1.5 ms to read (`_fts5_documents`)."""
-    of_trace = "FROM trace_facets AS x WHERE x.project_id = ?1 "
-    walked = "AND x.trace_id = trace_summaries.trace_id AND "
     if postgres:
         holds = "x.tokens && ?::bigint[]"
         return IndexFilter(
-            f"SELECT x.trace_id {of_trace}AND {holds}",
+            f"SELECT x.trace_id FROM trace_facets AS x WHERE x.project_id = ?1 AND {holds}",
             [tokens],
-            f"EXISTS (SELECT 1 {of_trace}{walked}{holds})",
+            f"EXISTS (SELECT 1 {_WALKED} {holds})",
             [tokens],
             counted=True,
         )
@@ -250,13 +248,16 @@ def _token_traces(postgres: bool, tokens: list[int]) -> IndexFilter:
         "SELECT x.trace_id FROM trace_facet_tokens CROSS JOIN trace_facets AS x "
         f"ON x.id = trace_facet_tokens.rowid WHERE {matched} AND x.project_id = ?1",
         [match],
-        f"EXISTS (SELECT 1 {of_trace}{walked}"
-        f"({' OR '.join(['instr(x.body, ?) > 0'] * len(hexed)) or '0'}))",
+        f"EXISTS (SELECT 1 {_WALKED} ({' OR '.join(['instr(x.body, ?) > 0'] * len(hexed)) or 0}))",
         list[object](hexed),
         matches=f"SELECT rowid FROM trace_facet_tokens WHERE {matched}",
     )
 
 
+#: A walked trace's documents of tokens: the conditions on each follow.
+_WALKED = (
+    "FROM trace_facets AS x WHERE x.project_id = ?1 AND x.trace_id = trace_summaries.trace_id AND"
+)
 #: The most names a `span_name` filter's text may be in for the names' tokens to be
 #: matched one by one (more: the project's names that hold it are read in the query).
 NAMES_MATCHED = 64
@@ -283,8 +284,6 @@ def _name_traces(postgres: bool, name: str, tokens: tuple[int, ...] | None) -> I
     if tokens is not None:
         return _token_traces(postgres, list(tokens))
     named: list[object] = [like(key_text(name))]  # as the index keeps it
-    of_trace = "EXISTS (SELECT 1 FROM trace_facets AS x WHERE x.project_id = ?1 "
-    of_trace += "AND x.trace_id = trace_summaries.trace_id AND EXISTS (SELECT 1 FROM "
     if postgres:
         # each name's documents by the GIN index, a lookup each (one of an array of
         # every name's token cost 250 ms for 2,000 names)
@@ -293,15 +292,19 @@ def _name_traces(postgres: bool, name: str, tokens: tuple[int, ...] | None) -> I
             "(SELECT x.trace_id FROM trace_facets AS x WHERE x.project_id = ?1 "
             "AND x.tokens @> ARRAY[n.token]) AS x",
             named,
-            f"{of_trace}unnest(x.tokens) AS t (token) WHERE t.token IN (SELECT p.token {_NAMES})))",
+            f"EXISTS (SELECT 1 {_WALKED} EXISTS (SELECT 1 FROM unnest(x.tokens) AS t (token) "
+            f"WHERE t.token IN (SELECT p.token {_NAMES})))",
             named,
             counted=True,
         )
-    # an FTS5 query of any of the names' tokens; a walked trace's documents read as JSON
-    # arrays of their tokens, each looked up in the names' (read once a query), where an
-    # FTS5 lookup of each by rowid with such a query cost 25 ms
+    # a walked trace's documents read as JSON arrays of their tokens, each looked up in
+    # the names' (read once a query), where an FTS5 lookup of each by rowid with a query
+    # of every name's token cost 25 ms
     listed = "json_each('[\"' || replace(x.body, ' ', '\",\"') || '\"]') AS t"
-    exists = f"{of_trace}{listed} WHERE t.value IN (SELECT printf('%016x', p.token) {_NAMES})))"
+    exists = (
+        f"EXISTS (SELECT 1 {_WALKED} EXISTS (SELECT 1 FROM {listed} "
+        f"WHERE t.value IN (SELECT printf('%016x', p.token) {_NAMES})))"
+    )
     # each name's documents by its token in FTS5, a query each (one of every name's
     # token, OR'd, cost 250 ms for 5,000 names)
     names = f"(SELECT p.token {_NAMES}) AS n CROSS JOIN trace_facet_tokens"
