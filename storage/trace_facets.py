@@ -35,6 +35,7 @@ from collections.abc import Iterable, Sequence
 from storage.attribute_hashes import attribute_pairs
 from storage.database import Transaction, arrays
 from storage.storable import key_text
+from storage.trace_texts import insert_indexed
 
 #: A trace's document: project, trace, its tokens.
 Facets = tuple[str, str, list[int]]
@@ -118,13 +119,6 @@ def facets_of(
     return documents, [(project, name, token) for (project, name), token in names.items()]
 
 
-#: SQLite: the tokens of the documents past a rowid, indexed in one statement (FTS5
-#: writes what it holds at each statement's savepoint).
-_TOKENS_OF_DOCUMENTS = (
-    "INSERT INTO trace_facet_tokens (rowid, body) SELECT id, body FROM trace_facets WHERE id > ?"
-)
-
-
 def write(tx: Transaction, facets: list[Facets], names: list[Name]) -> None:
     """Insert documents, and the project names not yet there."""
     if names:
@@ -151,13 +145,13 @@ def write(tx: Transaction, facets: list[Facets], names: list[Name]) -> None:
             arrays([(p, t, "{" + ",".join(map(str, tokens)) + "}") for p, t, tokens in facets]),
         )
         return
-    last = tx.query_one("SELECT MAX(id) FROM trace_facets")
-    top = last[0] if last is not None and last[0] is not None else 0
-    tx.executemany(
-        "INSERT INTO trace_facets (project_id, trace_id, body) VALUES (?, ?, ?)",
+    insert_indexed(
+        tx,
+        "trace_facets",
+        "trace_facet_tokens",
+        "project_id, trace_id",
         [(p, t, hex_tokens(tokens)) for p, t, tokens in facets],
     )
-    tx.execute(_TOKENS_OF_DOCUMENTS, (top,))
 
 
 _STORED = "SELECT name, attributes FROM spans WHERE project_id = ? AND trace_id = ?"

@@ -25,7 +25,7 @@ trace and day are made anew from the rows stored (`rebuild`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from storage.database import Transaction, arrays
@@ -114,12 +114,6 @@ def _bounded(texts: list[str]) -> Iterator[str]:
         yield "\n".join(document)
 
 
-#: SQLite: the words of the documents past a rowid, indexed, in one statement (FTS5
-#: writes what it holds at each statement's savepoint: a trigger's insert of each made a
-#: segment of each).
-_WORDS_OF_DOCUMENTS = (
-    "INSERT INTO trace_text_words (rowid, body) SELECT id, body FROM trace_texts WHERE id > ?"
-)
 _PREVIEW_COLUMNS = "project_id, trace_id, span_id, start_day, previews"
 
 
@@ -152,13 +146,24 @@ def write(tx: Transaction, previews: list[Previews], documents: list[Document]) 
             arrays(documents),
         )
         return
-    last = tx.query_one("SELECT MAX(id) FROM trace_texts")
-    top = last[0] if last is not None and last[0] is not None else 0
-    tx.executemany(
-        "INSERT INTO trace_texts (project_id, trace_id, start_day, body) VALUES (?, ?, ?, ?)",
-        documents,
+    insert_indexed(
+        tx, "trace_texts", "trace_text_words", "project_id, trace_id, start_day", documents
     )
-    tx.execute(_WORDS_OF_DOCUMENTS, (top,))
+
+
+def insert_indexed(
+    tx: Transaction, documents: str, index: str, columns: str, rows: Sequence[tuple[str, ...]]
+) -> None:
+    """SQLite: insert `rows` (`columns`, then the body) into a table of documents, and
+    their bodies into its FTS5 `index` in one statement: FTS5 writes what it holds at
+    each statement's savepoint (a trigger's insert of each made a segment of each)."""
+    last = tx.query_one(f"SELECT MAX(id) FROM {documents}")
+    top = last[0] if last is not None and last[0] is not None else 0
+    marks = ", ".join("?" * (columns.count(",") + 2))
+    tx.executemany(f"INSERT INTO {documents} ({columns}, body) VALUES ({marks})", rows)
+    tx.execute(
+        f"INSERT INTO {index} (rowid, body) SELECT id, body FROM {documents} WHERE id > ?", (top,)
+    )
 
 
 #: A trace's stored rows, as SpanRow wants them (what the indexes read of a row: its key,
