@@ -28,12 +28,13 @@
 static PyObject *plan_owner; /* the plan's tuple: keeps every text below alive */
 static Name input_key, output_key, others[MAX_NAMES], prefixes[MAX_NAMES];
 static int nothers, nprefixes;
+/* What storage/llm_text.py's `says` looks for after a `"key":"`: a messages key and its
+ * closing quote, an indexed messages prefix (`prefixes`), or a key whose value is a
+ * string (then STRING_VALUE). */
+static Name said[MAX_NAMES], string_keys[MAX_NAMES];
+static int nsaid, nstring_keys;
+static const char STRING_VALUE[] = "\",\"value\":{\"stringValue\"";
 static Py_ssize_t max_messages, max_content, preview_chars, max_text;
-/* `"key":"<name>"` of the two names: what storage/llm_text.py's `says` looks for first, so
- * that a span it would not read (a key written otherwise) is not read here either. */
-#define MAX_NEEDLE 256
-static char input_needle[MAX_NEEDLE], output_needle[MAX_NEEDLE];
-static size_t input_needle_len, output_needle_len;
 
 static const char ELLIPSIS[] = "\xe2\x80\xa6"; /* what a text cut at a bound ends with */
 
@@ -347,6 +348,46 @@ static int read_text(const char *attributes, Py_ssize_t size, int model, PyObjec
     return status;
 }
 
+/* Whether the text of a key (`at`, `left` bytes to the end, its first quote `len` bytes
+ * on, or none: `len` is `left`) is one `says` looks for. Names hold no quote: a name
+ * followed by a quote is a key of `len` bytes; a prefix is at most `len`. */
+static int said_at(const char *at, size_t left, size_t len) {
+    for (int k = 0; k < nsaid; k++)
+        if (said[k].len == len && len < left && memcmp(at, said[k].text, len) == 0) return 1;
+    for (int k = 0; k < nprefixes; k++)
+        if (prefixes[k].len <= len && memcmp(at, prefixes[k].text, prefixes[k].len) == 0)
+            return 1;
+    for (int k = 0; k < nstring_keys; k++)
+        if (string_keys[k].len == len && left - len >= sizeof(STRING_VALUE) - 1 &&
+            memcmp(at, string_keys[k].text, len) == 0 &&
+            memcmp(at + len, STRING_VALUE, sizeof(STRING_VALUE) - 1) == 0)
+            return 1;
+    return 0;
+}
+
+/* What a first look at the attributes' text finds after each `"key":"`: one of the two
+ * messages keys (MESSAGES: what is read here), else what storage/llm_text.py's `says`
+ * looks for (SAID: Python reads it), else nothing (0). */
+#define MESSAGES 2
+#define SAID 1
+static int first_look(const char *text, size_t size) {
+    static const char key[] = "\"key\":\"";
+    const char *end = text + size, *at = text;
+    int found = 0;
+    while ((at = memmem(at, (size_t)(end - at), key, sizeof(key) - 1)) != NULL) {
+        at += sizeof(key) - 1;
+        size_t left = (size_t)(end - at);
+        const char *quote = memchr(at, '"', left);
+        size_t len = quote == NULL ? left : (size_t)(quote - at);
+        for (int side = 0; side < 2 && quote != NULL; side++) {
+            const Name *name = side ? &output_key : &input_key;
+            if (name->len == len && memcmp(at, name->text, len) == 0) return MESSAGES;
+        }
+        if (!found && said_at(at, left, len)) found = SAID;
+    }
+    return found;
+}
+
 static PyObject *text_and_previews(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     const char *attributes;
     Py_ssize_t size;
@@ -365,9 +406,9 @@ static PyObject *text_and_previews(PyObject *self, PyObject *const *args, Py_ssi
         PyErr_Clear();
         Py_RETURN_NONE;
     }
-    if (memmem(attributes, (size_t)size, input_needle, input_needle_len) == NULL &&
-        memmem(attributes, (size_t)size, output_needle, output_needle_len) == NULL)
-        Py_RETURN_NONE;
+    int look = first_look(attributes, (size_t)size);
+    if (look == SAID) Py_RETURN_NONE;
+    if (look == 0) Py_RETURN_FALSE; /* no attribute may hold messages */
     PyObject *answer = NULL;
     int status = read_text(attributes, size, model, &answer);
     if (status == FAIL) return NULL;
@@ -388,19 +429,6 @@ static int plan_name(PyObject *text, Name *name) {
     return OK;
 }
 
-static int plan_needle(const Name *name, char *needle, size_t *len) {
-    static const char before[] = "\"key\":\"";
-    if (name->len + sizeof(before) + 1 > MAX_NEEDLE) {
-        PyErr_SetString(PyExc_ValueError, "set_plan: a messages key too long");
-        return FAIL;
-    }
-    memcpy(needle, before, sizeof(before) - 1);
-    memcpy(needle + sizeof(before) - 1, name->text, name->len);
-    needle[sizeof(before) - 1 + name->len] = '"';
-    *len = sizeof(before) + name->len;
-    return OK;
-}
-
 static int plan_names(PyObject *texts, Name *names, int *count) {
     if (!PyTuple_Check(texts) || PyTuple_GET_SIZE(texts) > MAX_NAMES) {
         PyErr_SetString(PyExc_ValueError, "set_plan: a tuple of at most 16 names");
@@ -412,10 +440,11 @@ static int plan_names(PyObject *texts, Name *names, int *count) {
 }
 
 static PyObject *py_set_plan(PyObject *self, PyObject *plan) {
-    PyObject *in, *out, *other, *prefix;
+    PyObject *in, *out, *other, *prefix, *said_keys, *strings;
     Py_ssize_t messages, content, preview, text;
-    if (!PyArg_ParseTuple(plan, "UUO!O!nnnn", &in, &out, &PyTuple_Type, &other, &PyTuple_Type,
-                          &prefix, &messages, &content, &preview, &text))
+    if (!PyArg_ParseTuple(plan, "UUO!O!nnnnO!O!", &in, &out, &PyTuple_Type, &other,
+                          &PyTuple_Type, &prefix, &messages, &content, &preview, &text,
+                          &PyTuple_Type, &said_keys, &PyTuple_Type, &strings))
         return NULL;
     if (messages < 1 || messages > 100000 || content < 1 || preview < 0 || text < 0) {
         PyErr_SetString(PyExc_ValueError, "set_plan: bounds out of range");
@@ -424,9 +453,9 @@ static PyObject *py_set_plan(PyObject *self, PyObject *plan) {
     Py_INCREF(plan);
     Py_XSETREF(plan_owner, plan);
     if (plan_name(in, &input_key) != OK || plan_name(out, &output_key) != OK ||
-        plan_needle(&input_key, input_needle, &input_needle_len) != OK ||
-        plan_needle(&output_key, output_needle, &output_needle_len) != OK ||
-        plan_names(other, others, &nothers) != OK || plan_names(prefix, prefixes, &nprefixes) != OK) {
+        plan_names(other, others, &nothers) != OK || plan_names(prefix, prefixes, &nprefixes) != OK ||
+        plan_names(said_keys, said, &nsaid) != OK ||
+        plan_names(strings, string_keys, &nstring_keys) != OK) {
         Py_CLEAR(plan_owner);
         return NULL;
     }
@@ -440,10 +469,11 @@ static PyObject *py_set_plan(PyObject *self, PyObject *plan) {
 static PyMethodDef methods[] = {
     {"text_and_previews", (PyCFunction)(void (*)(void))text_and_previews, METH_FASTCALL,
      "text_and_previews(attributes, model): (text, previews) of a span's OTel GenAI "
-     "messages, or None"},
+     "messages, False when no attribute may hold messages, or None"},
     {"set_plan", py_set_plan, METH_O,
      "set_plan((input key, output key, other keys, prefixes, max messages, max content, "
-     "preview characters, max text)): the names and bounds text_and_previews reads by"},
+     "preview characters, max text, messages keys, string keys)): the names and bounds "
+     "text_and_previews reads by"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -68,8 +68,10 @@ def text_and_previews(span_type: str, attributes: str, events: str) -> tuple[str
     text `[input, output]`."""
     if _FAST is not None:
         model = span_type in MODEL_TYPES
-        given: tuple[str, str] | None = _FAST.text_and_previews(attributes, model)
-        if given is not None:
+        given: tuple[str, str] | bool | None = _FAST.text_and_previews(attributes, model)
+        if given is False and EVENT_MARKER not in events:  # `says` would say no
+            return None
+        if isinstance(given, tuple):
             return given
     return read_text_and_previews(span_type, attributes, events)
 
@@ -88,7 +90,8 @@ def read_text_and_previews(span_type: str, attributes: str, events: str) -> tupl
 
 def _fast() -> ModuleType | None:
     """The C extension with its reading plan set, where it was built and is on: it reads
-    the first messages attribute of each side, of the OTel shape."""
+    the first messages attribute of each side, of the OTel shape, and tells a span whose
+    attributes `says` finds nothing in (False)."""
     module = fastpath.extension("storage._llm_text")
     if module is None:
         return None
@@ -107,6 +110,8 @@ def _fast() -> ModuleType | None:
             MAX_CONTENT,
             PREVIEW_CHARS,
             MAX_TEXT,
+            _MESSAGE_KEYS,
+            _STRING_KEYS,
         )
     )
     return module

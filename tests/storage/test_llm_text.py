@@ -130,8 +130,12 @@ def _stored(pairs: list[tuple[str, Any]]) -> str:
 
 
 def read_alike(attributes: str, span_type: str) -> tuple[str, str] | None:
-    """The C reading, which must be the reference's when it gives one."""
+    """The C reading, which must be the reference's when it gives one; False only where
+    the reference's first test finds nothing."""
     fast = FAST.text_and_previews(attributes, span_type in ("llm", "embedding"))
+    assert (fast is False) == (not llm_text.says(attributes, "[]"))
+    if fast is False:
+        return None
     if fast is not None:
         assert fast == llm_text.read_text_and_previews(span_type, attributes, "[]")
     return fast
@@ -216,9 +220,43 @@ def test_a_key_written_otherwise_is_not_read() -> None:
     answer = '"[{\\"content\\":\\"hi\\"}]"'
     stored = '[{"key" : "gen_ai.output.messages","value":{"stringValue":' + answer + "}}]"
     assert llm_text.read_text_and_previews("llm", stored, "[]") is None
-    assert FAST.text_and_previews(stored, True) is None
+    assert FAST.text_and_previews(stored, True) is False
     written_so = stored.replace('"key" : ', '"key":')
     assert FAST.text_and_previews(written_so, True) == ("hi", '[null,"hi"]')
+
+
+#: Every key the reference's first test looks for, keys that begin or end like one,
+#: and others.
+_SAID_KEYS = st.sampled_from(
+    [
+        *llm_text._MESSAGE_KEYS,
+        *llm_text._INDEXED,
+        *(prefix + "0.content" for prefix in llm_text._INDEXED),
+        *llm_text._STRING_KEYS,
+        *(key[:-1] for key in (*llm_text._MESSAGE_KEYS, *llm_text._STRING_KEYS)),
+        *(key + "s" for key in (*llm_text._MESSAGE_KEYS, *llm_text._STRING_KEYS)),
+        "llm.model",
+        "tool.args.x",
+        'input.value","value":{"stringValue"',
+    ]
+)
+_VALUES = st.one_of(
+    _TEXTS.map(lambda text: {"stringValue": text}),
+    st.integers().map(lambda n: {"intValue": str(n)}),
+    st.just({"arrayValue": {"values": [{"stringValue": "query"}]}}),
+    st.just({}),
+)
+
+
+@FUZZ
+@given(st.lists(st.tuples(st.one_of(_SAID_KEYS, _TEXTS), _VALUES), max_size=6))
+def test_it_tells_attributes_that_hold_no_messages_as_the_reference_does(
+    pairs: list[tuple[str, Any]],
+) -> None:
+    """False (nothing to read) exactly where the reference's first test finds nothing:
+    whatever the keys, and whatever the values' kinds."""
+    stored = orjson.dumps([{"key": key, "value": value} for key, value in pairs]).decode()
+    assert (FAST.text_and_previews(stored, True) is False) == (not llm_text.says(stored, "[]"))
 
 
 def test_the_benchmarks_model_calls_are_read() -> None:
