@@ -29,6 +29,7 @@ setup(
                 "proto_json/_jsonscan.h",
                 "storage/_rows_genai.h",
                 "storage/_rows_json.h",
+                "storage/_rows_tokens.h",
             ],
             optional=True,
             extra_compile_args=["-O2"],

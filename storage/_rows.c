@@ -95,13 +95,23 @@ static PyObject *utc_day(unsigned long long nanos) {
 }
 
 #define TEXTS_KEPT 256
-#define HASHED_KEPT 256 /* the longest value text whose hash is kept */
+#define HASHED_KEPT 256 /* the longest text whose hash or token is kept */
 
 typedef struct {
     char text[HASHED_KEPT];
     Py_ssize_t len;
-    PyObject *hash; /* NULL: the slot is empty */
-} KeptHash;
+    long long value;
+    int kept; /* 0: the slot is empty */
+} KeptInt;
+
+/* A trace's distinct tokens: open addressing, 0 the empty slot (the token 0 noted
+ * apart); a power of two of slots, at most half full. */
+typedef struct {
+    PyObject *trace_id;
+    long long *slots;
+    size_t size, count;
+    int zero;
+} TokenSet;
 
 typedef struct {
     PyObject *project_id, *received_ms, *resource, *scope;
@@ -118,14 +128,17 @@ typedef struct {
     const struct Plan *plan;
     PyObject *priced, *left;
     Py_ssize_t count;
-    /* with a plan and when asked (`hash_text` given), also each row's attributes as
-       (key, value hash) pairs, for the attribute index (storage/trace_index.py): the
-       hash is hash_text's of the value's JSON text; the keys made so far, and the
-       hashes of the short texts hashed so far, by a hash of their bytes (keys and short
-       values repeat from span to span) */
-    PyObject *pairs, *hash_text;
-    PyObject *texts[TEXTS_KEPT];
-    KeptHash *hashes; /* TEXTS_KEPT of them, with pairs */
+    /* with a plan and when asked (`makers`: hash_text, key_token and name_token), also
+       the tokens of each trace's spans, for the attribute index (storage/trace_facets.py,
+       _rows_tokens.h): the traces' sets, in the order met, and their positions by trace
+       id; the hashes of the short value texts, the tokens of the short keys and of the
+       short span names, made so far, by a hash of their bytes (they repeat from span to
+       span) */
+    PyObject *hash_text, *key_token, *name_token, *set_at;
+    TokenSet *sets;
+    Py_ssize_t nsets, sets_size, last_set;
+    KeptInt *keys, *names; /* TEXTS_KEPT of each: one allocation */
+    KeptInt *hashes;       /* VALUES_KEPT, kept from call to call (_rows_tokens.h) */
 } Rows;
 
 /* The number of fields of a NamedTuple type (its `_fields`), at least ROW_FIELDS; -1
@@ -162,8 +175,8 @@ static PyObject *new_row(const Rows *r) {
 
 static PyMethodDef methods[] = {
     {"span_rows_json", span_rows_json, METH_VARARGS,
-     "span_rows_json(body, project_id, received_ms, row_type, plan=None, hash_text=None) -> "
-     "list[row_type] | (list[row_type], priced, left, pairs) | None"},
+     "span_rows_json(body, project_id, received_ms, row_type, plan=None, makers=None) -> "
+     "list[row_type] | (list[row_type], priced, left, [(trace_id, tokens)] | None) | None"},
     {"genai_plan", genai_plan, METH_O,
      "genai_plan((fields, keys, types, prefixes, names, native)) -> a plan for span_rows_json"},
     {NULL, NULL, 0, NULL},

@@ -1,6 +1,9 @@
 from collections.abc import Callable
 from typing import Any, overload
 
+#: hash_text(value JSON text), key_token(project, key), name_token(project, name).
+Makers = tuple[Callable[[str], int], Callable[[str, str], int], Callable[[str, str], int]]
+
 @overload
 def span_rows_json(
     body: bytes, project_id: str, received_ms: int, row_type: type[Any]
@@ -12,6 +15,6 @@ def span_rows_json(
     received_ms: int,
     row_type: type[Any],
     plan: object,
-    hash_text: Callable[[str], int] | None = None,
-) -> tuple[list[Any], list[int], list[int], list[tuple[tuple[str, int], ...]] | None] | None: ...
+    makers: Makers | None = None,
+) -> tuple[list[Any], list[int], list[int], list[tuple[str, bytes]] | None] | None: ...
 def genai_plan(tables: tuple[Any, ...]) -> object: ...

@@ -458,89 +458,7 @@ static PyObject *node_optional_str(const Scan *s, uint32_t i, int *status) {
 
 #include "_rows_genai.h"
 
-/* -- the attribute index's pairs -------------------------------------------------- */
-
-/* A hash of bytes, for the slots of the texts and hashes kept. */
-static size_t slot_of(const char *text, Py_ssize_t len) {
-    size_t h = (size_t)len * 2654435761u;
-    for (Py_ssize_t k = 0; k < len; k++) h = (h ^ (unsigned char)text[k]) * 16777619u;
-    return h % TEXTS_KEPT;
-}
-
-/* A str of UTF-8 bytes, the same object as last time for bytes seen before (when still
- * in their slot): keys and short values repeat from span to span, and a str made once
- * is hashed once. */
-static PyObject *kept_text(Rows *r, const char *text, Py_ssize_t len) {
-    if (len > 64) return PyUnicode_DecodeUTF8(text, len, NULL);
-    PyObject **slot = &r->texts[slot_of(text, len)];
-    PyObject *kept = *slot;
-    if (kept != NULL && PyUnicode_IS_COMPACT_ASCII(kept) && PyUnicode_GET_LENGTH(kept) == len &&
-        memcmp(PyUnicode_DATA(kept), text, (size_t)len) == 0)
-        return Py_NewRef(kept);
-    PyObject *made = PyUnicode_DecodeUTF8(text, len, NULL);
-    if (made != NULL && PyUnicode_IS_COMPACT_ASCII(made)) Py_XSETREF(*slot, Py_NewRef(made));
-    return made;
-}
-
-/* hash_text's hash of an AnyValue's JSON text (in r->buf), kept for a short text: a
- * value that repeats from span to span is hashed once. */
-static PyObject *value_hash(Rows *r) {
-    const char *text = r->buf.data;
-    Py_ssize_t len = (Py_ssize_t)r->buf.len;
-    KeptHash *slot = len <= HASHED_KEPT ? &r->hashes[slot_of(text, len)] : NULL;
-    if (slot != NULL && slot->hash != NULL && slot->len == len &&
-        memcmp(slot->text, text, (size_t)len) == 0)
-        return Py_NewRef(slot->hash);
-    PyObject *str = PyUnicode_DecodeUTF8(text, len, NULL);
-    PyObject *hash = str ? PyObject_CallOneArg(r->hash_text, str) : NULL;
-    Py_XDECREF(str);
-    if (hash != NULL && !PyLong_CheckExact(hash)) { /* an int, or the pairs hold it untracked */
-        Py_DECREF(hash);
-        PyErr_SetString(PyExc_TypeError, "hash_text must return an int");
-        return NULL;
-    }
-    if (hash != NULL && slot != NULL) {
-        memcpy(slot->text, text, (size_t)len);
-        slot->len = len;
-        Py_XSETREF(slot->hash, Py_NewRef(hash));
-    }
-    return hash;
-}
-
-/* A row's attributes as a tuple of (key, value hash) pairs: hash_text's hash of the
- * value's JSON text as orjson.dumps writes the AnyValue it reads. The list was checked
- * by the content hash's walk (objects of an unescaped string key and an object value).
- * Texts and ints only: the tuples are left out of the GC's work. */
-static PyObject *node_pairs(Rows *r, const Scan *s, uint32_t list) {
-    if (list == 0 || NODE(s, list)->type != J_ARRAY) return PyTuple_New(0);
-    PyObject *pairs = PyTuple_New(NODE(s, list)->count);
-    if (pairs == NULL) return NULL;
-    PyObject_GC_UnTrack(pairs); /* before hash_text runs: no Python code sees it half made */
-    uint32_t item = list + 1;
-    for (uint32_t k = 0; k < NODE(s, list)->count; k++, item = NODE(s, item)->next) {
-        uint32_t key, value;
-        if (member_of(s, item, "key", &key) != OK || member_of(s, item, "value", &value) != OK ||
-            !key || !value)
-            goto fail;
-        r->buf.len = 0;
-        if (put_node(&r->buf, s, value) != OK) goto fail;
-        PyObject *k_text = kept_text(r, (const char *)s->text + NODE(s, key)->start,
-                                     NODE(s, key)->len);
-        PyObject *hash = k_text ? value_hash(r) : NULL;
-        PyObject *pair = hash ? PyTuple_Pack(2, k_text, hash) : NULL;
-        Py_XDECREF(k_text);
-        Py_XDECREF(hash);
-        if (pair == NULL) goto fail;
-        PyObject_GC_UnTrack(pair);
-        PyTuple_SET_ITEM(pairs, k, pair);
-    }
-    return pairs;
-fail:
-    Py_DECREF(pairs);
-    if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "an attribute the hash accepted");
-    return NULL;
-}
-
+#include "_rows_tokens.h"
 
 static PyObject *row_of_node(Rows *r, const Scan *s, uint32_t span, int *status) {
     SpanNodes m;
@@ -585,12 +503,7 @@ static PyObject *row_of_node(Rows *r, const Scan *s, uint32_t span, int *status)
     FIELD(18, node_hash(r, s, span, status));
     FIELD(19, Py_NewRef(r->received_ms));
     PyObject_GC_UnTrack(row); /* texts, numbers and None only: the GC need not visit it */
-    if (r->pairs != NULL) {
-        PyObject *pairs = node_pairs(r, s, m.attributes);
-        int appended = pairs != NULL && PyList_Append(r->pairs, pairs) == 0;
-        Py_XDECREF(pairs);
-        if (!appended) goto fail;
-    }
+    if (r->set_at != NULL && row_tokens(r, s, row, m.name, m.attributes) != OK) goto fail;
     if (r->plan != NULL) {
         int facts = genai_facts(r->plan, s, m.attributes, kind == 1 ? agent : 0, row);
         PyObject *at = facts == GENAI_PRICED || facts == GENAI_PYTHON
@@ -657,29 +570,30 @@ static PyObject *span_rows_json(PyObject *Py_UNUSED(self), PyObject *args) {
     const char *text;
     Py_ssize_t size;
     Rows r = {0};
-    PyObject *plan = Py_None;
-    PyObject *hash_text = Py_None;
+    PyObject *plan = Py_None, *makers = Py_None;
+    r.last_set = -1;
     if (!PyArg_ParseTuple(args, "y#UOO!|OO", &text, &size, &r.project_id, &r.received_ms,
-                          &PyType_Type, &r.row_type, &plan, &hash_text))
+                          &PyType_Type, &r.row_type, &plan, &makers))
         return NULL;
-    int want_pairs = hash_text != Py_None;
-    if (want_pairs && !PyCallable_Check(hash_text)) {
-        PyErr_SetString(PyExc_TypeError, "hash_text must be callable or None");
+    if (makers != Py_None &&
+        !PyArg_ParseTuple(makers, "OOO;makers: (hash_text, key_token, name_token)", &r.hash_text,
+                          &r.key_token, &r.name_token))
         return NULL;
-    }
-    r.hash_text = hash_text;
     if ((r.row_size = row_size(r.row_type)) < 0) return NULL;
     if (plan != Py_None) {
         if ((r.plan = PyCapsule_GetPointer(plan, "storage._rows.genai_plan")) == NULL) return NULL;
         if ((r.priced = PyList_New(0)) == NULL || (r.left = PyList_New(0)) == NULL ||
-            (want_pairs && (r.pairs = PyList_New(0)) == NULL) ||
-            (want_pairs && (r.hashes = PyMem_Calloc(TEXTS_KEPT, sizeof(KeptHash))) == NULL)) {
+            (makers != Py_None && (r.set_at = PyDict_New()) == NULL) ||
+            (makers != Py_None &&
+             ((r.keys = PyMem_Calloc(2 * TEXTS_KEPT, sizeof(KeptInt))) == NULL ||
+              (r.hashes = values_kept(r.hash_text)) == NULL))) {
             if (!PyErr_Occurred()) PyErr_NoMemory();
-            Py_XDECREF(r.pairs);
+            free_sets(&r);
             Py_XDECREF(r.priced);
             Py_XDECREF(r.left);
             return NULL;
         }
+        if (r.keys != NULL) r.names = r.keys + TEXTS_KEPT;
     }
     Scan s = {0};
     int status = scan_document_released(&s, text, size);
@@ -696,24 +610,26 @@ static PyObject *span_rows_json(PyObject *Py_UNUSED(self), PyObject *args) {
     scan_free(&s);
     PyMem_Free(r.buf.data);
     Py_XDECREF(r.trace_id);
-    for (int k = 0; k < TEXTS_KEPT; k++) {
-        Py_XDECREF(r.texts[k]);
-        if (r.hashes != NULL) Py_XDECREF(r.hashes[k].hash);
-    }
-    PyMem_Free(r.hashes);
+    PyObject *documents = status == OK && !PyErr_Occurred() && r.set_at != NULL
+                              ? token_documents(&r)
+                              : Py_NewRef(Py_None);
+    free_sets(&r);
     if (status != OK || PyErr_Occurred()) {
         Py_XDECREF(out);
         Py_XDECREF(r.priced);
         Py_XDECREF(r.left);
-        Py_XDECREF(r.pairs);
+        Py_XDECREF(documents);
         if (PyErr_Occurred()) return NULL;
         Py_RETURN_NONE;
     }
-    if (r.plan == NULL) return out;
-    PyObject *all = PyTuple_Pack(4, out, r.priced, r.left, r.pairs ? r.pairs : Py_None);
+    if (r.plan == NULL) {
+        Py_DECREF(documents);
+        return out;
+    }
+    PyObject *all = PyTuple_Pack(4, out, r.priced, r.left, documents);
     Py_DECREF(out);
     Py_DECREF(r.priced);
     Py_DECREF(r.left);
-    Py_XDECREF(r.pairs);
+    Py_DECREF(documents);
     return all;
 }

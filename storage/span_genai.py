@@ -21,9 +21,10 @@ from genai import conventions, view_of
 from genai.prices import Pricer
 from genai.view import GenAIView, reading_plan
 from proto_json import fastpath
-from storage.attribute_hashes import Pairs, text_hash
+from storage.attribute_hashes import text_hash
 from storage.llm_text import EVENT_MARKER, gen_ai_events
 from storage.span_rows import FAST_ROWS, SpanRow, rows_of_json
+from storage.trace_facets import Facets, key_token, span_name_token
 
 log = logging.getLogger("spangate.worker")
 
@@ -124,23 +125,31 @@ def _plan() -> object:
 _PLAN = None if FAST_ROWS is None or fastpath.turned_off("storage._rows_genai") else _plan()
 
 
+#: What the C row builder makes the attribute index's tokens with (storage/_rows_tokens.h;
+#: SPANGATE_PURE_PYTHON=storage._rows_tokens leaves them to Python, to measure what it buys).
+_MAKERS = (
+    None if fastpath.turned_off("storage._rows_tokens") else (text_hash, key_token, span_name_token)
+)
+
+
 def rows_with_views(
-    body: bytes, project_id: str, received_ms: int, pricer: Pricer, pairs: bool = True
-) -> tuple[list[SpanRow], list[Pairs | None] | None]:
-    """`with_views(rows_of_json(...))`, and (when `pairs`: the store keeps the attribute
-    index) each row's attribute pairs where the C row builder gave them: where it takes
-    the body, it fills the facts of each span's view as it builds the rows; here the
-    rows it filled are priced, and those it left are read."""
+    body: bytes, project_id: str, received_ms: int, pricer: Pricer, facets: bool = True
+) -> tuple[list[SpanRow], list[Facets] | None]:
+    """`with_views(rows_of_json(...))`, and (when `facets`: the store keeps the
+    attribute index) the documents of tokens of their traces where the C row builder
+    made them: where it takes the body, it fills the facts of each span's view as it
+    builds the rows; here the rows it filled are priced, and those it left are read."""
     if _PLAN is not None and FAST_ROWS is not None:
-        hash_text = text_hash if pairs else None
-        built = FAST_ROWS.span_rows_json(body, project_id, received_ms, SpanRow, _PLAN, hash_text)
+        makers = _MAKERS if facets else None
+        built = FAST_ROWS.span_rows_json(body, project_id, received_ms, SpanRow, _PLAN, makers)
         if built is not None:
             rows: list[SpanRow]
-            rows, priced, left, given = built
+            rows, priced, left, made = built
             for at in priced:
                 rows[at] = _priced(rows[at], pricer)
             for at in left:
                 rows[at] = with_views([rows[at]], pricer)[0]
+            given = None if made is None else [(project_id, t, tokens) for t, tokens in made]
             return rows, given
     return with_views(rows_of_json(body, project_id, received_ms), pricer), None
 

@@ -8,7 +8,6 @@ from typing import Any, NamedTuple
 import orjson
 
 from storage import session_summaries, span_copy, trace_index, trace_summaries, trace_texts
-from storage.attribute_hashes import Pairs
 from storage.database import Database, Transaction
 from storage.errors import WriteConflict
 from storage.resend import (
@@ -20,6 +19,7 @@ from storage.resend import (
     window_checks,
 )
 from storage.span_rows import SpanRow
+from storage.trace_facets import Facets
 
 #: Transactions a batch may take on PostgreSQL: one a writer whose new traces another
 #: writer stored first (each attempt finds the traces it met stored).
@@ -124,15 +124,15 @@ class SpanStore:
         #: migrated to before them (benchmarks/bench_worker.py --find-index)
         self.find_index = find_index
 
-    def prepared(self, rows: list[SpanRow], pairs: list[Pairs | None] | None = None) -> Prepared:
+    def prepared(self, rows: list[SpanRow], facets: list[Facets] | None = None) -> Prepared:
         """`rows` with what `upsert` needs of them that reads nothing stored, for a thread
         other than the writer's to compute: on PostgreSQL their traces, and their
         summaries as new traces'; what they add to the indexes that find a trace
-        (`pairs`: each row's attribute pairs, when the row builder gave them)."""
+        (`facets`: their traces' documents of tokens, when the row builder made them)."""
         return Prepared(
             rows,
             span_copy.Batch.of(rows) if self.db.postgres else None,
-            trace_index.index_rows(rows, pairs) if self.find_index else None,
+            trace_index.index_rows(rows, facets) if self.find_index else None,
         )
 
     def upsert(self, rows: list[SpanRow] | Prepared, window_ms: int) -> list[SpanRow]:

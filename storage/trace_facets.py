@@ -19,6 +19,10 @@ pairs, each page written whole: one worker draining 1,000,000 spans into an empt
 SQLite store stored 12,500 spans/s with them, 40,400 with the documents
 (docs/benchmarks.md, "Decision: the attribute index").
 
+The C row builder makes each body's documents as it builds its rows (storage/
+_rows_tokens.h, with this module's token makers); `documents_of` makes them in Python
+for the rest (a body it declined, a batch that sends a span twice, a stale trace).
+
 Exact under the re-sending rules, as the texts are: a trace's documents may repeat
 tokens (a span sent again, identical, brings a document of its own); what must not stay
 is a token only a replaced or deleted span row gave, and a trace with such a row is
@@ -30,15 +34,15 @@ from __future__ import annotations
 
 import hashlib
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable
 
 from storage.attribute_hashes import attribute_pairs
 from storage.database import Transaction, arrays
 from storage.storable import key_text
 from storage.trace_texts import insert_indexed
 
-#: A trace's document: project, trace, its tokens.
-Facets = tuple[str, str, list[int]]
+#: A trace's document: project, trace, its tokens (`packed`).
+Facets = tuple[str, str, bytes]
 #: A project's span name: project, name, its token.
 Name = tuple[str, str, int]
 
@@ -52,9 +56,17 @@ def _hash(person: bytes, project: str, text: str) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
-#: Key tokens by (project, key): a batch's spans repeat their keys.
+#: Key and span name tokens by (project, text): a batch's spans repeat them.
 _keys: dict[tuple[str, str], int] = {}
-_KEYS_KEPT = 100_000
+_names: dict[tuple[str, str], int] = {}
+_KEPT = 100_000
+
+
+def _kept(kept: dict[tuple[str, str], int], made: int, project: str, text: str) -> int:
+    if len(kept) >= _KEPT:
+        kept.clear()
+    kept[(project, text)] = made
+    return made
 
 
 def key_token(project: str, key: str) -> int:
@@ -62,16 +74,32 @@ def key_token(project: str, key: str) -> int:
     a pair's is it XOR the value's hash."""
     token = _keys.get((project, key))
     if token is None:
-        token = _hash(b"attribute", project, key_text(key))
-        if len(_keys) >= _KEYS_KEPT:
-            _keys.clear()
-        _keys[(project, key)] = token
+        token = _kept(_keys, _hash(b"attribute", project, key_text(key)), project, key)
     return token
 
 
 def name_token(project: str, name: str) -> int:
-    """The token of a span name in a project (as the index keeps it: key_text)."""
+    """The token of a span name in a project (`name` as the index keeps it: key_text)."""
     return _hash(b"span name", project, name)
+
+
+def span_name_token(project: str, name: str) -> int:
+    """The token of a span's name (as it was sent) in a project."""
+    token = _names.get((project, name))
+    if token is None:
+        token = _kept(_names, name_token(project, key_text(name)), project, name)
+    return token
+
+
+def packed(tokens: Collection[int]) -> bytes:
+    """Tokens as a document's bytes: 8 a token, big-endian, two's complement (what the C
+    row builder gives, storage/_rows_tokens.h)."""
+    return struct.pack(f">{len(tokens)}q", *tokens)
+
+
+def unpacked(tokens: bytes) -> tuple[int, ...]:
+    """A document's tokens from its bytes."""
+    return struct.unpack(f">{len(tokens) // 8}q", tokens)
 
 
 def hex_token(token: int) -> str:
@@ -80,49 +108,57 @@ def hex_token(token: int) -> str:
     return format(token & _MASK, "016x")
 
 
-def hex_tokens(tokens: list[int]) -> str:
-    """Tokens as a document's text: each `hex_token`, a space apart (their 8 bytes
-    big-endian, two's complement, in hex: 0.03 us a token, where `hex_token` each took
-    0.24)."""
-    return struct.pack(f">{len(tokens)}q", *tokens).hex(" ", 8)
+def hex_tokens(tokens: bytes) -> str:
+    """A document's tokens (`packed`) as its text: each `hex_token`, a space apart."""
+    return tokens.hex(" ", 8)
 
 
-def facets_of(
-    spans: Sequence[tuple[str, str, str]], pairs: Sequence[Iterable[tuple[str, int]] | None]
-) -> tuple[list[Facets], list[Name]]:
-    """The document of each trace of `spans` (project, trace, name), each with its
-    attribute pairs (`pairs`), and the span names they have. A trace's spans repeat
-    their names and pairs: each distinct one is made a token once."""
-    traces: dict[tuple[str, str], tuple[set[str], set[tuple[str, int]]]] = {}
-    for (project, trace_id, name), given in zip(spans, pairs, strict=True):
-        of_trace = traces.get((project, trace_id))
-        if of_trace is None:
-            of_trace = traces[(project, trace_id)] = (set(), set())
-        of_trace[0].add(name)
-        if given is not None:
-            of_trace[1].update(given)
-    documents: list[Facets] = []
-    names: dict[tuple[str, str], int] = {}
-    for (project, trace_id), (of_names, of_pairs) in traces.items():
-        tokens: set[int] = set()
-        for name in of_names:
-            named = (project, key_text(name))
-            token = names.get(named)
-            if token is None:
-                token = names[named] = name_token(*named)
-            tokens.add(token)
-        for key, hashed in of_pairs:
-            keyed = key_token(project, key)
-            tokens.add(keyed)
-            tokens.add(keyed ^ hashed)
-        documents.append((project, trace_id, list(tokens)))
-    return documents, [(project, name, token) for (project, name), token in names.items()]
+def documents_of(spans: Iterable[tuple[str, str, str, str]]) -> list[Facets]:
+    """The document of each trace of `spans` (project, trace, name, attributes' stored
+    JSON text), in Python (the C row builder makes them as it builds the rows): a token
+    for each span name, each key, each (key, value); each distinct one once."""
+    traces: dict[tuple[str, str], set[int]] = {}
+    for project, trace_id, name, attributes in spans:
+        tokens = traces.get((project, trace_id))
+        if tokens is None:
+            tokens = traces[(project, trace_id)] = set()
+        tokens.add(span_name_token(project, name))
+        if attributes != "[]":
+            for key, hashed in attribute_pairs(attributes):
+                keyed = key_token(project, key)
+                tokens.add(keyed)
+                tokens.add(keyed ^ hashed)
+    return [(project, trace_id, packed(tokens)) for (project, trace_id), tokens in traces.items()]
+
+
+def merged(documents: Iterable[Facets]) -> list[Facets]:
+    """One document a trace: the documents of a trace that came in several bodies made
+    one, of their distinct tokens."""
+    found: dict[tuple[str, str], bytes] = {}
+    again: set[tuple[str, str]] = set()
+    for project, trace_id, tokens in documents:
+        trace = (project, trace_id)
+        if trace in found:
+            again.add(trace)
+            tokens = found[trace] + tokens
+        found[trace] = tokens
+    for trace in again:
+        found[trace] = packed(set(unpacked(found[trace])))
+    return [(project, trace_id, tokens) for (project, trace_id), tokens in found.items()]
+
+
+def names_of(spans: Iterable[tuple[str, str]]) -> list[Name]:
+    """The distinct span names of `spans` (project, name), as the index keeps them
+    (key_text), with their tokens."""
+    return [
+        (project, key_text(name), span_name_token(project, name)) for project, name in set(spans)
+    ]
 
 
 def write(tx: Transaction, facets: list[Facets], names: list[Name]) -> None:
     """Insert documents, and the project names not yet there."""
     if names:
-        names = sorted(names)
+        names = sorted(set(names))
         if tx.postgres:
             tx.execute(
                 "INSERT INTO project_span_names (project_id, name, token) SELECT * FROM "
@@ -142,7 +178,12 @@ def write(tx: Transaction, facets: list[Facets], names: list[Name]) -> None:
             "INSERT INTO trace_facets (project_id, trace_id, tokens) "
             "SELECT u1, u2, u3::bigint[] FROM unnest(?::text[], ?::text[], ?::text[]) "
             "AS u (u1, u2, u3)",
-            arrays([(p, t, "{" + ",".join(map(str, tokens)) + "}") for p, t, tokens in facets]),
+            arrays(
+                [
+                    (p, t, "{" + ",".join(map(str, unpacked(tokens))) + "}")
+                    for p, t, tokens in facets
+                ]
+            ),
         )
         return
     insert_indexed(
@@ -154,18 +195,17 @@ def write(tx: Transaction, facets: list[Facets], names: list[Name]) -> None:
     )
 
 
-_STORED = "SELECT name, attributes FROM spans WHERE project_id = ? AND trace_id = ?"
+_STORED = (
+    "SELECT project_id, trace_id, name, attributes FROM spans WHERE project_id = ? AND trace_id = ?"
+)
 
 
 def rebuild(tx: Transaction, traces: Iterable[tuple[str, str]]) -> None:
     """Make the documents of these (project, trace) anew from the span rows stored."""
-    spans: list[tuple[str, str, str]] = []
-    pairs: list[Iterable[tuple[str, int]] | None] = []
+    spans: list[tuple[str, str, str, str]] = []
     for project, trace in sorted(set(traces)):
         tx.execute(
             "DELETE FROM trace_facets WHERE project_id = ? AND trace_id = ?", (project, trace)
         )
-        for name, attributes in tx.query(_STORED, (project, trace)):
-            spans.append((project, trace, name))
-            pairs.append(attribute_pairs(attributes) if attributes != "[]" else None)
-    write(tx, *facets_of(spans, pairs))
+        spans += tx.query(_STORED, (project, trace))
+    write(tx, documents_of(spans), names_of((p, name) for p, _, name, _ in spans))

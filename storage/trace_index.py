@@ -7,8 +7,8 @@ writes the spans (schema migration 13, storage/find_schema.py).
   a trace's tokens a batch, and a project's distinct span names.
 
 What a batch adds is made before its transaction (`index_rows`, on the worker's
-decoding thread), from the attribute pairs the C row builder gives where it built the
-rows (nothing parsed again), and written in the transaction that writes the spans.
+decoding thread), from the documents of tokens the C row builder gives where it built
+the rows (nothing parsed again), and written in the transaction that writes the spans.
 
 Exact under the re-sending rules: the rows the window refused add nothing; a stored
 row replaced or deleted has its previews deleted and is noted stale with its start day,
@@ -24,10 +24,10 @@ upsert, most of which replace nothing, cost twice as much.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import itemgetter
 from typing import NamedTuple
 
 from storage import trace_facets, trace_texts
-from storage.attribute_hashes import Pairs, attribute_pairs
 from storage.database import Transaction
 from storage.span_rows import SpanRow
 
@@ -44,23 +44,27 @@ class IndexRows(NamedTuple):
     names: list[trace_facets.Name]
 
 
-def index_rows(rows: list[SpanRow], pairs: list[Pairs | None] | None = None) -> IndexRows:
-    """The index rows of a batch (`pairs`: each row's attribute pairs, when the row
+def index_rows(rows: list[SpanRow], facets: list[trace_facets.Facets] | None = None) -> IndexRows:
+    """The index rows of a batch (`facets`: its traces' documents of tokens, when the row
     builder gave them); a span sent twice in it is indexed by its last send, the one
     stored."""
     last = {row[:4]: at for at, row in enumerate(rows)}  # project, trace, span, day
     if len(last) < len(rows):
-        kept = sorted(last.values())
-        rows = [rows[at] for at in kept]
-        pairs = None if pairs is None else [pairs[at] for at in kept]
-    if pairs is None:
-        pairs = [None] * len(rows)
-    given = [
-        attribute_pairs(row.attributes) if hashed is None and row.attributes != "[]" else hashed
-        for row, hashed in zip(rows, pairs, strict=True)
-    ]
-    facets, names = trace_facets.facets_of([row[:2] + (row.name,) for row in rows], given)
+        rows = [rows[at] for at in sorted(last.values())]
+        facets = None  # made anew of the last sends
+    if facets is None:
+        facets = trace_facets.documents_of(map(_FACETED, rows))
+    else:
+        facets = trace_facets.merged(facets)
+    names = trace_facets.names_of(map(_NAMED, rows))
     return IndexRows(rows, *trace_texts.texts_of(rows), facets, names)
+
+
+#: What a row's documents of tokens are made of: project, trace, name, attributes.
+_FACETED = itemgetter(
+    *(SpanRow._fields.index(f) for f in ("project_id", "trace_id", "name", "attributes"))
+)
+_NAMED = itemgetter(SpanRow._fields.index("project_id"), SpanRow._fields.index("name"))
 
 
 def write(tx: Transaction, index: IndexRows, rows: list[SpanRow], refused: list[SpanRow]) -> None:

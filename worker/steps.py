@@ -10,28 +10,31 @@ from itertools import chain
 from genai.prices import Pricer
 from spanqueue.consumer import Entry
 from spanqueue.layout import QueuedRequest
-from storage.attribute_hashes import Pairs
 from storage.span_genai import rows_with_views
 from storage.span_rows import SpanRow
 from storage.spans import Prepared, SpanStore
 from storage.storable import storable
+from storage.trace_facets import Facets
 
 
 @dataclass
 class Decoded:
     entries: list[Entry] = field(default_factory=list)
     rows: list[list[SpanRow]] = field(default_factory=list)
-    #: each entry's rows' attribute pairs, where the row builder gave them (else None)
-    pairs: list[list[Pairs | None]] = field(default_factory=list)
+    #: each entry's traces' documents of tokens, where the row builder made them (else
+    #: None: made from the rows when prepared)
+    facets: list[list[Facets] | None] = field(default_factory=list)
     poison: list[tuple[Entry, str]] = field(default_factory=list)
     #: the rows of every entry, prepared for the store (SpanStore.prepared) on the
     #: decoding thread, when handed to a writer thread
     prepared: Prepared | None = None
 
     def prepared_for(self, store: SpanStore) -> Prepared:
-        """Its rows, all entries', prepared for `store`, with their pairs."""
+        """Its rows, all entries', prepared for `store`, with their documents of tokens."""
         rows = list(chain.from_iterable(self.rows))
-        return store.prepared(rows, list(chain.from_iterable(self.pairs)))
+        if None in self.facets:  # an entry the row builder made none for: all made anew
+            return store.prepared(rows)
+        return store.prepared(rows, list(chain.from_iterable(self.facets)))  # type: ignore[arg-type]
 
 
 @dataclass
@@ -47,23 +50,26 @@ class Written:
 
 def shares(decoded: Decoded, writers: int) -> list[Decoded]:
     """The part split between `writers` by trace id: each share has every entry, with
-    the rows of the entry's traces that fall to it (and their pairs)."""
+    the rows of the entry's traces that fall to it (and their documents)."""
     if writers == 1:
         return [decoded]
     shares = [Decoded(decoded.entries) for _ in range(writers)]
-    for rows, pairs in zip(decoded.rows, decoded.pairs, strict=True):
+    for rows, facets in zip(decoded.rows, decoded.facets, strict=True):
         split: list[list[SpanRow]] = [[] for _ in shares]
-        split_pairs: list[list[Pairs | None]] = [[] for _ in shares]
         trace, at = "", 0
-        for row, row_pairs in zip(rows, pairs, strict=True):
+        for row in rows:
             if row.trace_id != trace:  # a trace's rows mostly come together
                 trace = row.trace_id
                 at = hash(trace) % writers
             split[at].append(row)
-            split_pairs[at].append(row_pairs)
-        for into, rows_of_share, pairs_of_share in zip(shares, split, split_pairs, strict=True):
+        split_facets: list[list[Facets]] | None = None
+        if facets is not None:
+            split_facets = [[] for _ in shares]
+            for document in facets:
+                split_facets[hash(document[1]) % writers].append(document)
+        for number, (into, rows_of_share) in enumerate(zip(shares, split, strict=True)):
             into.rows.append(rows_of_share)
-            into.pairs.append(pairs_of_share)
+            into.facets.append(None if split_facets is None else split_facets[number])
     return shares
 
 
@@ -82,16 +88,16 @@ def merged(entries: list[Entry], written: list[Written]) -> Written:
     )
 
 
-def decode(entries: list[Entry], pricer: Pricer, pairs: bool = True) -> Decoded:
-    """Rows of each entry, with their GenAI facts (priced by `pricer`) and (`pairs`: for
-    a store that keeps the attribute index) their attribute pairs; the entries that do
-    not decode, with the reason."""
+def decode(entries: list[Entry], pricer: Pricer, facets: bool = True) -> Decoded:
+    """Rows of each entry, with their GenAI facts (priced by `pricer`) and (`facets`: for
+    a store that keeps the attribute index) their traces' documents of tokens; the
+    entries that do not decode, with the reason."""
     decoded = Decoded()
     for entry in entries:
         try:
             item = QueuedRequest.from_fields(entry.fields)
             rows, given = rows_with_views(
-                item.body, item.project_id, item.received_ms, pricer, pairs
+                item.body, item.project_id, item.received_ms, pricer, facets
             )
             rows = storable(rows)
         except (KeyError, ValueError, TypeError, AttributeError, IndexError) as e:
@@ -99,7 +105,7 @@ def decode(entries: list[Entry], pricer: Pricer, pairs: bool = True) -> Decoded:
             continue
         decoded.entries.append(entry)
         decoded.rows.append(rows)
-        decoded.pairs.append([None] * len(rows) if given is None else given)
+        decoded.facets.append(given)
     return decoded
 
 

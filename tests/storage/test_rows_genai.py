@@ -14,8 +14,9 @@ import proto_json
 from genai import conventions
 from genai.prices import Pricer
 from genai.view import reading_plan
-from storage import span_genai, span_rows, trace_index
+from storage import span_genai, span_rows, trace_facets
 from storage.span_genai import MARKED_NAMES, MARKED_PREFIXES, rows_with_views, with_views
+from storage.trace_facets import unpacked
 from tests.fuzz import FUZZ
 
 FAST = span_rows.FAST_ROWS
@@ -93,22 +94,20 @@ def _body(spans: list[dict[str, Any]]) -> bytes:
 
 def same_rows(body: bytes) -> tuple[list[int], list[int]] | None:
     """Both readings of a body give the same rows, and the attribute index the same
-    rows of them (from the C builder's pairs, and from the attributes' text); the
+    documents of them (the C builder's, and Python's from the rows); the
     positions of the rows the C builder left to be priced, and to Python (None: it
     declined the body, as it does bodies it does not build rows of, such as a name with
     an escape in a list it sorts)."""
     assert FAST is not None
     pricer = Pricer()
     reference = with_views(span_rows.rows_of(orjson.loads(body), "p", 7), pricer)
-    rows, pairs = rows_with_views(body, "p", 7, pricer)
+    rows, facets = rows_with_views(body, "p", 7, pricer)
     assert rows == reference
-    if pairs is not None:
-        for row, row_pairs in zip(rows, pairs, strict=True):
-            from_pairs = trace_index.index_rows([row], [row_pairs]).facets
-            from_text = trace_index.index_rows([row]).facets
-            assert [(p, t, set(k)) for p, t, k in from_pairs] == [
-                (p, t, set(k)) for p, t, k in from_text
-            ]
+    if facets is not None:
+        made = {(p, t): sorted(unpacked(k)) for p, t, k in facets}
+        assert len(made) == len(facets)  # a trace's document once
+        from_rows = trace_facets.documents_of((r[0], r[1], r.name, r.attributes) for r in rows)
+        assert made == {(p, t): sorted(unpacked(k)) for p, t, k in from_rows}
     built = FAST.span_rows_json(body, "p", 7, span_rows.SpanRow, span_genai._PLAN)
     return None if built is None else (built[1], built[2])
 
@@ -152,3 +151,80 @@ def test_the_ordinary_are_read_in_c() -> None:
         )  # fmt: skip
     ).payload
     assert same_rows(body) == ([0, 1, 3], [])
+
+
+def _native_body(spans: list[tuple[str, str, dict[str, Any]]]) -> bytes:
+    """The canonical body of native spans (trace id, name, attributes)."""
+    return proto_json.convert_spans(
+        orjson.dumps(
+            {
+                "spans": [
+                    {
+                        "traceId": trace,
+                        "spanId": f"{n + 1:016x}",
+                        "name": name,
+                        "startTime": "2026-11-22T10:00:00Z",
+                        "attributes": attributes,
+                    }
+                    for n, (trace, name, attributes) in enumerate(spans)
+                ]
+            }
+        )  # fmt: skip
+    ).payload
+
+
+def test_each_traces_tokens_are_made_once_whatever_order_its_spans_come_in() -> None:
+    """Traces whose spans come interleaved, with hundreds of distinct tokens (a trace's
+    set grows), names with escapes, and a token of 0 (made with makers of the caller's):
+    each trace's document holds each token of its spans once, in the order the traces
+    were met, as Python makes them."""
+    assert FAST is not None
+    spans = [
+        (f"{n % 3 + 1:032x}", f"step\t{n % 4}", {f"k{n % 7}": n, "same": "v", "k0": n % 5})
+        for n in range(300)
+    ]
+    body = _native_body(spans)
+    rows, facets = rows_with_views(body, "p", 7, Pricer())
+    assert facets is not None and [t for _, t, _ in facets] == [f"{n:032x}" for n in (1, 2, 3)]
+    from_rows = trace_facets.documents_of((r[0], r[1], r.name, r.attributes) for r in rows)
+    assert {t: sorted(unpacked(k)) for _, t, k in facets} == {
+        t: sorted(unpacked(k)) for _, t, k in from_rows
+    }
+    assert all(len(set(unpacked(k))) == len(k) // 8 > 100 for _, _, k in facets)
+    # the C composes the makers' answers: a name's token, a key's, and it XOR the value's
+    makers = (lambda text: 5, lambda project, key: 5 if key == "same" else len(key),
+              lambda project, name: -1)  # fmt: skip
+    built = FAST.span_rows_json(body, "p", 7, span_rows.SpanRow, span_genai._PLAN, makers)
+    assert built is not None and built[3] is not None
+    for _, tokens in built[3]:
+        assert sorted(unpacked(tokens)) == sorted({-1, 5, 5 ^ 5, 2, 2 ^ 5})
+
+
+def test_the_value_hashes_kept_are_those_of_the_makers_given() -> None:
+    """The value hashes the C row builder keeps from call to call are forgotten when it
+    is given another hash_text: the same body then gives that one's tokens."""
+    assert FAST is not None
+    body = _native_body([("1" * 32, "a", {"k": "v"})])
+    for answer in (1, 2, 1):
+        makers = (lambda text, a=answer: a, lambda project, key: 8, lambda project, name: 16)
+        built = FAST.span_rows_json(body, "p", 7, span_rows.SpanRow, span_genai._PLAN, makers)
+        assert built is not None and built[3] is not None
+        assert sorted(unpacked(built[3][0][1])) == sorted({16, 8, 8 ^ answer})
+
+
+def test_a_token_maker_that_fails_fails_the_call() -> None:
+    """A maker's exception, or an answer that is no int of 64 bits, is raised (never a
+    document of wrong tokens)."""
+    assert FAST is not None
+    body = _native_body([("1" * 32, "a", {"k": "v"})])
+
+    def fails(text: str) -> int:
+        raise RuntimeError("no hash")
+
+    for makers, error in (
+        ((fails, lambda p, k: 1, lambda p, n: 1), RuntimeError),
+        ((lambda t: "x", lambda p, k: 1, lambda p, n: 1), TypeError),
+        ((lambda t: 1, lambda p, k: 2**64, lambda p, n: 1), OverflowError),
+    ):
+        with pytest.raises(error):
+            FAST.span_rows_json(body, "p", 7, span_rows.SpanRow, span_genai._PLAN, makers)

@@ -25,7 +25,7 @@ from storage.span_rows import SpanRow
 from storage.spans import SpanStore
 from storage.storable import key_text
 from storage.text_words import joined
-from storage.trace_facets import hex_token, hex_tokens, key_token, name_token
+from storage.trace_facets import hex_token, hex_tokens, key_token, name_token, packed, unpacked
 from storage.trace_list import TraceFilter, TraceSummaries
 from storage.trace_texts import text_and_previews
 from tests.fuzz import FUZZ
@@ -484,9 +484,11 @@ def test_a_span_name_filter_finds_the_traces_of_every_name_that_holds_it(
 @given(st.lists(st.integers(-(2**63), 2**63 - 1)))
 def test_a_documents_text_is_its_tokens_in_hex(tokens: list[int]) -> None:
     """A document's text is each token's 16 hex digits, a space apart, as SQLite's
-    printf('%016x') writes them (what a span name's token is matched by)."""
-    assert hex_tokens(tokens) == " ".join(map(hex_token, tokens))
-    assert all(len(token) == 16 for token in hex_tokens(tokens).split())
+    printf('%016x') writes them (what a span name's token is matched by); its bytes give
+    its tokens back."""
+    assert hex_tokens(packed(tokens)) == " ".join(map(hex_token, tokens))
+    assert all(len(token) == 16 for token in hex_tokens(packed(tokens)).split())
+    assert list(unpacked(packed(tokens))) == tokens
 
 
 @FUZZ

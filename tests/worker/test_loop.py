@@ -34,7 +34,7 @@ from storage.database import Database
 from storage.errors import StoreUnavailable
 from storage.span_rows import SpanRow
 from storage.spans import Prepared, SpanStore
-from storage.trace_index import Pairs
+from storage.trace_facets import Facets
 from storage.trace_list import TraceFilter, TraceSummaries
 from tests.proto_json.spans import span
 from worker import steps
@@ -421,9 +421,9 @@ def test_parts_are_decoded_while_the_writer_is_behind_up_to_parts_ahead(
     decoded: list[Any] = []
     decode = steps.decode
 
-    def counted(part: Any, pricer: Any, pairs: bool) -> Any:
+    def counted(part: Any, pricer: Any, tokens: bool) -> Any:
         decoded.append(part)
-        return decode(part, pricer, pairs)
+        return decode(part, pricer, tokens)
 
     monkeypatch.setattr("worker.steps.decode", counted)
     for i in range(6):
@@ -611,7 +611,7 @@ def test_a_part_is_prepared_on_the_decoding_thread(
 ) -> None:
     """What a write needs of its rows that reads nothing stored (on PostgreSQL their
     traces and their summaries as new traces'; what they add to the indexes that find a
-    trace, from the attribute pairs the C row builder gave) is computed by the thread
+    trace, from the documents of tokens the C row builder made) is computed by the thread
     that decodes, and handed to the writers with the rows: their transactions hold
     statements only."""
     database: Database = request.getfixturevalue(store_database)
@@ -619,13 +619,10 @@ def test_a_part_is_prepared_on_the_decoding_thread(
     written: list[Any] = []
 
     class Noting(SpanStore):
-        def prepared(
-            self, rows: list[SpanRow], pairs: list[Pairs | None] | None = None
-        ) -> Prepared:
+        def prepared(self, rows: list[SpanRow], facets: list[Facets] | None = None) -> Prepared:
             if rows:  # a writer's share may hold none of a part's rows
-                given = pairs is not None and all(p is not None for p in pairs)
-                preparing.append((threading.current_thread().name, given))
-            return super().prepared(rows, pairs)
+                preparing.append((threading.current_thread().name, facets is not None))
+            return super().prepared(rows, facets)
 
         def upsert(self, rows: list[SpanRow] | Prepared, window_ms: int) -> list[SpanRow]:
             written.append(rows)
@@ -635,7 +632,7 @@ def test_a_part_is_prepared_on_the_decoding_thread(
         queue.send(span(traceId=f"{i + 1:032x}", spanId=f"{i + 1:016x}"))
     drain(client, Noting(database), batch_entries=2)
     assert preparing and {name for name, _ in preparing} == {threading.current_thread().name}
-    # the pairs come from the C row builder, where it is built and not turned off
+    # the documents come from the C row builder, where it is built and not turned off
     assert all(given == (span_genai._PLAN is not None) for _, given in preparing)
     assert written and all(isinstance(rows, Prepared) for rows in written)
     assert all((rows.copy is not None) == database.postgres for rows in written)
