@@ -174,16 +174,10 @@ def write(tx: Transaction, facets: list[Facets], names: list[Name]) -> None:
     if not facets:
         return
     if tx.postgres:
-        tx.execute(
-            "INSERT INTO trace_facets (project_id, trace_id, tokens) "
-            "SELECT u1, u2, u3::bigint[] FROM unnest(?::text[], ?::text[], ?::text[]) "
-            "AS u (u1, u2, u3)",
-            arrays(
-                [
-                    (p, t, "{" + ",".join(map(str, unpacked(tokens))) + "}")
-                    for p, t, tokens in facets
-                ]
-            ),
+        tx.copy(
+            "trace_facets (project_id, trace_id, tokens)",
+            ("text", "text", "bigint[]"),
+            [(p, t, list(unpacked(tokens))) for p, t, tokens in facets],
         )
         return
     insert_indexed(
