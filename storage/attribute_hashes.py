@@ -1,7 +1,7 @@
 """The attribute index's hashes: an attribute value's string form (as the `attr` filter
 compares it) hashed to 64 bits, from a stored row's attributes or from the AnyValue's
-JSON text the C row builder gives (storage/_rows_json.h). A trace's tokens are made of
-them (storage/trace_facets.py)."""
+JSON text the C row builder gives (`text_hash`, storage/_rows_tokens.h). A trace's
+tokens are made of them (storage/trace_facets.py)."""
 
 from __future__ import annotations
 
@@ -95,9 +95,6 @@ def attribute_pairs(attributes: str) -> list[tuple[str, int]]:
     return found
 
 
-#: A row's attributes as (key, value hash) pairs (the C row builder gives them, hashing
-#: each value's JSON text by `text_hash`: storage/_rows_json.h).
-Pairs = tuple[tuple[str, int], ...]
 #: Value hashes by an AnyValue's JSON text (short ones: long ones rarely repeat).
 _text_hashes: dict[str, int] = {}
 
