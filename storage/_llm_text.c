@@ -374,16 +374,17 @@ static int first_look(const char *text, size_t size) {
     static const char key[] = "\"key\":\"";
     const char *end = text + size, *at = text;
     int found = 0;
-    while ((at = memmem(at, (size_t)(end - at), key, sizeof(key) - 1)) != NULL) {
-        at += sizeof(key) - 1;
-        size_t left = (size_t)(end - at);
-        const char *quote = memchr(at, '"', left);
-        size_t len = quote == NULL ? left : (size_t)(quote - at);
+    for (; (at = memmem(at, (size_t)(end - at), key, sizeof(key) - 1)) != NULL; at++) {
+        /* the next search from the byte after this match's first: as the pattern's */
+        const char *named = at + sizeof(key) - 1;
+        size_t left = (size_t)(end - named);
+        const char *quote = memchr(named, '"', left);
+        size_t len = quote == NULL ? left : (size_t)(quote - named);
         for (int side = 0; side < 2 && quote != NULL; side++) {
             const Name *name = side ? &output_key : &input_key;
-            if (name->len == len && memcmp(at, name->text, len) == 0) return MESSAGES;
+            if (name->len == len && memcmp(named, name->text, len) == 0) return MESSAGES;
         }
-        if (!found && said_at(at, left, len)) found = SAID;
+        if (!found && said_at(named, left, len)) found = SAID;
     }
     return found;
 }

@@ -576,9 +576,11 @@ static PyObject *span_rows_json(PyObject *Py_UNUSED(self), PyObject *args) {
                           &PyType_Type, &r.row_type, &plan, &makers))
         return NULL;
     if (makers != Py_None &&
-        !PyArg_ParseTuple(makers, "OOO;makers: (hash_text, key_token, name_token)", &r.hash_text,
-                          &r.key_token, &r.name_token))
+        (!PyTuple_Check(makers) ||
+         !PyArg_ParseTuple(makers, "OOO", &r.hash_text, &r.key_token, &r.name_token))) {
+        PyErr_SetString(PyExc_TypeError, "makers: (hash_text, key_token, name_token) or None");
         return NULL;
+    }
     if ((r.row_size = row_size(r.row_type)) < 0) return NULL;
     if (plan != Py_None) {
         if ((r.plan = PyCapsule_GetPointer(plan, "storage._rows.genai_plan")) == NULL) return NULL;

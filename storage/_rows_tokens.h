@@ -68,7 +68,9 @@ static int kept_int(KeptInt *kept, size_t slots, const char *text, Py_ssize_t le
     long long value = PyLong_AsLongLong(answer);
     Py_DECREF(answer);
     if (value == -1 && PyErr_Occurred()) return FAIL;
-    if (slot != NULL) {
+    /* the values kept may have been taken over by another hash_text while `made` ran
+       (another thread's call, or one `made` made): its table then keeps none of this */
+    if (slot != NULL && (kept != kept_values || kept_values_of == made)) {
         memcpy(slot->text, text, (size_t)len);
         slot->len = len;
         slot->value = value;

@@ -41,10 +41,12 @@ def _text_of(kind: str, inner: Any) -> str:
     return orjson.dumps(inner).decode()
 
 
-#: Value hashes by (kind, value): a batch's spans repeat their attributes' values.
-#: Short values only (KEPT_CHARS): long ones (a model call's messages) rarely repeat,
-#: and 100,000 of them held 150-200 MB of the worker's memory.
-_hashes: dict[tuple[str, Any], int] = {}
+#: Value hashes by (kind, type, value): a batch's spans repeat their attributes' values.
+#: Short texts, ints and booleans only: long texts (a model call's messages) rarely
+#: repeat, and 100,000 of them held 150-200 MB of the worker's memory; doubles are equal
+#: where their texts differ (-0.0 and 0.0), as True, 1 and 1.0 are (the type keeps those
+#: apart, for a kind that holds another type than its own).
+_hashes: dict[tuple[str, type, Any], int] = {}
 _HASHES_KEPT = 100_000
 KEPT_CHARS = 256
 _EMPTY = value_hash("")
@@ -57,8 +59,9 @@ def _hash_of(value: Any) -> int:
     for kind, inner in value.items():
         if type(inner) in (dict, list):  # arrays and maps: their JSON, not kept
             return value_hash(orjson.dumps(inner).decode())
-        kept = type(inner) is not str or len(inner) <= KEPT_CHARS
-        hashed = _hashes.get((kind, inner)) if kept else None
+        kind_of = type(inner)
+        kept = kind_of in (int, bool) or (kind_of is str and len(inner) <= KEPT_CHARS)
+        hashed = _hashes.get((kind, kind_of, inner)) if kept else None
         if hashed is None:
             try:
                 hashed = value_hash(_text_of(kind, inner))
@@ -67,7 +70,7 @@ def _hash_of(value: Any) -> int:
             if kept:
                 if len(_hashes) >= _HASHES_KEPT:
                     _hashes.clear()
-                _hashes[(kind, inner)] = hashed
+                _hashes[(kind, kind_of, inner)] = hashed
         return hashed
     return _EMPTY
 
@@ -86,7 +89,7 @@ def attribute_pairs(attributes: str) -> list[tuple[str, int]]:
         try:
             key, value = pair["key"], pair["value"]
             ((kind, inner),) = value.items()
-            hashed = hashes[kind, inner]
+            hashed = hashes[kind, type(inner), inner]
         except (KeyError, TypeError, ValueError, AttributeError):  # not seen, or odd
             if type(pair) is not dict or type(pair.get("key")) is not str:
                 continue

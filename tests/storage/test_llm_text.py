@@ -259,6 +259,17 @@ def test_it_tells_attributes_that_hold_no_messages_as_the_reference_does(
     assert (FAST.text_and_previews(stored, True) is False) == (not llm_text.says(stored, "[]"))
 
 
+def test_a_key_found_inside_the_text_of_another_is_found() -> None:
+    """The pattern is looked for from each byte, as Python's search does: a `"key":"`
+    whose last quote begins another is found (text no JSON writer makes, told alike)."""
+    for text in (
+        '"key":"key":"gen_ai.prompt.',
+        'x"key":"key":"input.value","value":{"stringValue"',
+    ):
+        assert llm_text.says(text, "[]")
+        assert FAST.text_and_previews(text, True) is None
+
+
 def test_the_benchmarks_model_calls_are_read() -> None:
     """bench_worker --genai's spans, as the worker stores them: every one read in C."""
     body = proto_json.convert_spans(native_spans_body(40, genai="gen_ai")).payload

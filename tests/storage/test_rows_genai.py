@@ -212,6 +212,35 @@ def test_the_value_hashes_kept_are_those_of_the_makers_given() -> None:
         assert sorted(unpacked(built[3][0][1])) == sorted({16, 8, 8 ^ answer})
 
 
+def test_a_hash_kept_is_the_one_of_the_makers_it_was_made_by() -> None:
+    """A value hash made while another call with another hash_text took the kept
+    hashes over (another thread's; here one the maker makes) is not kept for that one."""
+    assert FAST is not None
+    body = _native_body([("1" * 32, "a", {"k": "v"})])
+    plan, row = span_genai._PLAN, span_rows.SpanRow
+    other = (lambda text: 2, lambda project, key: 8, lambda project, name: 16)
+    calls = [1]
+
+    def first(text: str) -> int:
+        if calls:
+            calls.pop()
+            FAST.span_rows_json(body, "p", 7, row, plan, other)
+        return 1
+
+    built = FAST.span_rows_json(body, "p", 7, row, plan, (first, other[1], other[2]))
+    assert built is not None and sorted(unpacked(built[3][0][1])) == [8, 8 ^ 1, 16]
+    again = FAST.span_rows_json(body, "p", 7, row, plan, other)
+    assert again is not None and sorted(unpacked(again[3][0][1])) == [8, 8 ^ 2, 16]
+
+
+def test_makers_of_another_shape_are_refused() -> None:
+    assert FAST is not None
+    body = _native_body([("1" * 32, "a", {"k": "v"})])
+    for makers in ([lambda t: 1, lambda p, k: 1, lambda p, n: 1], (lambda t: 1,), "abc"):
+        with pytest.raises(TypeError):
+            FAST.span_rows_json(body, "p", 7, span_rows.SpanRow, span_genai._PLAN, makers)
+
+
 def test_a_token_maker_that_fails_fails_the_call() -> None:
     """A maker's exception, or an answer that is no int of 64 bits, is raised (never a
     document of wrong tokens)."""

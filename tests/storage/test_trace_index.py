@@ -509,6 +509,28 @@ def test_a_values_json_text_hashes_as_its_pair_does(value: dict[str, Any]) -> No
     assert text_hash(orjson.dumps(value).decode()) == hashed
 
 
+@pytest.mark.parametrize(
+    "values",
+    [
+        ({"doubleValue": -0.0}, {"doubleValue": 0.0}),
+        ({"stringValue": 1}, {"stringValue": True}, {"stringValue": 1.0}),
+        ({"intValue": "1"}, {"intValue": 1}, {"boolValue": True}),
+    ],
+)
+def test_values_equal_in_python_are_hashed_by_their_own_text(values: tuple[Any, ...]) -> None:
+    """Values Python holds equal whose string forms differ (-0.0 and 0.0; True, 1 and
+    1.0 of a kind sent with another type than its own) each hash as their own text,
+    whichever was hashed first, from a row's attributes and from their JSON text."""
+    for ordered in (values, values[::-1]):
+        attribute_hashes._hashes.clear()
+        attribute_hashes._text_hashes.clear()
+        for value in ordered:
+            expected = attribute_hashes.value_hash(attribute_hashes.value_text(value) or "")
+            attributes = orjson.dumps([{"key": "k", "value": value}]).decode()
+            assert attribute_pairs(attributes)[0][1] == expected
+            assert text_hash(orjson.dumps(value).decode()) == expected
+
+
 def test_long_values_are_hashed_without_being_kept() -> None:
     """A model call's messages, hashed for the attribute index, are not kept for the
     next span (a worker's cache of 100,000 of them held 150-200 MB): the same hash, and
@@ -521,6 +543,7 @@ def test_long_values_are_hashed_without_being_kept() -> None:
             attribute_pairs(orjson.dumps([{"key": "k", "value": value}]).decode())[0][1] == hashed
         )
     kept = max(
-        (len(inner) for _, inner in attribute_hashes._hashes if isinstance(inner, str)), default=0
+        (len(inner) for _, _, inner in attribute_hashes._hashes if isinstance(inner, str)),
+        default=0,
     )
     assert kept <= attribute_hashes.KEPT_CHARS
