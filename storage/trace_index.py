@@ -50,12 +50,13 @@ def index_rows(rows: list[SpanRow], facets: list[trace_facets.Facets] | None = N
     stored."""
     last = {row[:4]: at for at, row in enumerate(rows)}  # project, trace, span, day
     if len(last) < len(rows):
+        # the documents of the traces of a span sent twice made anew of the last sends
+        again = {row[:2] for at, row in enumerate(rows) if last[row[:4]] != at}
         rows = [rows[at] for at in sorted(last.values())]
-        facets = None  # made anew of the last sends
-    if facets is None:
-        facets = trace_facets.documents_of(map(_FACETED, rows))
-    else:
-        facets = trace_facets.merged(facets)
+        if facets is not None:
+            facets = [document for document in facets if document[:2] not in again]
+            facets += documents([row for row in rows if row[:2] in again])
+    facets = documents(rows) if facets is None else trace_facets.merged(facets)
     names = trace_facets.names_of(map(_NAMED, rows))
     return IndexRows(rows, *trace_texts.texts_of(rows), facets, names)
 
@@ -65,6 +66,12 @@ _FACETED = itemgetter(
     *(SpanRow._fields.index(f) for f in ("project_id", "trace_id", "name", "attributes"))
 )
 _NAMED = itemgetter(SpanRow._fields.index("project_id"), SpanRow._fields.index("name"))
+
+
+def documents(rows: list[SpanRow]) -> list[trace_facets.Facets]:
+    """The documents of tokens of the traces of `rows`, made in Python (where the C row
+    builder made none)."""
+    return trace_facets.documents_of(map(_FACETED, rows))
 
 
 def write(tx: Transaction, index: IndexRows, rows: list[SpanRow], refused: list[SpanRow]) -> None:

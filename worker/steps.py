@@ -10,6 +10,7 @@ from itertools import chain
 from genai.prices import Pricer
 from spanqueue.consumer import Entry
 from spanqueue.layout import QueuedRequest
+from storage import trace_index
 from storage.span_genai import rows_with_views
 from storage.span_rows import SpanRow
 from storage.spans import Prepared, SpanStore
@@ -30,11 +31,17 @@ class Decoded:
     prepared: Prepared | None = None
 
     def prepared_for(self, store: SpanStore) -> Prepared:
-        """Its rows, all entries', prepared for `store`, with their documents of tokens."""
+        """Its rows, all entries', prepared for `store`, with their documents of tokens
+        (made here of an entry's rows where the row builder made none)."""
         rows = list(chain.from_iterable(self.rows))
-        if None in self.facets:  # an entry the row builder made none for: all made anew
+        if not store.find_index:
             return store.prepared(rows)
-        return store.prepared(rows, list(chain.from_iterable(self.facets)))  # type: ignore[arg-type]
+        facets = [
+            document
+            for entry_rows, given in zip(self.rows, self.facets, strict=True)
+            for document in (trace_index.documents(entry_rows) if given is None else given)
+        ]
+        return store.prepared(rows, facets)
 
 
 @dataclass

@@ -14,9 +14,9 @@ import proto_json
 from genai import conventions
 from genai.prices import Pricer
 from genai.view import reading_plan
-from storage import span_genai, span_rows, trace_facets
+from storage import attribute_hashes, span_genai, span_rows, trace_facets, trace_index
 from storage.span_genai import MARKED_NAMES, MARKED_PREFIXES, rows_with_views, with_views
-from storage.trace_facets import unpacked
+from storage.trace_facets import key_token, unpacked
 from tests.fuzz import FUZZ
 
 FAST = span_rows.FAST_ROWS
@@ -198,6 +198,30 @@ def test_each_traces_tokens_are_made_once_whatever_order_its_spans_come_in() -> 
     assert built is not None and built[3] is not None
     for _, tokens in built[3]:
         assert sorted(unpacked(tokens)) == sorted({-1, 5, 5 ^ 5, 2, 2 ^ 5})
+
+
+def test_a_span_sent_twice_in_a_batch_is_indexed_by_its_last_send() -> None:
+    """A batch of two bodies that send a span twice, with other attributes the second
+    time: its trace's document is made anew of the last send (Python's), the other
+    traces' are the builder's, as Python would make them all."""
+    first = _native_body([("1" * 32, "a", {"k": "old"}), ("2" * 32, "b", {"k": "v"})])
+    second = _native_body([("1" * 32, "a", {"k": "new"}), ("3" * 32, "c", {"k": "w"})])
+    rows: list[Any] = []
+    facets: list[Any] = []
+    for body in (first, second):
+        built, made = rows_with_views(body, "p", 7, Pricer())
+        assert made is not None
+        rows += built
+        facets += made
+    assert rows[0][:4] == rows[2][:4]  # the same span, sent twice
+    given = trace_index.index_rows(rows, facets)
+    alone = trace_index.index_rows(rows)
+    assert {(p, t): set(unpacked(k)) for p, t, k in given.facets} == {
+        (p, t): set(unpacked(k)) for p, t, k in alone.facets
+    }
+    old = key_token("p", "k") ^ attribute_hashes.value_hash("old")
+    assert all(old not in unpacked(k) for _, _, k in given.facets)
+    assert len(given.facets) == 3
 
 
 def test_the_value_hashes_kept_are_those_of_the_makers_given() -> None:
