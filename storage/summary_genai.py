@@ -117,9 +117,9 @@ def _key(start_ns: int, span_id: str, start_day: str) -> str:
     return f"{start_ns:020d}{span_id}{start_day}"
 
 
-def span_of(text: str) -> tuple[str, str]:
-    """The span id and start day a `key` names."""
-    return text[20:36], text[36:KEY_LENGTH]
+def span_of(trace_id: str, text: str) -> tuple[str, str, str]:
+    """The span (trace, span id, start day) a `key` of the trace `trace_id` names."""
+    return trace_id, text[20:36], text[36:KEY_LENGTH]
 
 
 def summary_of(spans: list[SpanRow]) -> tuple[object, ...]:

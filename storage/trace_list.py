@@ -61,18 +61,22 @@ class TraceSummary(NamedTuple):
     def of_row(
         cls, row: tuple[Any, ...], ends: tuple[str | None, str | None] = (None, None)
     ) -> TraceSummary:
-        """A summary from a row of _SELECT, with its input and output `ends`."""
-        return cls._make(
+        """A summary from a row of _SELECT, with its input and output `ends` (a page
+        makes one a listed trace: one tuple, made by position)."""
+        return tuple.__new__(
+            cls,
             (
                 *row[:9],
                 row[9] or 0,
                 row[10],
                 row[11],
-                _usage(row[12:16]),
-                _usage(row[16:20]),
-                *row[20:23],
+                _usage(*row[12:16]),
+                _usage(*row[16:20]),
+                row[20],
+                row[21],
+                row[22],
                 *ends,
-            )
+            ),
         )
 
     @property
@@ -94,15 +98,6 @@ class TraceSummary(NamedTuple):
         return summary_genai.models_of(self.models_text)
 
 
-def _end_spans(
-    llm_calls: int | None, first_llm: str | None, last_llm: str | None, first_root: str | None
-) -> tuple[str | None, str | None]:
-    """The keys (storage/summary_genai.py) of the spans that give a trace's input and
-    its output: its first and last LLM calls, or its earliest root (both) when it has no
-    LLM call."""
-    return (first_llm, last_llm) if llm_calls else (first_root, first_root)
-
-
 _KEYS_ASKED = 300  # (trace, span, day) triples in one query: 900 parameters
 
 
@@ -114,35 +109,42 @@ def summaries_of(
     the one that gives the output (`previews`); the earliest root's where those LLM
     calls say none (an instrumentation that records no message content, under an agent
     span that records its input and output)."""
+    of_row = TraceSummary.of_row
     if not ends:
-        return [TraceSummary.of_row(row) for row in rows]
-    # each row's spans that give its input and its output, and its earliest root
+        return [of_row(row) for row in rows]
+    # each row's spans that give its input and its output (its first and last LLM
+    # calls, or its earliest root when it has no LLM call), and its earliest root
+    # (storage/summary_genai.py: a summary names each by its key)
+    span_of = summary_genai.span_of
     spans: list[tuple[_Span, _Span, _Span]] = []
     for row in rows:
-        trace_id, root = row[0], row[22]
-        first, last = _end_spans(row[9], row[20], row[21], root)
-        spans.append((_span(trace_id, first), _span(trace_id, last), _span(trace_id, root)))
-    found = previews(tx, project_id, sorted({span for of_row in spans for span in of_row if span}))
-
-    def end(span: _Span, root: _Span, at: int) -> str | None:
-        given = None if span is None else found.get(span)
-        if (given is None or given[at] is None) and root != span:
-            given = None if root is None else found.get(root)
-        return None if given is None else given[at]
-
-    return [
-        TraceSummary.of_row(row, (end(first, root, 0), end(last, root, 1)))
-        for row, (first, last, root) in zip(rows, spans, strict=True)
-    ]
+        trace_id, first, last, root = row[0], row[20], row[21], row[22]
+        root_span = None if root is None else span_of(trace_id, root)
+        if row[9]:
+            first_span = None if first is None else span_of(trace_id, first)
+            last_span = (
+                first_span if last == first else None if last is None else span_of(trace_id, last)
+            )
+            spans.append((first_span, last_span, root_span))
+        else:
+            spans.append((root_span, root_span, root_span))
+    wanted = {span for of_row_spans in spans for span in of_row_spans if span is not None}
+    found: dict[Any, tuple[str | None, str | None]] = previews(tx, project_id, sorted(wanted))
+    none = (None, None)
+    summaries = []
+    for row, (first, last, root) in zip(rows, spans, strict=True):
+        # a span that gives no text falls back on the earliest root's
+        given_root = found.get(root, none)
+        given_first = found.get(first, none)
+        given_last = given_first if last is first else found.get(last, none)
+        start = given_first[0] if given_first[0] is not None else given_root[0]
+        end = given_last[1] if given_last[1] is not None else given_root[1]
+        summaries.append(of_row(row, (start, end)))
+    return summaries
 
 
 #: A span (trace, span, start day), or None.
 _Span = tuple[str, str, str] | None
-
-
-def _span(trace_id: str, key: str | None) -> _Span:
-    """The span a summary's `key` (storage/summary_genai.py) names, or None."""
-    return None if key is None else (trace_id, *summary_genai.span_of(key))
 
 
 _SPAN = "SELECT spans.trace_id, spans.span_id, spans.start_day, name, kind, attributes, events"
@@ -228,10 +230,15 @@ def span_query(
     )
 
 
-def _usage(values: tuple[Any, ...]) -> tuple[int | None, int | None, int | None, float | None]:
-    tokens = [None if v is None else int(v) for v in values[:3]]
-    cost = None if values[3] is None else float(values[3])
-    return (tokens[0], tokens[1], tokens[2], cost)
+def _usage(
+    tokens_in: Any, tokens_out: Any, tokens: Any, cost: Any
+) -> tuple[int | None, int | None, int | None, float | None]:
+    return (
+        None if tokens_in is None else int(tokens_in),
+        None if tokens_out is None else int(tokens_out),
+        None if tokens is None else int(tokens),
+        None if cost is None else float(cost),
+    )
 
 
 _SELECT = (

@@ -17,7 +17,7 @@ from spanqueue.layout import STREAMS_KEY, stream_key
 from storage.database import Database
 from storage.span_rows import rows_of
 from storage.spans import SpanStore
-from storage.trace_list import TraceSummaries, TraceSummary
+from storage.trace_list import TraceFilter, TraceSummaries, TraceSummary
 from tests.fuzz import FUZZ
 from tests.proto_json.spans import span
 from tests.worker.test_loop import WINDOW_S, Queue
@@ -112,6 +112,26 @@ def test_the_worker_stores_each_model_calls_facts_and_their_sums(
     assert found.usage[3] == pytest.approx(12.0 + rows[1][4])
     assert (found.models, found.llm_calls, found.user_id) == (["gpt-4o", "house-model"], 2, "u-1")
     assert (found.input, found.output) == ("first?", "last!")
+
+
+def test_each_end_of_a_trace_falls_back_on_its_roots_alone(
+    queue: Queue, database: Database
+) -> None:
+    """The first call gives its question; the last call, which records no answer, gives
+    none: the output is the agent root's, the input still the first call's. A page
+    lists it the same."""
+    queue.send(
+        _agent("a" * 16, **{"input.value": "plan it", "output.value": "planned"}),
+        _llm("1" * 16, "a" * 16, (1, 1), question='[{"role":"user","content":"first?"}]',
+             startTime="2026-11-22T10:00:01Z"),
+        _llm("2" * 16, "a" * 16, (1, 1), question='[{"role":"user","content":"second?"}]',
+             startTime="2026-11-22T10:00:02Z"),
+    )  # fmt: skip
+    _drain(queue, database)
+    found = _summary(database, queue.project_id)
+    assert (found.llm_calls, found.input, found.output) == (2, "first?", "planned")
+    (listed,), _ = TraceSummaries(database).page(queue.project_id, TraceFilter(), 10)
+    assert listed == found
 
 
 def test_usage_of_a_span_with_no_model_call_below_counts(queue: Queue, database: Database) -> None:
