@@ -28,6 +28,20 @@ def like(text: str, fold: bool = True) -> str:
     return f"%{escaped}%"
 
 
+def any_case(column: str, text: str, postgres: bool) -> tuple[str, list[object]]:
+    """SQL of whether `column` holds `text` in any case, and its parameter. PostgreSQL's
+    LOWER folds every script. SQLite's LOWER and LIKE fold ASCII letters only: a text
+    with other characters is compared with the column folded as Python folds the text
+    (`unicode_lower`, storage/database.py: a call a row), an ASCII one by LIKE alone."""
+    if postgres:
+        folded = f"LOWER({column})"
+    elif text.isascii():
+        folded = column
+    else:
+        folded = f"unicode_lower({column})"
+    return f"{folded} LIKE ? ESCAPE '\\'", [like(text)]
+
+
 def fts5_phrase(token: str) -> str:
     """A token as an FTS5 query: one quoted string."""
     return '"' + token.replace('"', '""') + '"'
@@ -266,14 +280,19 @@ NAMES_MATCHED = 64
 def name_tokens(tx: Transaction, project_id: str, name: str) -> tuple[int, ...] | None:
     """The tokens of the project's span names that hold `name` in any case, when they
     are at most NAMES_MATCHED; else None."""
+    names, named = _names(tx.postgres, name)
     rows = tx.query(
-        f"SELECT p.token {_NAMES.replace('?1', '?')} LIMIT ?",
-        (project_id, like(key_text(name)), NAMES_MATCHED + 1),
+        f"SELECT p.token {names.replace('?1', '?')} LIMIT ?",
+        (project_id, *named, NAMES_MATCHED + 1),
     )
     return None if len(rows) > NAMES_MATCHED else tuple(token for (token,) in rows)
 
 
-_NAMES = "FROM project_span_names AS p WHERE p.project_id = ?1 AND LOWER(p.name) LIKE ? ESCAPE '\\'"
+def _names(postgres: bool, name: str) -> tuple[str, list[object]]:
+    """The project's span names that hold `name` in any case (as the index keeps both),
+    as a FROM clause of them (`p`), and its parameters."""
+    holds, named = any_case("p.name", key_text(name), postgres)
+    return f"FROM project_span_names AS p WHERE p.project_id = ?1 AND {holds}", named
 
 
 def _name_traces(postgres: bool, name: str, tokens: tuple[int, ...] | None) -> IndexFilter:
@@ -283,17 +302,17 @@ def _name_traces(postgres: bool, name: str, tokens: tuple[int, ...] | None) -> I
     traces' documents of tokens (storage/trace_facets.py)."""
     if tokens is not None:
         return _token_traces(postgres, list(tokens))
-    named: list[object] = [like(key_text(name))]  # as the index keeps it
+    held, named = _names(postgres, name)
     if postgres:
         # each name's documents by the GIN index, a lookup each (one of an array of
         # every name's token cost 250 ms for 2,000 names)
         return IndexFilter(
-            f"SELECT x.trace_id FROM (SELECT p.token {_NAMES}) AS n CROSS JOIN LATERAL "
+            f"SELECT x.trace_id FROM (SELECT p.token {held}) AS n CROSS JOIN LATERAL "
             "(SELECT x.trace_id FROM trace_facets AS x WHERE x.project_id = ?1 "
             "AND x.tokens @> ARRAY[n.token]) AS x",
             named,
             f"EXISTS (SELECT 1 {_WALKED} EXISTS (SELECT 1 FROM unnest(x.tokens) AS t (token) "
-            f"WHERE t.token IN (SELECT p.token {_NAMES})))",
+            f"WHERE t.token IN (SELECT p.token {held})))",
             named,
             counted=True,
         )
@@ -303,11 +322,11 @@ def _name_traces(postgres: bool, name: str, tokens: tuple[int, ...] | None) -> I
     listed = "json_each('[\"' || replace(x.body, ' ', '\",\"') || '\"]') AS t"
     exists = (
         f"EXISTS (SELECT 1 {_WALKED} EXISTS (SELECT 1 FROM {listed} "
-        f"WHERE t.value IN (SELECT printf('%016x', p.token) {_NAMES})))"
+        f"WHERE t.value IN (SELECT printf('%016x', p.token) {held})))"
     )
     # each name's documents by its token in FTS5, a query each (one of every name's
     # token, OR'd, cost 250 ms for 5,000 names)
-    names = f"(SELECT p.token {_NAMES}) AS n CROSS JOIN trace_facet_tokens"
+    names = f"(SELECT p.token {held}) AS n CROSS JOIN trace_facet_tokens"
     matched = "trace_facet_tokens MATCH ('\"' || printf('%016x', n.token) || '\"')"
     return IndexFilter(
         f"SELECT x.trace_id FROM {names} CROSS JOIN trace_facets AS x "

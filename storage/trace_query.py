@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import orjson
 
 from storage import summary_genai
-from storage.index_filters import index_queries, like
+from storage.index_filters import any_case, index_queries, like
 from storage.storable import MAX_ID_CHARS, id_text
 
 #: Whether a trace's model calls report any usage: else its other spans' own counts
@@ -190,8 +190,9 @@ def where(
     `driver`, which the caller joins instead (`_source`)."""
     conditions, params = list[str](), list[object]()
     if filters.name:
-        conditions.append("LOWER(root_name) LIKE ? ESCAPE '\\'")
-        params.append(like(filters.name))
+        holds, pattern = any_case("root_name", filters.name, postgres)
+        conditions.append(holds)
+        params += pattern
     if filters.errors_only:
         conditions.append("error_count > 0")
     for field, sql in _PLAIN:
