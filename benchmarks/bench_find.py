@@ -1,7 +1,7 @@
 """Finding a trace as the store grows: each filter and sort of the trace list on a small
 store and on a large one, the ratio of their costs.
 
-    python -m benchmarks.bench_find [--large-spans 1000000] [--seconds 2] \
+    python -m benchmarks.bench_find [--large-spans 1000000] [--seconds 2] [--keep DIR] \
         [--database postgresql://postgres@127.0.0.1:5432/test]
 
 Two stores are filled straight through the span store (SpanStore.upsert, as the worker
@@ -11,7 +11,9 @@ children, one model call with a question and an answer), the same mix in both: 2
 tenants, 50 users, 4 models, a session every 10 traces, an error every 20, a request id
 of its own per trace, words from a vocabulary where some are common and one is rare
 (1 trace in 10,000), and a word of the same 5 traces in either store.
-SQLite files by default; with `--database`, a PostgreSQL schema each.
+SQLite files by default, kept with `--keep DIR` (filled on the first run, read as
+they are on the next: the large store takes minutes to fill); with `--database`, a
+PostgreSQL schema each.
 
 For each query (a page of 50 through storage/trace_list.py, with its input and output
 previews, as the list JSON reads it), the median cost over paired rounds
@@ -181,21 +183,40 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=2.0, help="per query and store")
     parser.add_argument("--database", default="", help="postgresql://...; unset: SQLite")
     parser.add_argument("--only", default="", help="the queries whose name contains this")
+    parser.add_argument("--keep", default="", help="SQLite: keep the stores in this directory")
     args = parser.parse_args()
+    if args.keep and args.database:
+        parser.error("--keep keeps SQLite files; a PostgreSQL schema is dropped after the run")
     with ExitStack() as stack:
-        work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-find-")))
+        work = Path(
+            args.keep or stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-find-"))
+        )
+        work.mkdir(parents=True, exist_ok=True)
         stores = {}
         for label, spans in (("small", SMALL_SPANS), ("large", args.large_spans)):
+            path = work / f"{label}-{spans}.db"
+            filled = path.with_name(path.name + ".filled")  # written once it is
+            kept = not args.database and filled.exists()
+            if not args.database and not kept:
+                for part in ("", "-wal", "-shm"):  # what a fill that did not end left
+                    path.with_name(path.name + part).unlink(missing_ok=True)
             url = (
                 stack.enter_context(postgres_schema(args.database))
                 if args.database
-                else f"sqlite:///{work / f'{label}.db'}"
+                else f"sqlite:///{path}"
             )
             db = Database(url)
             stack.callback(db.close)
-            began = time.perf_counter()
-            fill(db, spans)
-            print(f"{label}: {spans:,} spans stored in {time.perf_counter() - began:.0f} s")
+            if kept:  # brought up to this code's schema, as a worker starts on it
+                migrate(db)
+                upgrade_stored_spans(db, Pricer())
+                print(f"{label}: {spans:,} spans, kept in {path}")
+            else:
+                began = time.perf_counter()
+                fill(db, spans)
+                print(f"{label}: {spans:,} spans stored in {time.perf_counter() - began:.0f} s")
+                if not args.database:
+                    filled.touch()
             stores[label] = (TraceSummaries(db), spans // SPANS)
         print(f"{'query':30} {'small ms':>9} {'large ms':>9} {'large/small':>11}  target")
         for what, make, order in queries():
