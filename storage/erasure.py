@@ -15,6 +15,7 @@ import orjson
 
 from storage import session_summaries, trace_index
 from storage.database import Database, Transaction
+from storage.index_filters import like
 from storage.trace_summaries import recount
 
 
@@ -69,8 +70,10 @@ class Eraser:
         with self.db.transaction() as tx:
             rows = tx.query(
                 "SELECT trace_id, span_id, start_day, attributes FROM spans "
-                "WHERE project_id = ? AND attributes LIKE ?",
-                (self.project_id, f"%{needle}%"),
+                "WHERE project_id = ? AND attributes LIKE ? ESCAPE '\\'",
+                # escaped: PostgreSQL's LIKE reads a backslash (a key's, doubled in
+                # JSON) as its escape, and a key's % or _ as wildcards
+                (self.project_id, like(needle, fold=False)),
             )
         spans = {
             (t, s, d) for t, s, d, attributes in rows if _has_attribute(attributes, key, value)

@@ -63,6 +63,26 @@ def test_a_data_subjects_spans(database: Database) -> None:
     assert summaries.get(project, "b" * 32) is not None
 
 
+def test_a_subject_named_by_a_key_of_any_characters(database: Database) -> None:
+    """A key with a backslash, a quote, LIKE's wildcards or letters outside ASCII names
+    exactly its spans on either store (each key as stored in JSON, escapes and all)."""
+    project = IdentityStore(database).create_project("demo").id
+    keys = ["app\\user", 'say "id"', "100%_id", "Benutzer.Kennung.ÄÖ", "a\\\\%_b"]
+    _store(
+        database,
+        project,
+        *(
+            span(traceId=f"{n:032x}", spanId="1" * 16, attributes={key: "u-42", "other": key})
+            for n, key in enumerate(keys, 1)
+        ),
+        span(traceId="f" * 32, spanId="1" * 16, attributes={"appXuser": "u-42", "100a_id": "u-42"}),
+    )
+    eraser = Eraser(database, project)
+    for n, key in enumerate(keys, 1):
+        selection = eraser.attribute(key, "u-42", whole_traces=True)
+        assert selection.traces == {f"{n:032x}"}, key
+
+
 def test_whole_traces_and_sessions(database: Database) -> None:
     """A session's traces, or a trace, go whole, with their scores and summaries."""
     project = _setup(database)
