@@ -248,10 +248,10 @@ def _bulk_for(connection: sqlite3.Connection) -> ModuleType | None:
     return SQLITE_BULK if files and SQLITE_BULK.handle_file(connection) == files[0] else None
 
 
-def _unicode_lower(value: str | bytes | int | float | None) -> str | bytes | int | float | None:
-    """SQL `unicode_lower(x)` on SQLite: a text in lower case as Python makes it, in any
-    script (SQLite's LOWER folds ASCII letters only, PostgreSQL's every one)."""
-    return value.lower() if isinstance(value, str) else value
+def _unicode_fold(value: str | bytes | int | float | None) -> str | bytes | int | float | None:
+    """SQL `unicode_fold(x)` on SQLite: a text case-folded as Python folds it, in any
+    script (SQLite's LOWER folds ASCII letters only)."""
+    return value.casefold() if isinstance(value, str) else value
 
 
 def _sqlite_path(url: str) -> Path:
@@ -346,7 +346,7 @@ class Database:
         connection.execute("PRAGMA synchronous = NORMAL")
         connection.execute("PRAGMA foreign_keys = ON")
         connection.execute(f"PRAGMA cache_size = -{SQLITE_CACHE_KIB}")
-        connection.create_function("unicode_lower", 1, _unicode_lower, deterministic=True)
+        connection.create_function("unicode_fold", 1, _unicode_fold, deterministic=True)
         return connection
 
     def _acquire(self) -> _Slot:

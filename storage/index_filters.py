@@ -29,17 +29,21 @@ def like(text: str, fold: bool = True) -> str:
 
 
 def any_case(column: str, text: str, postgres: bool) -> tuple[str, list[object]]:
-    """SQL of whether `column` holds `text` in any case, and its parameter. PostgreSQL's
-    LOWER folds every script. SQLite's LOWER and LIKE fold ASCII letters only: a text
-    with other characters is compared with the column folded as Python folds the text
-    (`unicode_lower`, storage/database.py: a call a row), an ASCII one by LIKE alone."""
+    """SQL of whether `column` holds `text` in any case, and its parameters: both folded
+    by one function a character at a time, so that any part of a text is found in it.
+    PostgreSQL: its LOWER, of both. SQLite, whose LOWER and LIKE fold ASCII letters
+    only: Python's casefold (`unicode_fold`, storage/database.py: a call a row; it
+    folds `ΟΣ` to `οσ` wherever it stands, `ß` to `ss`), of the column only where
+    LIKE's own ASCII folding did not find the text and the column is not ASCII alone
+    (its bytes outnumber its characters)."""
     if postgres:
-        folded = f"LOWER({column})"
-    elif text.isascii():
-        folded = column
-    else:
-        folded = f"unicode_lower({column})"
-    return f"{folded} LIKE ? ESCAPE '\\'", [like(text)]
+        return f"LOWER({column}) LIKE LOWER(?) ESCAPE '\\'", [like(text, fold=False)]
+    pattern = like(text.casefold(), fold=False)
+    folded = f"unicode_fold({column}) LIKE ? ESCAPE '\\'"
+    if not pattern.isascii():
+        return folded, [pattern]
+    unicode = f"length(CAST({column} AS BLOB)) > length({column})"
+    return f"({column} LIKE ? ESCAPE '\\' OR ({unicode} AND {folded}))", [pattern, pattern]
 
 
 def fts5_phrase(token: str) -> str:

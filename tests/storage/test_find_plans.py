@@ -220,6 +220,8 @@ def test_postgres_walks_the_sort_index_for_a_root_name_most_traces_have(
     """PostgreSQL: `q` kept by every trace walks the start index and stops at the page
     (the expression's statistics); it sorted the project's summaries, guessing the LIKE
     kept a few."""
-    plan = _postgres_plan(seeded, *page_query("p1", TraceFilter(name="name"), 51, None))
+    plan = _postgres_plan(
+        seeded, *page_query("p1", TraceFilter(name="name"), 51, None, postgres=True)
+    )
     assert not [node for node in plan if node["Node Type"] == "Sort"], plan
     assert any(node.get("Index Name") == "trace_summaries_recent" for node in plan), plan

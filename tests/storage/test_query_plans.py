@@ -72,16 +72,19 @@ _PAGE_FILTERS = [
 # The reads of storage/spans.py and storage/trace_summaries.py the dashboard makes.
 _READS: list[tuple[str, str, list[Any]]] = [
     *(
-        (f"list page {f} after {after}", *page_query("p1", f, 51, after))
+        (f"list page {f} after {after}", *page_query("p1", f, 51, after, postgres=True))
         for f in _PAGE_FILTERS
         for after in (None, Cursor(1000 * 10**9, "f" * 32))
     ),
     *(
-        (f"list page by {sort}", *page_query("p1", TraceFilter(), 51, None, TraceOrder(sort)))
+        (
+            f"list page by {sort}",
+            *page_query("p1", TraceFilter(), 51, None, TraceOrder(sort), postgres=True),
+        )
         for sort in SORTS
         if sort != "start"
     ),
-    ("list page of a user", *page_query("p1", TraceFilter(user="u1"), 51, None)),
+    ("list page of a user", *page_query("p1", TraceFilter(user="u1"), 51, None, postgres=True)),
     (
         "a trace's spans",
         "SELECT * FROM spans WHERE project_id = ? AND trace_id = ? "
