@@ -73,7 +73,7 @@ class Eraser:
                 "WHERE project_id = ? AND attributes LIKE ? ESCAPE '\\'",
                 # escaped: PostgreSQL's LIKE reads a backslash (a key's, doubled in
                 # JSON) as its escape, and a key's % or _ as wildcards
-                (self.project_id, like(needle, fold=False)),
+                (self.project_id, like(needle)),
             )
         spans = {
             (t, s, d) for t, s, d, attributes in rows if _has_attribute(attributes, key, value)

@@ -21,9 +21,8 @@ if TYPE_CHECKING:
     from storage.trace_query import TraceFilter
 
 
-def like(text: str, fold: bool = True) -> str:
-    """A LIKE pattern of `text` anywhere (folded to lower case when `fold`)."""
-    text = text.lower() if fold else text
+def like(text: str) -> str:
+    """A LIKE pattern of `text` anywhere, as it is (ESCAPE '\\')."""
     escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     return f"%{escaped}%"
 
@@ -37,8 +36,8 @@ def any_case(column: str, text: str, postgres: bool) -> tuple[str, list[object]]
     LIKE's own ASCII folding did not find the text and the column is not ASCII alone
     (its bytes outnumber its characters)."""
     if postgres:
-        return f"LOWER({column}) LIKE LOWER(?) ESCAPE '\\'", [like(text, fold=False)]
-    pattern = like(text.casefold(), fold=False)
+        return f"LOWER({column}) LIKE LOWER(?) ESCAPE '\\'", [like(text)]
+    pattern = like(text.casefold())
     folded = f"unicode_fold({column}) LIKE ? ESCAPE '\\'"
     if not pattern.isascii():
         return folded, [pattern]
@@ -141,7 +140,7 @@ def _fts5_traces(word: str) -> IndexFilter:
     than FTS5 would (an ASCII word's token is in the text only where the text contains
     it, in any case: the index keeps diacritics, and SQLite's LIKE folds ASCII only)."""
     prefilter: tuple[str, list[object]] | None = (
-        ("x.body LIKE ? ESCAPE '\\'", [like(word)]) if word.isascii() else None
+        ("x.body LIKE ? ESCAPE '\\'", [like(word.lower())]) if word.isascii() else None
     )
     return _fts5_documents("trace_text_words", "trace_texts", "?", [fts5_word(word)], prefilter)
 
@@ -187,7 +186,7 @@ def _substring_traces(word: str) -> IndexFilter:
     texts, by its index), as Langfuse and Phoenix read theirs for any word; a walked
     trace's are checked by its own texts."""
     contains = "x.body LIKE ? ESCAPE '\\'"
-    pattern: list[object] = [like(word.casefold(), fold=False)]
+    pattern: list[object] = [like(word.casefold())]
     return IndexFilter(
         f"SELECT x.trace_id FROM trace_texts AS x WHERE x.project_id = ?1 AND {contains}",
         pattern,

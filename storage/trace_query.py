@@ -208,7 +208,7 @@ def where(
     if filters.model is not None:
         conditions.append(_model_condition(postgres))
         model = filters.model[:MAX_ID_CHARS]  # as the GenAI view reads one
-        params += [like(orjson.dumps(model).decode(), fold=False), model]
+        params += [like(orjson.dumps(model).decode()), model]
     for at, found in enumerate(index_queries(project_id, filters, postgres)):
         if at != driver:
             conditions.append(found.exists)
