@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
-from storage import session_summaries, trace_index, trace_summaries
+from storage import session_summaries, trace_index, trace_summaries, trace_texts
 from storage.database import Database, Transaction
 from storage.span_copy import locked
 from storage.trace_index import stale_partition
@@ -134,5 +134,8 @@ def remove_days_before(db: Database, cutoff: date) -> Removed:
             for project, trace in traces:
                 trace_summaries.recount(tx, project, {trace})
             trace_index.rebuild_stale(tx)
+            # the first chunk's rebuild took every trace noted stale, before the later
+            # chunks' summaries were recounted: each chunk's ends are given theirs here
+            trace_texts.give_ends(tx, traces)
             session_summaries.refresh_stale(tx)
     return Removed(dropped, rows, len(touched))

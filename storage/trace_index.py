@@ -2,7 +2,7 @@
 writes the spans (schema migration 13, storage/find_schema.py).
 
 * The LLM text of the spans (storage/trace_texts.py): a document of a trace's words a
-  batch and start day, and each span's previews.
+  batch and start day, and the previews of the spans that give its input and output.
 * The attributes and span names of the spans (storage/trace_facets.py): a document of
   a trace's tokens a batch, and a project's distinct span names.
 
@@ -92,8 +92,9 @@ _STALE_COLUMNS = "project_id, trace_id, start_day"
 
 def rebuild_stale(tx: Transaction) -> int:
     """Make the documents of the traces of the span rows noted stale (replaced or
-    deleted) anew: their tokens, and their words of those rows' days; how many traces
-    were looked at."""
+    deleted) anew: their tokens, and their words of those rows' days; give their ends
+    the previews they lack (their summaries made anew before); how many traces were
+    looked at."""
     if tx.postgres:
         # the rows taken are the rows deleted: another transaction's, committed between a
         # read and a delete of every row, would be deleted unread
@@ -107,6 +108,7 @@ def rebuild_stale(tx: Transaction) -> int:
     traces = {(project, trace) for project, trace, _ in stale}
     trace_facets.rebuild(tx, traces)
     trace_texts.rebuild(tx, {tuple(day) for day in stale if day[2] is not None})
+    trace_texts.give_ends(tx, traces)
     return len(traces)
 
 

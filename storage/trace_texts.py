@@ -9,8 +9,15 @@ the transaction that writes the spans (storage/trace_index.py calls it).
   each word of each document (FTS5 on SQLite, a `tsvector` under GIN on PostgreSQL). A
   document holds the texts of at most MAX_TEXT characters of spans (a span's own is cut
   there), so that its words fit in a `tsvector`.
-* `span_texts`: each such span's previews (the view's input and output previews as the
-  JSON text `[input, output]`), which the trace list shows (storage/trace_list.py).
+* `span_texts`: the previews (the view's input and output previews as the JSON text
+  `[input, output]`) of the spans that give a trace's input and output in the trace
+  list (storage/trace_list.py): its first and last LLM calls and its earliest root
+  (storage/summary_genai.py). A batch gives them to its own ends, those of each of its
+  traces' days (`_ends`): a span that is an end once the batch is stored is one of
+  them. A span that becomes an end later, when the one before it is replaced or
+  deleted, gets its previews then (`give_ends`). A model call's previews are about
+  1 KB; a row for each call (where a trace's 20 calls have 2) cost the writer about 12
+  of the 47 us a GenAI span of `bench_worker --genai` took to write on SQLite.
 
 Only the rows the GenAI view described are read (the worker marked them, storage/
 span_genai.py); their messages are read here, once, as they are written.
@@ -19,7 +26,8 @@ Exact under the re-sending rules: a trace's documents may repeat words (a span s
 again, identical, brings a document of its own), which finds the same traces; what
 must not stay is a word that only a replaced or deleted span row gave. Such a row is
 noted stale with its start day (storage/trace_index.py), and the documents of its
-trace and day are made anew from the rows stored (`rebuild`).
+trace and day are made anew from the rows stored (`rebuild`); its previews go with it
+(a trigger deletes them), and its trace's ends are given theirs (`give_ends`).
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ from typing import Any
 from storage.database import Transaction, arrays
 from storage.llm_text import MAX_TEXT, text_and_previews
 from storage.span_rows import SpanRow
+from storage.summary_genai import span_of
 from storage.text_words import joined, tsvector_of
 
 log = logging.getLogger("spangate.worker")
@@ -41,26 +50,23 @@ Previews = tuple[str, str, str, str, str]
 Document = tuple[str, str, str, str]
 
 
-def texts_of(rows: Iterable[SpanRow]) -> tuple[list[Previews], list[Document]]:
-    """The previews of each span row that has messages, and the documents of their
-    texts: one a trace and start day (more when its texts pass MAX_TEXT), of what each
-    text adds to the day's earlier ones (`_added`)."""
+def texts_of(rows: Sequence[SpanRow]) -> tuple[list[Previews], list[Document]]:
+    """The previews of the rows that may give their trace's input or output (`_ends`)
+    and have messages, and the documents of the texts of all that have: one a trace and
+    start day (more when its texts pass MAX_TEXT), of what each text adds to the day's
+    earlier ones (`_added`)."""
     previews: list[Previews] = []
+    ends = _ends(rows)
     #: each trace's day: its latest texts (_LOOK_BACK), and what each text added
     latest: dict[tuple[str, str, str], list[str]] = {}
     added: dict[tuple[str, str, str], list[str]] = {}
     for row in rows:
-        if row.llm_type is None:
-            continue
-        try:
-            given = text_and_previews(row.llm_type, row.attributes, row.events)
-        except Exception:  # a span is stored whatever its text makes of it
-            log.exception("span's LLM text failed; stored without it")
-            continue
+        given = _text_of(row)
         if given is None:
             continue
         text, shown = given
-        previews.append((row.project_id, row.trace_id, row.span_id, row.start_day, shown))
+        if id(row) in ends:
+            previews.append((row.project_id, row.trace_id, row.span_id, row.start_day, shown))
         day = (row.project_id, row.trace_id, row.start_day)
         earlier = latest.setdefault(day, [])
         part = _added(text, earlier)
@@ -76,6 +82,42 @@ def texts_of(rows: Iterable[SpanRow]) -> tuple[list[Previews], list[Document]]:
         if (words := joined(document))
     ]
     return previews, documents
+
+
+def _text_of(row: SpanRow) -> tuple[str, str] | None:
+    """A row's text and previews (storage/llm_text.py), if it has any."""
+    if row.llm_type is None:
+        return None
+    try:
+        return text_and_previews(row.llm_type, row.attributes, row.events)
+    except Exception:  # a span is stored whatever its text makes of it
+        log.exception("span's LLM text failed; stored without it")
+        return None
+
+
+def _ends(rows: Sequence[SpanRow]) -> set[int]:
+    """The ids of the rows that may give their trace's input or output: of each trace's
+    rows of a start day, the first and last LLM calls and the earliest root, in the
+    order of storage/summary_genai.py (start, span id, start day). An end of a trace
+    once these rows are stored is one of them; a trace's rows of a day all go, or stay,
+    together under retention."""
+    first: dict[tuple[str, str, str], tuple[tuple[int, str], SpanRow]] = {}
+    last: dict[tuple[str, str, str], tuple[tuple[int, str], SpanRow]] = {}
+    root: dict[tuple[str, str, str], tuple[tuple[int, str], SpanRow]] = {}
+    for row in rows:
+        kind = row.llm_type
+        if kind is None and row.parent_span_id is not None:
+            continue
+        day = (row.project_id, row.trace_id, row.start_day)
+        order = (row.start_ns, row.span_id)
+        if row.parent_span_id is None and (day not in root or order < root[day][0]):
+            root[day] = (order, row)
+        if kind == "llm":
+            if day not in first or order < first[day][0]:
+                first[day] = (order, row)
+            if day not in last or order > last[day][0]:
+                last[day] = (order, row)
+    return {id(row) for ends in (first, last, root) for _, row in ends.values()}
 
 
 #: How many of a trace's day's latest texts a text is compared with (the model calls
@@ -178,6 +220,7 @@ STORED_ROWS = (
 #: text then follows the earlier calls' it begins with: `_added`).
 _STORED = STORED_ROWS + " AND start_day = ? AND llm_type IS NOT NULL ORDER BY start_ns"
 _DAY = "project_id = ? AND trace_id = ? AND start_day = ?"
+_STORED_SPAN = STORED_ROWS + " AND start_day = ? AND span_id = ? AND llm_type IS NOT NULL"
 
 
 def rebuild(tx: Transaction, days: Iterable[tuple[str, str, str]]) -> None:
@@ -204,9 +247,35 @@ def rebuild_trace(tx: Transaction, project_id: str, trace_id: str) -> None:
     rebuild(tx, [(project_id, trace_id, day) for (day,) in {*stored, *had}])
 
 
+#: A trace's ends, as its summary names them (storage/summary_genai.py).
+_ENDS = (
+    "SELECT first_llm, last_llm, first_root FROM trace_summaries "
+    "WHERE project_id = ? AND trace_id = ?"
+)
+_PREVIEWED = f"SELECT 1 FROM span_texts WHERE {_DAY} AND span_id = ?"
+
+
+def give_ends(tx: Transaction, traces: Iterable[tuple[str, str]]) -> None:
+    """Give the ends of these traces (project, trace) that have messages the previews
+    they lack (a span that became one when the span before it was replaced or deleted),
+    once their summaries are made anew."""
+    previews: list[Previews] = []
+    for project_id, trace_id in sorted(set(traces)):
+        ends = tx.query_one(_ENDS, (project_id, trace_id))
+        for key in {key for key in ends or () if key is not None}:
+            _, span_id, day = span_of(trace_id, key)
+            if tx.query_one(_PREVIEWED, (project_id, trace_id, day, span_id)) is not None:
+                continue
+            for row in tx.query(_STORED_SPAN, (project_id, trace_id, day, span_id)):
+                given = _text_of(SpanRow(*row))
+                if given is not None:
+                    previews.append((project_id, trace_id, span_id, day, given[1]))
+    write(tx, previews, [])
+
+
 def give_previews(tx: Transaction, rows: list[SpanRow]) -> None:
-    """Give the stored spans `rows` their previews (storage/find_upgrade.py: the texts
-    stored before they had them)."""
+    """Give the ends among the stored spans `rows` their previews (storage/
+    find_upgrade.py: the texts stored before they had them)."""
     write(tx, texts_of(rows)[0], [])
 
 

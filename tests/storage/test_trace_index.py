@@ -24,6 +24,7 @@ from storage.session_summaries import EVERY_SESSION
 from storage.span_rows import SpanRow
 from storage.spans import SpanStore
 from storage.storable import key_text
+from storage.summary_genai import span_of
 from storage.text_words import joined
 from storage.trace_facets import hex_token, hex_tokens, key_token, name_token, packed, unpacked
 from storage.trace_list import TraceFilter, TraceSummaries
@@ -99,14 +100,25 @@ def _stored_tokens(tx: Any) -> set[tuple[str, str, int]]:
 
 def assert_exact(db: Database) -> None:
     """Every index equals a recount of the stored rows (the documents of a trace's day
-    hold its spans' words, each in any of them, and no other); every session summary
-    its traces' sum; FTS5's index its content."""
+    hold its spans' words, each in any of them, and no other; the previews of the spans
+    that give a trace's input and output are stored, and no others than the spans'
+    own); every session summary its traces' sum; FTS5's index its content."""
     with db.transaction() as tx:
         previews, words, pairs, names = _expected(tx)
         stored = tx.query(
             "SELECT project_id, trace_id, span_id, start_day, previews FROM span_texts"
         )
-        assert set(map(tuple, stored)) == previews
+        # the previews stored are their spans' own, and every end of a trace has its own
+        assert set(map(tuple, stored)) <= previews
+        ends = {
+            (project, trace, *span_of(trace, key)[1:])
+            for project, trace, *keys in tx.query(
+                "SELECT project_id, trace_id, first_llm, last_llm, first_root FROM trace_summaries"
+            )
+            for key in keys
+            if key is not None
+        }
+        assert {row for row in previews if row[:4] in ends} <= set(map(tuple, stored))
         documents: dict[Any, set[str]] = {}
         for *day, body in tx.query("SELECT project_id, trace_id, start_day, body FROM trace_texts"):
             # a body an earlier build stored whole has the words it would be stored as
@@ -175,6 +187,124 @@ def test_a_replaced_span_has_its_words_replaced(database: Database) -> None:
     Eraser(database, "p").erase(Eraser(database, "p").trace("a"))
     assert _find(database, attributes=(("tenant", None),)) == []
     assert_exact(database)
+
+
+def _span_id(number: str) -> str:
+    return number.rjust(16, "0")
+
+
+def _model_call(span: str, start: int, asked: str, day: str = "2026-11-23") -> SpanRow:
+    """An LLM call under root span 0 that asks `asked` and answers it, upper-cased."""
+
+    def said(role: str, text: str) -> str:
+        return orjson.dumps([{"role": role, "parts": [{"type": "text", "content": text}]}]).decode()
+
+    pairs = [
+        {"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}},
+        {"key": "gen_ai.input.messages", "value": {"stringValue": said("user", asked)}},
+        {
+            "key": "gen_ai.output.messages",
+            "value": {"stringValue": said("assistant", asked.upper())},
+        },
+        {"key": "call", "value": {"stringValue": span}},
+    ]
+    row = span_row(
+        span=_span_id(span), day=day, content="y", root=False, start=start, end=start + 5
+    )
+    return row._replace(attributes=orjson.dumps(pairs).decode())
+
+
+def _ends(db: Database) -> tuple[str | None, str | None]:
+    traces, _ = TraceSummaries(db).page("p", TraceFilter(), 10)
+    return traces[0].input, traces[0].output
+
+
+def test_a_trace_s_ends_keep_their_previews_whichever_span_becomes_one(
+    database: Database,
+) -> None:
+    """A batch stores the previews of its traces' ends alone (first and last LLM call,
+    earliest root); a span that becomes an end when the one before it is erased, or
+    replaced by a later send, shows its own."""
+    store = SpanStore(database)
+    root = span_row(span=_span_id("0"), start=0, end=100)
+    store.upsert(
+        [
+            root,
+            _model_call("1", 10, "one"),
+            _model_call("2", 20, "two"),
+            _model_call("3", 30, "three"),
+        ],
+        0,
+    )
+    with database.transaction() as tx:
+        kept = tx.query("SELECT span_id FROM span_texts ORDER BY span_id")
+    assert [span for (span,) in kept] == [_span_id("1"), _span_id("3")]
+    assert _ends(database) == ("one", "THREE")
+    assert_exact(database)
+    eraser = Eraser(database, "p")
+    eraser.erase(eraser.attribute("call", "1", whole_traces=False))
+    assert _ends(database) == ("two", "THREE")
+    assert_exact(database)
+    # the last call sent again, started before the others: the second is the last
+    store.upsert(
+        [_model_call("3", 5, "three")._replace(content_hash="y2", received_ms=WINDOW_MS + 1)],
+        WINDOW_MS,
+    )
+    assert _ends(database) == ("three", "TWO")
+    assert_exact(database)
+
+
+def test_a_trace_s_ends_of_a_later_day_outlive_the_days_removed(database: Database) -> None:
+    """A batch of a trace's calls of two start days gives each day's ends their
+    previews: once the first day is removed, the second day's first call gives the
+    input."""
+    store = SpanStore(database)
+    store.upsert(
+        [
+            span_row(span=_span_id("0"), day="2026-11-20", start=0, end=100),
+            _model_call("1", 10, "one", day="2026-11-20"),
+            _model_call("2", 20, "two", day="2026-11-25"),
+            _model_call("3", 30, "three", day="2026-11-25"),
+            _model_call("4", 40, "four", day="2026-11-25"),
+        ],
+        0,
+    )
+    assert _ends(database) == ("one", "FOUR")
+    remove_days_before(database, date(2026, 11, 22))
+    assert _ends(database) == ("two", "FOUR")
+    assert_exact(database)
+
+
+def test_a_day_s_first_call_erased_leaves_the_next_to_give_the_input(
+    database: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A trace's second day's first call erased while its first day's gives the input:
+    once the first day is removed, the second day's next call gives it, whichever of
+    retention's transactions recounts the trace (one a trace here)."""
+    from storage import retention
+
+    monkeypatch.setattr(retention, "_TRACES_A_TRANSACTION", 1)
+    store = SpanStore(database)
+    for trace in ("a", "b"):
+        calls = [
+            span_row(trace=trace, span=_span_id("0"), day="2026-11-20", start=0, end=100),
+            _model_call("1", 10, "one", day="2026-11-20"),
+            _model_call("2", 20, "two", day="2026-11-25"),
+            _model_call("3", 30, "three", day="2026-11-25"),
+            _model_call("4", 40, "four", day="2026-11-25"),
+        ]
+        store.upsert([row._replace(trace_id=trace) for row in calls], 0)
+    eraser = Eraser(database, "p")
+    eraser.erase(eraser.attribute("call", "2", whole_traces=False))
+    assert _every_end(database) == {"a": ("one", "FOUR"), "b": ("one", "FOUR")}
+    remove_days_before(database, date(2026, 11, 22))
+    assert _every_end(database) == {"a": ("three", "FOUR"), "b": ("three", "FOUR")}
+    assert_exact(database)
+
+
+def _every_end(db: Database) -> dict[str, tuple[str | None, str | None]]:
+    traces, _ = TraceSummaries(db).page("p", TraceFilter(), 10)
+    return {trace.trace_id: (trace.input, trace.output) for trace in traces}
 
 
 def test_retention_takes_the_words_and_sessions_of_removed_days(database: Database) -> None:
