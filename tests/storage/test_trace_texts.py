@@ -29,10 +29,12 @@ def _call(trace: str, span: str, question: str, answer: str, day: str = "2026-11
 
 def test_a_batch_gives_a_document_a_trace_and_day_of_its_words_once() -> None:
     """Calls that repeat the conversation give their trace's day one document, each
-    word once; another day or trace has its own; each call keeps its previews."""
+    word once; another day or trace has its own; the first and last calls of a trace's
+    day keep their previews, not the calls between."""
     rows = [
         _call("a", "1", "Where is my order?", "Which order?"),
         _call("a", "2", "Where is my order? Order 42", "Order 42 ships today"),
+        _call("a", "5", "Where is my order?", "Order 42 ships today"),
         _call("a", "3", "Hello again", "Hi", day="2026-11-24"),
         _call("b", "1", "Hello", "Hi there"),
         span_row(trace="a", span="4", content="4"),  # no model call: no text
@@ -45,7 +47,7 @@ def test_a_batch_gives_a_document_a_trace_and_day_of_its_words_once() -> None:
     ]
     assert [(p[1], p[2], orjson.loads(p[4])) for p in previews] == [
         ("a", "1", ["Where is my order?", "Which order?"]),
-        ("a", "2", ["Where is my order? Order 42", "Order 42 ships today"]),
+        ("a", "5", ["Where is my order?", "Order 42 ships today"]),
         ("a", "3", ["Hello again", "Hi"]),
         ("b", "1", ["Hello", "Hi there"]),
     ]
