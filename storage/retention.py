@@ -133,9 +133,10 @@ def remove_days_before(db: Database, cutoff: date) -> Removed:
                 locked(tx, traces)
             for project, trace in traces:
                 trace_summaries.recount(tx, project, {trace})
-            trace_index.rebuild_stale(tx)
-            # the first chunk's rebuild took every trace noted stale, before the later
-            # chunks' summaries were recounted: each chunk's ends are given theirs here
+            # the first chunk's rebuild takes every trace noted stale, before the later
+            # chunks' summaries are recounted: each chunk's ends are given theirs here
+            # (a trace with a row removed has a summary that started before the cutoff)
+            trace_index.rebuild_stale(tx, ends=False)
             trace_texts.give_ends(tx, traces)
             session_summaries.refresh_stale(tx)
     return Removed(dropped, rows, len(touched))

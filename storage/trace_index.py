@@ -90,11 +90,11 @@ def write(tx: Transaction, index: IndexRows, rows: list[SpanRow], refused: list[
 _STALE_COLUMNS = "project_id, trace_id, start_day"
 
 
-def rebuild_stale(tx: Transaction) -> int:
+def rebuild_stale(tx: Transaction, ends: bool = True) -> int:
     """Make the documents of the traces of the span rows noted stale (replaced or
-    deleted) anew: their tokens, and their words of those rows' days; give their ends
-    the previews they lack (their summaries made anew before); how many traces were
-    looked at."""
+    deleted) anew: their tokens, and their words of those rows' days; with `ends`, give
+    their ends the previews they lack (their summaries made anew before); how many
+    traces were looked at."""
     if tx.postgres:
         # the rows taken are the rows deleted: another transaction's, committed between a
         # read and a delete of every row, would be deleted unread
@@ -108,7 +108,8 @@ def rebuild_stale(tx: Transaction) -> int:
     traces = {(project, trace) for project, trace, _ in stale}
     trace_facets.rebuild(tx, traces)
     trace_texts.rebuild(tx, {tuple(day) for day in stale if day[2] is not None})
-    trace_texts.give_ends(tx, traces)
+    if ends:
+        trace_texts.give_ends(tx, traces)
     return len(traces)
 
 
