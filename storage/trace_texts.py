@@ -16,8 +16,9 @@ the transaction that writes the spans (storage/trace_index.py calls it).
   traces' days (`_ends`): a span that is an end once the batch is stored is one of
   them. A span that becomes an end later, when the one before it is replaced or
   deleted, gets its previews then (`give_ends`). A model call's previews are about
-  1 KB; a row for each call (where a trace's 20 calls have 2) cost the writer about 12
-  of the 47 us a GenAI span of `bench_worker --genai` took to write on SQLite.
+  1 KB; a row for each call (where a trace's 20 calls now have 2) cost the writer
+  about 9 of the 60 us a GenAI span of `bench_worker --genai` took to write on SQLite
+  (docs/benchmarks.md).
 
 Only the rows the GenAI view described are read (the worker marked them, storage/
 span_genai.py); their messages are read here, once, as they are written.
