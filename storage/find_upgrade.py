@@ -54,7 +54,7 @@ def upgrade(db: Database) -> int:
 
 
 def _preview_trace(tx: Transaction, project_id: str, trace_id: str) -> None:
-    trace_texts.give_previews(tx, _stored(tx, project_id, trace_id))
+    trace_texts.give_previews(tx, project_id, trace_id, _stored(tx, project_id, trace_id))
 
 
 def preview(db: Database, progress: trace_walk.Progress | None = None) -> int:

@@ -253,7 +253,7 @@ _ENDS = (
     "SELECT first_llm, last_llm, first_root FROM trace_summaries "
     "WHERE project_id = ? AND trace_id = ?"
 )
-_PREVIEWED = f"SELECT 1 FROM span_texts WHERE {_DAY} AND span_id = ?"
+_PREVIEWED = f"SELECT 1 FROM span_texts WHERE {_DAY} AND span_id = ? AND previews IS NOT NULL"
 
 
 def give_ends(tx: Transaction, traces: Iterable[tuple[str, str]]) -> None:
@@ -274,10 +274,15 @@ def give_ends(tx: Transaction, traces: Iterable[tuple[str, str]]) -> None:
     write(tx, previews, [])
 
 
-def give_previews(tx: Transaction, rows: list[SpanRow]) -> None:
-    """Give the ends among the stored spans `rows` their previews (storage/
-    find_upgrade.py: the texts stored before they had them)."""
+def give_previews(tx: Transaction, project_id: str, trace_id: str, rows: list[SpanRow]) -> None:
+    """Give the ends among a trace's stored spans `rows` their previews, and forget its
+    other spans' rows, which have none (storage/find_upgrade.py: the texts stored before
+    they had previews, a row each)."""
     write(tx, texts_of(rows)[0], [])
+    tx.execute(
+        "DELETE FROM span_texts WHERE project_id = ? AND trace_id = ? AND previews IS NULL",
+        (project_id, trace_id),
+    )
 
 
 def forget_previews(tx: Transaction, keys: list[tuple[Any, ...]]) -> None:

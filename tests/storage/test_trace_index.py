@@ -490,6 +490,38 @@ def test_the_texts_stored_before_their_previews_get_them(database_url: str) -> N
         db.close()
 
 
+def test_an_upgraded_trace_s_next_call_gives_its_input_once_the_first_is_erased(
+    database_url: str,
+) -> None:
+    """A store whose texts had no previews (a row each call, before schema 16): the
+    upgrade gives its trace's ends theirs and forgets the other rows, so that the call
+    that becomes the first when the first is erased is given its own."""
+    from storage import find_upgrade
+
+    db = Database(database_url)
+    try:
+        migrate(db)
+        calls = [_model_call(n, 10 * int(n), said) for n, said in (("1", "one"), ("2", "two"))]
+        SpanStore(db).upsert([*calls, _model_call("3", 30, "three")], 0)
+        with db.transaction() as tx:  # as a store upgraded to schema 16 finds its texts
+            tx.execute("UPDATE span_texts SET previews = NULL")
+            tx.execute(
+                "INSERT INTO span_texts (project_id, trace_id, span_id, start_day) "
+                "VALUES (?, ?, ?, ?)",
+                calls[1][:4],
+            )
+            tx.execute("DELETE FROM schema_migrations WHERE version = ?", (find_upgrade.PREVIEWED,))
+        assert find_upgrade.preview(db) == 1
+        assert _ends(db) == ("one", "THREE")
+        assert_exact(db)
+        eraser = Eraser(db, "p")
+        eraser.erase(eraser.attribute("call", "1", whole_traces=False))
+        assert _ends(db) == ("two", "THREE")
+        assert_exact(db)
+    finally:
+        db.close()
+
+
 def test_the_texts_stored_before_the_worker_split_their_words_get_its(
     database_url: str,
 ) -> None:
