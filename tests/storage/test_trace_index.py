@@ -214,6 +214,17 @@ def _model_call(span: str, start: int, asked: str, day: str = "2026-11-23") -> S
     return row._replace(attributes=orjson.dumps(pairs).decode())
 
 
+def _erase_the_first_call(db: Database) -> None:
+    """Of a trace of calls "one", "two" and "three": the first erased, the second gives
+    the input; the indexes stay exact."""
+    assert _ends(db) == ("one", "THREE")
+    assert_exact(db)
+    eraser = Eraser(db, "p")
+    eraser.erase(eraser.attribute("call", "1", whole_traces=False))
+    assert _ends(db) == ("two", "THREE")
+    assert_exact(db)
+
+
 def _ends(db: Database) -> tuple[str | None, str | None]:
     traces, _ = TraceSummaries(db).page("p", TraceFilter(), 10)
     return traces[0].input, traces[0].output
@@ -239,12 +250,7 @@ def test_a_trace_s_ends_keep_their_previews_whichever_span_becomes_one(
     with database.transaction() as tx:
         kept = tx.query("SELECT span_id FROM span_texts ORDER BY span_id")
     assert [span for (span,) in kept] == [_span_id("1"), _span_id("3")]
-    assert _ends(database) == ("one", "THREE")
-    assert_exact(database)
-    eraser = Eraser(database, "p")
-    eraser.erase(eraser.attribute("call", "1", whole_traces=False))
-    assert _ends(database) == ("two", "THREE")
-    assert_exact(database)
+    _erase_the_first_call(database)
     # the last call sent again, started before the others: the second is the last
     store.upsert(
         [_model_call("3", 5, "three")._replace(content_hash="y2", received_ms=WINDOW_MS + 1)],
@@ -512,12 +518,7 @@ def test_an_upgraded_trace_s_next_call_gives_its_input_once_the_first_is_erased(
             )
             tx.execute("DELETE FROM schema_migrations WHERE version = ?", (find_upgrade.PREVIEWED,))
         assert find_upgrade.preview(db) == 1
-        assert _ends(db) == ("one", "THREE")
-        assert_exact(db)
-        eraser = Eraser(db, "p")
-        eraser.erase(eraser.attribute("call", "1", whole_traces=False))
-        assert _ends(db) == ("two", "THREE")
-        assert_exact(db)
+        _erase_the_first_call(db)
     finally:
         db.close()
 
