@@ -18,7 +18,7 @@ from storage.span_rows import SpanRow
 
 #: The version recorded in schema_migrations once every stored trace is indexed.
 UPGRADED = 1013
-#: The version recorded once every stored text has its previews.
+#: The version recorded once every stored trace's ends have their previews.
 PREVIEWED = 1016
 #: The version recorded once every stored text has its words split by
 #: storage/text_words.py (on PostgreSQL; SQLite's full-text index is FTS5's).
@@ -58,8 +58,8 @@ def _preview_trace(tx: Transaction, project_id: str, trace_id: str) -> None:
 
 
 def preview(db: Database, progress: trace_walk.Progress | None = None) -> int:
-    """Give every stored text its previews; the traces gone through (0 when it was done
-    before)."""
+    """Give every stored trace's ends (storage/trace_texts.py) their previews, and
+    forget its other texts' rows; the traces gone through (0 when it was done before)."""
     return trace_walk.walk(db, PREVIEWED, _preview_trace, lock=True, progress=progress)
 
 

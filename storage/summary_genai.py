@@ -11,8 +11,8 @@ its earliest root's input when it has no LLM call; its output the last LLM call'
 summary keeps which spans those are, each as one text, its `key`: the span's order
 (start, span id, start day) written so that text order is that order, so the earliest
 is the least text in SQL (MIN, LEAST) as in Python, and two summaries merge by
-comparison. The list shows those spans' previews, which the worker keeps with each
-span's text (storage/trace_index.py, storage/trace_list.py).
+comparison. The list shows those spans' previews, which the worker keeps for them
+(storage/trace_texts.py, storage/trace_list.py).
 """
 
 from __future__ import annotations

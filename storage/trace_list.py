@@ -153,7 +153,7 @@ _STORED_PREVIEWS = (
     "SELECT spans.trace_id, spans.span_id, spans.start_day, spans.llm_type, x.previews"
 )
 #: The span's previews alone, as _STORED_PREVIEWS's rows without the type (once every
-#: span that has a text has them, a span with none has no row).
+#: trace's ends have theirs, an end with none has no text).
 _PREVIEWS = "SELECT x.trace_id, x.span_id, x.start_day, NULL, x.previews"
 #: The span's text, if any, through span_texts' key (whose texts collate as "C" on
 #: PostgreSQL: {exact} is that collation there).
@@ -167,13 +167,13 @@ Previews = dict[tuple[str, str, str], tuple[str | None, str | None]]
 
 
 def previews(tx: Transaction, project_id: str, keys: list[tuple[str, str, str]]) -> Previews:
-    """The input and output previews of the spans (trace, span, start day) `keys` names,
-    as the worker stored them with their texts (storage/trace_index.py); a span stored
-    before texts had previews (until storage/find_upgrade.py gave them theirs) has them
-    read from its attributes. A span of no GenAI type, or with no text once every text
-    has previews, has none."""
+    """The input and output previews of the spans (trace, span, start day) `keys` names
+    (a trace's ends), as the worker stored them (storage/trace_texts.py); a span stored
+    before texts had previews (until storage/find_upgrade.py gave the ends theirs) has
+    them read from its attributes. A span of no GenAI type, or with no text once every
+    end has previews, has none."""
     found: Previews = {}
-    # once span_texts has them all, it is read alone
+    # once every end has them, span_texts is read alone
     stored_only = trace_walk.recorded(tx, find_upgrade.PREVIEWED)
     select = _PREVIEWS if stored_only else _STORED_PREVIEWS
     unread = []
