@@ -267,18 +267,22 @@ def give_ends(tx: Transaction, traces: Iterable[tuple[str, str]]) -> None:
             _, span_id, day = span_of(trace_id, key)
             if tx.query_one(_PREVIEWED, (project_id, trace_id, day, span_id)) is not None:
                 continue
-            for row in tx.query(_STORED_SPAN, (project_id, trace_id, day, span_id)):
-                given = _text_of(SpanRow(*row))
-                if given is not None:
-                    previews.append((project_id, trace_id, span_id, day, given[1]))
+            stored = tx.query(_STORED_SPAN, (project_id, trace_id, day, span_id))
+            previews += _previews([SpanRow(*row) for row in stored])
     write(tx, previews, [])
+
+
+def _previews(rows: Iterable[SpanRow]) -> list[Previews]:
+    """The previews of those of `rows` that have messages (no words split)."""
+    return [(*row[:4], given[1]) for row in rows if (given := _text_of(row)) is not None]
 
 
 def give_previews(tx: Transaction, project_id: str, trace_id: str, rows: list[SpanRow]) -> None:
     """Give the ends among a trace's stored spans `rows` their previews, and forget its
     other spans' rows, which have none (storage/find_upgrade.py: the texts stored before
     they had previews, a row each)."""
-    write(tx, texts_of(rows)[0], [])
+    ends = _ends(rows)
+    write(tx, _previews(row for row in rows if id(row) in ends), [])
     tx.execute(
         "DELETE FROM span_texts WHERE project_id = ? AND trace_id = ? AND previews IS NULL",
         (project_id, trace_id),
