@@ -17,11 +17,11 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
@@ -36,6 +36,9 @@ logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
 #: executemany without the sqlite3 module's per-row cost (storage/_sqlite_bulk.c),
 #: where it was built and found the SQLite library the sqlite3 module uses.
 SQLITE_BULK = fastpath.extension("storage._sqlite_bulk")
+#: Transactions a write may take on PostgreSQL when it meets another's (`Database.retried`).
+WRITE_ATTEMPTS = 5
+_Result = TypeVar("_Result")
 
 
 def sqlite_writer_refused() -> str | None:
@@ -397,6 +400,20 @@ class Database:
             yield from self._run(slot, immediate)
         finally:
             slot.lock.release()
+
+    def retried(self, work: Callable[[Transaction], _Result], immediate: bool = False) -> _Result:
+        """`work` in a transaction (`transaction(immediate)`), run again in a new one when
+        it met another's (WriteConflict: the server broke a deadlock by ending it, or a key
+        it inserts was another's first), up to WRITE_ATTEMPTS transactions in all."""
+        attempts = 1
+        while True:
+            try:
+                with self.transaction(immediate) as tx:
+                    return work(tx)
+            except WriteConflict:
+                if attempts == WRITE_ATTEMPTS:
+                    raise
+                attempts += 1
 
     def _connect_error(self) -> str | None:
         """Why a connection of this thread's own fails; None when it succeeds (the pool's

@@ -16,6 +16,7 @@ import orjson
 from storage import session_summaries, trace_index
 from storage.database import Database, Transaction
 from storage.index_filters import like
+from storage.span_copy import locked
 from storage.trace_summaries import recount
 
 
@@ -88,11 +89,18 @@ class Eraser:
             return self._apply(tx, selection, erase=False)
 
     def erase(self, selection: Selection) -> Erased:
-        """Erase, in one transaction: spans, the scores of whole traces, summaries."""
-        with self.db.transaction(immediate=True) as tx:
-            return self._apply(tx, selection, erase=True)
+        """Erase, in one transaction: spans, the scores of whole traces, summaries. On
+        PostgreSQL the traces' summaries are locked first, in key order, as a writer locks
+        them: a writer of one of them waits for the erasure's commit (or the erasure for
+        the writer's, and erases what it wrote). A transaction that met another's is run
+        again."""
+        return self.db.retried(lambda tx: self._apply(tx, selection, erase=True), immediate=True)
 
     def _apply(self, tx: Transaction, selection: Selection, erase: bool) -> Erased:
+        touched = set(selection.traces) | {trace for trace, _, _ in selection.spans}
+        keys = [(self.project_id, trace) for trace in sorted(touched)]
+        if erase and tx.postgres and keys:
+            locked(tx, keys)
         spans = scores = 0
         for trace_id in sorted(selection.traces):
             spans += self._take(tx, "spans", erase, "trace_id = ?", (trace_id,))
@@ -100,10 +108,9 @@ class Eraser:
         for key in sorted(s for s in selection.spans if s[0] not in selection.traces):
             where = "trace_id = ? AND span_id = ? AND start_day = ?"
             spans += self._take(tx, "spans", erase, where, key)
-        touched = set(selection.traces) | {trace for trace, _, _ in selection.spans}
         if erase:
             recount(tx, self.project_id, touched)
-            trace_index.rebuild_stale(tx)
+            trace_index.rebuild_stale(tx, keys)
             session_summaries.refresh_stale(tx)
         return Erased(len(touched), spans, scores)
 

@@ -9,7 +9,6 @@ import orjson
 
 from storage import session_summaries, span_copy, trace_index, trace_summaries, trace_texts
 from storage.database import Database, Transaction
-from storage.errors import WriteConflict
 from storage.resend import (
     SQLITE_STORED_TRACES,
     UPSERT,
@@ -21,9 +20,6 @@ from storage.resend import (
 from storage.span_rows import SpanRow
 from storage.trace_facets import Facets
 
-#: Transactions a batch may take on PostgreSQL: one a writer whose new traces another
-#: writer stored first (each attempt finds the traces it met stored).
-WRITE_ATTEMPTS = 5
 _TRACES_ASKED = 500  # trace ids in one query's IN list
 
 
@@ -138,17 +134,9 @@ class SpanStore:
     def upsert(self, rows: list[SpanRow] | Prepared, window_ms: int) -> list[SpanRow]:
         """Write a batch (rows, or `prepared` rows) in one transaction by the re-sending
         rules (storage/resend.py), in queue order, and the summaries of its traces; the
-        rows the window refused. A transaction that met another writer's (WriteConflict)
-        is run again, up to WRITE_ATTEMPTS times in all."""
-        attempts = 1
-        while True:
-            try:
-                with self.db.transaction(immediate=True) as tx:
-                    return self.write(tx, rows, window_ms)
-            except WriteConflict:
-                if attempts == WRITE_ATTEMPTS:
-                    raise
-                attempts += 1
+        rows the window refused. A transaction that met another writer's is run again
+        (`Database.retried`)."""
+        return self.db.retried(lambda tx: self.write(tx, rows, window_ms), immediate=True)
 
     def write(
         self, tx: Transaction, rows: list[SpanRow] | Prepared, window_ms: int

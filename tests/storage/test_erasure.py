@@ -12,17 +12,23 @@ from storage.database import Database
 from storage.erasure import Eraser
 from storage.identity import IdentityStore
 from storage.scores import NewScore, ScoreStore
-from storage.span_rows import rows_of
+from storage.span_rows import SpanRow, rows_of
 from storage.spans import SpanStore
 from storage.trace_list import TraceSummaries
 from tests.proto_json.spans import span
+from tests.storage.test_trace_index import assert_exact
+from tests.storage.writers import waits_for_a_writer
 
 WINDOW_MS = 1_200_000
 
 
-def _store(db: Database, project_id: str, *spans: dict[str, Any]) -> None:
+def _rows(project_id: str, *spans: dict[str, Any]) -> list[SpanRow]:
     request = proto_json.convert_spans(orjson.dumps({"spans": list(spans)})).request
-    SpanStore(db).upsert(rows_of(request, project_id, 1), WINDOW_MS)
+    return rows_of(request, project_id, 1)
+
+
+def _store(db: Database, project_id: str, *spans: dict[str, Any]) -> None:
+    SpanStore(db).upsert(_rows(project_id, *spans), WINDOW_MS)
 
 
 def _setup(db: Database) -> str:
@@ -93,3 +99,22 @@ def test_whole_traces_and_sessions(database: Database) -> None:
     assert TraceSummaries(database).get(project, "a" * 32) is None
     erased = eraser.erase(eraser.trace("B" * 32))
     assert erased.spans == 1 and SpanStore(database).count(project) == 1
+
+
+def test_an_erasure_waits_for_a_writer_of_its_trace_and_takes_what_it_wrote(
+    database: Database,
+) -> None:
+    """A trace is erased while a worker holds a batch of its spans uncommitted: the
+    erasure waits for the commit, then takes those spans too; the summary and indexes
+    follow (none is left)."""
+    project = IdentityStore(database).create_project("demo").id
+    _store(database, project, span(traceId="a" * 32, spanId="1" * 16))
+    eraser = Eraser(database, project)
+    later = _rows(project, span(traceId="a" * 32, spanId="2" * 16, parentSpanId="1" * 16))
+    _, erased = waits_for_a_writer(
+        database, later, WINDOW_MS, lambda: eraser.erase(eraser.trace("a" * 32))
+    )
+    assert (erased.traces, erased.spans) == (1, 2)
+    assert SpanStore(database).count(project) == 0
+    assert TraceSummaries(database).get(project, "a" * 32) is None
+    assert_exact(database)

@@ -1,13 +1,54 @@
-"""Two writers of the span store at once, the second starting while the first holds its
-transaction open."""
+"""A writer of the span store holding its transaction open while something else starts:
+another writer, an erasure, partitions being made."""
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
+from typing import TypeVar
 
 from storage.database import Database
 from storage.span_rows import SpanRow
 from storage.spans import SpanStore
+
+_Result = TypeVar("_Result")
+
+
+def waits_for_a_writer(
+    database: Database, rows: list[SpanRow], window_ms: int, then: Callable[[], _Result]
+) -> tuple[list[SpanRow], _Result]:
+    """A writer writes `rows` and keeps its transaction open; `then` runs meanwhile, and
+    must wait for the writer's commit (asserted). The rows the writer's window refused,
+    and what `then` gave."""
+    store = SpanStore(database)
+    written, release = threading.Event(), threading.Event()
+    refused: list[SpanRow] = []
+    gave: list[_Result] = []
+
+    def hold_a_batch_open() -> None:
+        with database.transaction(immediate=True) as tx:
+            refused.extend(store.write(tx, rows, window_ms))
+            written.set()
+            release.wait(10)
+        database.release_thread()
+
+    def run_then() -> None:
+        gave.append(then())
+        database.release_thread()
+
+    holder = threading.Thread(target=hold_a_batch_open)
+    holder.start()
+    assert written.wait(10)
+    second = threading.Thread(target=run_then)
+    second.start()
+    second.join(0.5)  # time to reach the lock it must wait on
+    waited = second.is_alive()
+    release.set()
+    holder.join()
+    second.join()
+    assert waited, "it did not wait for the writer"
+    assert gave, "it failed"
+    return refused, gave[0]
 
 
 def second_waits_for_first(
@@ -17,29 +58,4 @@ def second_waits_for_first(
     `second` meanwhile, and must wait for the first's commit (asserted). The rows each
     one's window refused."""
     store = SpanStore(database)
-    written, release = threading.Event(), threading.Event()
-    refused: dict[str, list[SpanRow]] = {}
-
-    def hold_a_batch_open() -> None:
-        with database.transaction(immediate=True) as tx:
-            refused["first"] = store.write(tx, first, window_ms)
-            written.set()
-            release.wait(10)
-        database.release_thread()
-
-    def write_another() -> None:
-        refused["second"] = store.upsert(second, window_ms)
-        database.release_thread()
-
-    holder = threading.Thread(target=hold_a_batch_open)
-    holder.start()
-    assert written.wait(10)
-    writer = threading.Thread(target=write_another)
-    writer.start()
-    writer.join(0.5)  # time to reach the lock it must wait on
-    waited = writer.is_alive()
-    release.set()
-    holder.join()
-    writer.join()
-    assert waited, "the second writer did not wait for the first"
-    return refused["first"], refused["second"]
+    return waits_for_a_writer(database, first, window_ms, lambda: store.upsert(second, window_ms))
