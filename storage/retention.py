@@ -8,9 +8,11 @@ default partition. Removing the days before a cutoff (`remove_days_before`, the 
 deletes the few rows of those days that sit in the default partition. SQLite has no
 partitions: the rows are deleted.
 
-Either way the summaries of the traces that had a span on a removed day are recomputed
-from what is left (gone when nothing is), under the traces' locks, so the store keeps
-its rule that every trace with a stored span has a summary.
+Either way the rows are deleted, and the summaries and indexes of the traces that had a
+span on a removed day made anew from what is left (gone when nothing is), a few hundred
+traces a transaction, under the traces' locks as a writer takes them: the store keeps
+its rule that every trace with a stored span has a summary, and a writer of one of
+those traces meanwhile waits, then writes by what is left.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
+from functools import partial
 
-from storage import session_summaries, trace_index, trace_summaries, trace_texts
+from storage import session_summaries, trace_index, trace_summaries
 from storage.database import Database, Transaction
 from storage.span_copy import locked
 from storage.trace_index import stale_partition
@@ -61,23 +64,31 @@ def make_partitions(db: Database, day: date | None = None) -> list[str]:
     if not db.postgres:
         return []
     first = (day or today()) - timedelta(days=1)
-    made = []
-    for offset in range(AHEAD_DAYS + 2):
-        wanted = first + timedelta(days=offset)
-        with db.transaction() as tx:
-            tx.query_one("SELECT pg_advisory_xact_lock(?)", (_PARTITIONS_LOCK,))
-            if wanted in _day_partitions(tx):
-                continue
-            _make_partition(tx, wanted)
-        made.append(partition_name(wanted))
-    return made
+    days = (first + timedelta(days=offset) for offset in range(AHEAD_DAYS + 2))
+    return [partition_name(day) for day in days if db.retried(partial(_make_missing, day=day))]
+
+
+def _make_missing(tx: Transaction, day: date) -> bool:
+    """Make the partition of `day` unless it is there; whether it was made."""
+    tx.query_one("SELECT pg_advisory_xact_lock(?)", (_PARTITIONS_LOCK,))
+    if day in _day_partitions(tx):
+        return False
+    _make_partition(tx, day)
+    return True
 
 
 def _make_partition(tx: Transaction, day: date) -> None:
     name, low, high = partition_name(day), day.isoformat(), (day + timedelta(days=1)).isoformat()
+    # The span table and its partitions, locked first, against every other transaction:
+    # a writer's row of the day put in the default partition after the move would fail
+    # the attach's check of it, and a statement that began before the attach and waited
+    # for it would put the row there anyway, by the partitions it knew, and fail. The
+    # strongest lock at once: a weaker one would have to grow at the attach, waiting on
+    # a reader that itself waits to write.
+    tx.execute("LOCK TABLE spans IN ACCESS EXCLUSIVE MODE")
     tx.execute(f"CREATE TABLE {name} (LIKE spans INCLUDING DEFAULTS INCLUDING CONSTRAINTS)")
-    # the rows moved keep their previews, which their delete's trigger deletes (it notes
-    # them stale too: their traces' indexes are made anew from them, as they were)
+    # the rows moved keep their previews, which their delete's trigger deletes, and their
+    # indexes, which it notes stale: the notes are this transaction's to forget
     tx.execute(
         "CREATE TEMPORARY TABLE moved_previews ON COMMIT DROP AS SELECT * FROM span_texts "
         "WHERE start_day >= ? AND start_day < ?",
@@ -89,6 +100,7 @@ def _make_partition(tx: Transaction, day: date) -> None:
         (low, high),
     )
     tx.execute("INSERT INTO span_texts SELECT * FROM moved_previews ON CONFLICT DO NOTHING")
+    tx.execute("DELETE FROM trace_index_stale WHERE xmin = pg_current_xact_id()::xid")
     # bounds are dates this function formats, never outside input
     tx.execute(f"ALTER TABLE spans ATTACH PARTITION {name} FOR VALUES FROM ('{low}') TO ('{high}')")
 
@@ -104,21 +116,9 @@ class Removed:
 
 def remove_days_before(db: Database, cutoff: date) -> Removed:
     """Remove every span row whose start day is before `cutoff`, and recompute the
-    summaries of the traces that had one."""
-    dropped = []
-    if db.postgres:
-        with db.transaction() as tx:
-            tx.query_one("SELECT pg_advisory_xact_lock(?)", (_PARTITIONS_LOCK,))
-            for day, name in sorted(_day_partitions(tx).items()):
-                if day < cutoff:
-                    stale_partition(tx, name)
-                    tx.execute(f"DROP TABLE {name}")
-                    dropped.append(name)
-    with db.transaction() as tx:
-        rows = tx.execute("DELETE FROM spans WHERE start_day < ?", (cutoff.isoformat(),))
-        # a dropped partition fired no trigger: its rows' texts go here
-        tx.execute("DELETE FROM span_texts WHERE start_day < ?", (cutoff.isoformat(),))
-        tx.execute("DELETE FROM trace_texts WHERE start_day < ?", (cutoff.isoformat(),))
+    summaries of the traces that had one. Each transaction that meets another's (a
+    deadlock the server broke) is run again."""
+    dropped = db.retried(partial(_drop_partitions, cutoff=cutoff)) if db.postgres else []
     cutoff_ns = (cutoff - date(1970, 1, 1)).days * 86_400 * 10**9
     with db.transaction() as tx:
         touched = tx.query(
@@ -126,17 +126,46 @@ def remove_days_before(db: Database, cutoff: date) -> Removed:
             "ORDER BY project_id, trace_id",
             (cutoff_ns,),
         )
+    rows = 0
     for at in range(0, len(touched), _TRACES_A_TRANSACTION):
-        traces = touched[at : at + _TRACES_A_TRANSACTION]
-        with db.transaction(immediate=True) as tx:
-            if db.postgres:
-                locked(tx, traces)
-            for project, trace in traces:
-                trace_summaries.recount(tx, project, {trace})
-            # the first chunk's rebuild takes every trace noted stale, before the later
-            # chunks' summaries are recounted: each chunk's ends are given theirs here
-            # (a trace with a row removed has a summary that started before the cutoff)
-            trace_index.rebuild_stale(tx, ends=False)
-            trace_texts.give_ends(tx, traces)
-            session_summaries.refresh_stale(tx)
+        traces = [(project, trace) for project, trace in touched[at : at + _TRACES_A_TRANSACTION]]
+        rows += db.retried(partial(_remove, traces=traces, cutoff=cutoff), immediate=True)
     return Removed(dropped, rows, len(touched))
+
+
+def _drop_partitions(tx: Transaction, cutoff: date) -> list[str]:
+    """PostgreSQL: drop the partitions of the days before `cutoff`, their rows noted
+    stale, and those days' texts; their names."""
+    tx.query_one("SELECT pg_advisory_xact_lock(?)", (_PARTITIONS_LOCK,))
+    days = sorted((day, name) for day, name in _day_partitions(tx).items() if day < cutoff)
+    if not days:
+        return []
+    # every partition's drop locks the span table: at once, first (as `_make_partition`);
+    # no writer is then between its spans and its commit, and the days' texts go here
+    # too (a dropped table fires no trigger)
+    tx.execute("LOCK TABLE spans IN ACCESS EXCLUSIVE MODE")
+    for _, name in days:
+        stale_partition(tx, name)
+        tx.execute(f"DROP TABLE {name}")
+    tx.execute("DELETE FROM span_texts WHERE start_day < ?", (cutoff.isoformat(),))
+    tx.execute("DELETE FROM trace_texts WHERE start_day < ?", (cutoff.isoformat(),))
+    return [name for _, name in days]
+
+
+def _remove(tx: Transaction, traces: list[tuple[str, str]], cutoff: date) -> int:
+    """Delete the span rows of the days before `cutoff` of traces that had one (on
+    PostgreSQL, those in the default partition), under the traces' locks, recount their
+    summaries, and make their indexes and their sessions' summaries anew; how many
+    rows."""
+    if tx.postgres:
+        locked(tx, traces)
+    rows = 0
+    for project, trace in traces:
+        rows += tx.execute(
+            "DELETE FROM spans WHERE project_id = ? AND trace_id = ? AND start_day < ?",
+            (project, trace, cutoff.isoformat()),
+        )
+        trace_summaries.recount(tx, project, {trace})
+    trace_index.rebuild_stale(tx, traces)
+    session_summaries.refresh_stale(tx)
+    return rows

@@ -292,6 +292,10 @@ MIGRATIONS: tuple[tuple[str, ...] | ByDialect, ...] = (
         # (storage/find_schema.py, storage/trace_facets.py)
         (find_schema.SQLITE_TRACE_FACETS, find_schema.POSTGRES_TRACE_FACETS)
     ),
+    PostgresOnly(  # 22: each transaction takes the stale rows of the traces it holds
+        # locked (storage/trace_index.py), through an index
+        ("CREATE INDEX trace_index_stale_trace ON trace_index_stale (project_id, trace_id)",)
+    ),
 )
 
 

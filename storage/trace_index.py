@@ -13,8 +13,9 @@ the rows (nothing parsed again), and written in the transaction that writes the 
 Exact under the re-sending rules: the rows the window refused add nothing; a stored
 row replaced or deleted has its previews deleted and is noted stale with its start day,
 whose trace's documents of tokens, and whose trace's documents of words of that day,
-are made anew here from what is stored (`rebuild_stale`), in the same transaction: by
-the writer after a batch, by erasure and retention after they delete. A trigger notes a
+are made anew here from what is stored (`rebuild_stale`), in the same transaction, by
+whoever holds the trace's lock: the writer after a batch, erasure and retention after
+they delete. A trigger notes a
 deleted row, and on PostgreSQL a replaced one; on SQLite the writer notes the rows that
 may replace a stored one of other content (`note_replaced`, and
 `trace_texts.forget_previews`): an update trigger on the spans made every insert of the
@@ -23,12 +24,12 @@ upsert, most of which replace nothing, cost twice as much.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from operator import itemgetter
 from typing import NamedTuple
 
 from storage import trace_facets, trace_texts
-from storage.database import Transaction
+from storage.database import Transaction, arrays
 from storage.span_rows import SpanRow
 
 
@@ -83,34 +84,49 @@ def write(tx: Transaction, index: IndexRows, rows: list[SpanRow], refused: list[
         index = index_rows([row for row in rows if id(row) not in gone])
     trace_texts.write(tx, index.previews, index.documents)
     trace_facets.write(tx, index.facets, index.names)
-    rebuild_stale(tx)
+    rebuild_stale(tx, set(map(_TRACE, rows)) if tx.postgres else ())
 
 
 #: What a stale row notes of a span row replaced or deleted.
 _STALE_COLUMNS = "project_id, trace_id, start_day"
+_TRACE = itemgetter(0, 1)
+#: PostgreSQL: the stale rows of the traces asked (parameters: their projects, traces).
+_TAKE_STALE = (
+    "DELETE FROM trace_index_stale AS stale USING unnest(?::text[], ?::text[]) AS asked "
+    "(project_id, trace_id) WHERE stale.project_id = asked.project_id "
+    "AND stale.trace_id = asked.trace_id "
+    "RETURNING stale.project_id, stale.trace_id, stale.start_day"
+)
 
 
-def rebuild_stale(tx: Transaction, ends: bool = True) -> int:
+def rebuild_stale(tx: Transaction, traces: Collection[tuple[str, str]]) -> int:
     """Make the documents of the traces of the span rows noted stale (replaced or
-    deleted) anew: their tokens, and their words of those rows' days; with `ends`, give
-    their ends the previews they lack (their summaries made anew before); how many
-    traces were looked at."""
+    deleted) anew: their tokens, and their words of those rows' days; and give their
+    ends the previews they lack (their summaries made anew before); how many traces
+    were looked at.
+
+    On PostgreSQL, only `traces` (project, trace) are looked at: those whose summaries
+    `tx` holds locked, as any transaction that changes a trace's span rows does first.
+    Another writer of one of them waits for the commit, and no two transactions ever
+    make one trace's documents at once (each would keep its own, unseen by the other).
+    The stale rows of the other traces are their own writers' (retention's of a
+    partition dropped: those it takes a chunk of traces at a time). SQLite has one
+    writer at a time, which takes every stale row: none outlives its transaction."""
     if tx.postgres:
-        # the rows taken are the rows deleted: another transaction's, committed between a
-        # read and a delete of every row, would be deleted unread
-        stale = tx.query(f"DELETE FROM trace_index_stale RETURNING {_STALE_COLUMNS}")
-    else:  # one writer at a time
+        if not traces:
+            return 0
+        stale = tx.query(_TAKE_STALE, arrays(sorted(traces)))
+    else:
         stale = tx.query(f"SELECT {_STALE_COLUMNS} FROM trace_index_stale")
         if stale:
             tx.execute("DELETE FROM trace_index_stale")
     if not stale:
         return 0
-    traces = {(project, trace) for project, trace, _ in stale}
-    trace_facets.rebuild(tx, traces)
+    taken = {(project, trace) for project, trace, _ in stale}
+    trace_facets.rebuild(tx, taken)
     trace_texts.rebuild(tx, {tuple(day) for day in stale if day[2] is not None})
-    if ends:
-        trace_texts.give_ends(tx, traces)
-    return len(traces)
+    trace_texts.give_ends(tx, taken)
+    return len(taken)
 
 
 _SAME_SPAN = "project_id = ? AND trace_id = ? AND span_id = ? AND start_day = ?"

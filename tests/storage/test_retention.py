@@ -18,6 +18,7 @@ from storage.spans import SpanStore
 from storage.trace_list import TraceFilter, TraceSummaries
 from tests.storage.rows import span_row
 from tests.storage.test_trace_index import assert_exact
+from tests.storage.writers import waits_for_a_writer
 
 WINDOW_MS = 1000
 _NS_A_DAY = 86_400 * 10**9
@@ -85,6 +86,26 @@ def test_a_row_moved_into_its_days_partition_keeps_its_text(database: Database) 
     assert_exact(database)
     if database.postgres:
         assert _partition_of(database, "t") == [partition_name(ahead)]
+
+
+def test_partitions_are_made_once_a_writer_of_their_day_commits(
+    postgres_database: Database,
+) -> None:
+    """A worker holds a row of a day that has no partition yet (in the default
+    partition), uncommitted, while the partitions are made: making them waits for the
+    commit, then moves the row into its day's partition (the check of the default
+    partition that attaching a partition makes would otherwise find it there)."""
+    make_partitions(postgres_database)
+    later = utc_today() + timedelta(days=AHEAD_DAYS + 1)  # the first day made next
+    _, made = waits_for_a_writer(
+        postgres_database,
+        [_on(later, "t", "1")],
+        WINDOW_MS,
+        lambda: make_partitions(postgres_database, later + timedelta(days=1)),
+    )
+    assert made == [partition_name(later + timedelta(days=n)) for n in range(AHEAD_DAYS + 2)]
+    assert _partition_of(postgres_database, "t") == [partition_name(later)]
+    assert_exact(postgres_database)
 
 
 def test_old_days_are_removed_and_their_traces_summaries_recomputed(database: Database) -> None:

@@ -127,6 +127,8 @@ def assert_exact(db: Database) -> None:
         assert _stored_tokens(tx) == pairs
         # a project's names may outlive its spans: those of stored spans are there
         assert names <= set(map(tuple, tx.query("SELECT * FROM project_span_names")))
+        # no transaction leaves the rows it noted stale to another
+        assert tx.query_one("SELECT COUNT(*) FROM trace_index_stale") == (0,)
         sessions = tx.query(EVERY_SESSION)
         stored = tx.query("SELECT * FROM session_summaries")
         assert sorted(map(tuple, stored)) == sorted(map(tuple, sessions))
