@@ -16,7 +16,7 @@ import orjson
 from storage import session_summaries, trace_index
 from storage.database import Database, Transaction
 from storage.index_filters import like
-from storage.span_copy import locked
+from storage.span_copy import lock_every
 from storage.trace_summaries import recount
 
 
@@ -100,7 +100,7 @@ class Eraser:
         touched = set(selection.traces) | {trace for trace, _, _ in selection.spans}
         keys = [(self.project_id, trace) for trace in sorted(touched)]
         if erase and tx.postgres and keys:
-            locked(tx, keys)
+            lock_every(tx, keys)
         spans = scores = 0
         for trace_id in sorted(selection.traces):
             spans += self._take(tx, "spans", erase, "trace_id = ?", (trace_id,))

@@ -24,7 +24,7 @@ from functools import partial
 
 from storage import session_summaries, trace_index, trace_summaries
 from storage.database import Database, Transaction
-from storage.span_copy import locked
+from storage.span_copy import lock_every
 from storage.trace_index import stale_partition
 
 AHEAD_DAYS = 7
@@ -158,7 +158,7 @@ def _remove(tx: Transaction, traces: list[tuple[str, str]], cutoff: date) -> int
     summaries, and make their indexes and their sessions' summaries anew; how many
     rows."""
     if tx.postgres:
-        locked(tx, traces)
+        lock_every(tx, traces)
     rows = 0
     for project, trace in traces:
         rows += tx.execute(

@@ -178,8 +178,34 @@ def write(tx: Transaction, batch: Batch, window_ms: int) -> list[SpanRow]:
 
 def locked(tx: Transaction, traces: list[tuple[str, str]]) -> set[tuple[str, str]]:
     """Of the traces (project, trace; at least one), those with a summary, locked until
-    the commit."""
+    the commit. A summary deleted while this transaction waited for its lock is not
+    among them, nor one another transaction is inserting: a writer waits for that one as
+    it inserts its new traces' (`write`), and so does `lock_every`."""
     return set(map(tuple, tx.query(LOCK_KNOWN_TRACES, arrays(traces))))
+
+
+#: A placeholder summary of each trace (parameters: the projects, and their traces) that
+#: has none, in key order; those inserted. Its key is the trace's lock, as a writer's new
+#: trace's summary is (another's, inserted meanwhile, is waited for, then left).
+_CLAIM_TRACES = (
+    "INSERT INTO trace_summaries (project_id, trace_id, sort_ns, start_ns, span_count, "
+    f"error_count, received_ms) SELECT project_id, trace_id, 0, 0, 0, 0, 0 FROM {_TRACES} "
+    "ORDER BY 1, 2 ON CONFLICT (project_id, trace_id) DO NOTHING RETURNING project_id, trace_id"
+)
+
+
+def lock_every(tx: Transaction, traces: list[tuple[str, str]]) -> None:
+    """Lock every trace of `traces`, whether or not it has a summary, as a writer does
+    (`write`): each summary stored, and for the others a placeholder summary inserted,
+    whose key is their lock (a writer inserting a new trace's waits for it; one whose
+    insert this transaction met is waited for, then locked). Erasure and retention then
+    delete rows under the locks, and `trace_summaries.recount` of every trace makes each
+    placeholder a summary or deletes it."""
+    missing = [trace for trace in traces if trace not in locked(tx, traces)]
+    while missing:
+        claimed = set(map(tuple, tx.query(_CLAIM_TRACES, arrays(missing))))
+        others = [trace for trace in missing if trace not in claimed]
+        missing = [trace for trace in others if trace not in locked(tx, others)] if others else []
 
 
 def _write_checked(

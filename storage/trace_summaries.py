@@ -102,20 +102,22 @@ BACKFILL_SUMMARIES = (
 )
 _ONE_TRACE = "s.project_id = ? AND s.trace_id = ?"
 _RECOUNT = {
-    postgres: f"INSERT INTO trace_summaries ({COLUMNS}) {aggregate(_ONE_TRACE, postgres)}"
-    for postgres in (False, True)
+    postgres: refresh_statement(_ONE_TRACE, _SET_ALL, postgres) for postgres in (False, True)
 }
+_NOTHING_LEFT = (
+    "DELETE FROM trace_summaries WHERE project_id = ? AND trace_id = ? AND NOT EXISTS "
+    "(SELECT 1 FROM spans WHERE project_id = ? AND trace_id = ?)"
+)
 
 
 def recount(tx: Transaction, project_id: str, trace_ids: set[str]) -> None:
     """The summaries of traces some of whose spans were erased, made anew from what is
-    left (none for a trace with nothing left)."""
+    left (none for a trace with nothing left). A summary is updated where it is, never
+    deleted and inserted anew while its trace has spans: a transaction waiting for its
+    lock (storage/span_copy.py) then locks it as updated, where it would find it gone."""
     for trace_id in sorted(trace_ids):
-        tx.execute(
-            "DELETE FROM trace_summaries WHERE project_id = ? AND trace_id = ?",
-            (project_id, trace_id),
-        )
         tx.execute(_RECOUNT[tx.postgres], (project_id, trace_id))
+        tx.execute(_NOTHING_LEFT, (project_id, trace_id, project_id, trace_id))
 
 
 def refresh_staged(tx: Transaction, stage: str, new: bool, changed: list[tuple[str, str]]) -> None:

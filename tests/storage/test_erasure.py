@@ -118,3 +118,19 @@ def test_an_erasure_waits_for_a_writer_of_its_trace_and_takes_what_it_wrote(
     assert SpanStore(database).count(project) == 0
     assert TraceSummaries(database).get(project, "a" * 32) is None
     assert_exact(database)
+
+
+def test_an_erasure_waits_for_a_writer_of_a_new_trace_and_takes_it(database: Database) -> None:
+    """A trace is erased while a worker stores its first spans, uncommitted: there is
+    no summary to lock yet, so the erasure claims the trace's key as a worker does,
+    waits for the worker's commit, and takes its spans; nothing of the trace is left."""
+    project = IdentityStore(database).create_project("demo").id
+    eraser = Eraser(database, project)
+    first = _rows(project, span(traceId="a" * 32, spanId="1" * 16))
+    _, erased = waits_for_a_writer(
+        database, first, WINDOW_MS, lambda: eraser.erase(eraser.trace("a" * 32))
+    )
+    assert (erased.traces, erased.spans) == (1, 1)
+    assert SpanStore(database).count(project) == 0
+    assert TraceSummaries(database).get(project, "a" * 32) is None
+    assert_exact(database)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +16,11 @@ import proto_json
 from storage.database import Database
 from storage.identity import IdentityStore
 from storage.schema import migrate
+from storage.span_copy import locked
 from storage.span_rows import SpanRow, rows_of
 from storage.spans import SpanStore
 from storage.trace_list import Cursor, TraceFilter, TraceSummaries, TraceSummary, page_query
-from storage.trace_summaries import aggregate
+from storage.trace_summaries import aggregate, recount
 from tests.fuzz import FUZZ
 from tests.proto_json.spans import span
 from tests.storage.rows import sends, span_row
@@ -188,6 +190,47 @@ def test_a_writer_waits_for_the_other_writer_of_its_trace(database: Database) ->
     second = [span_row(project=project, trace=TRACE, span=f"{n:016x}") for n in range(3, 5)]
     second_waits_for_first(database, first, second, WINDOW_MS)
     assert _summary(database, project).span_count == 5
+
+
+def test_a_summary_recounted_while_another_waits_for_its_lock_is_locked_as_recounted(
+    postgres_database: Database,
+) -> None:
+    """A trace's summary is recounted (an erasure, retention) while another transaction
+    waits to lock it: that one then holds it as recounted. A summary deleted and
+    inserted anew would be skipped (its row gone), and the other transaction would go
+    on without the trace's lock."""
+    db = postgres_database
+    project = IdentityStore(db).create_project("recounted").id
+    _store(db, project, 1, _root(), _child())
+    trace = [(project, TRACE)]
+    recounted, release = threading.Event(), threading.Event()
+    held: list[set[tuple[str, str]]] = []
+
+    def recount_and_hold() -> None:
+        with db.transaction() as tx:
+            locked(tx, trace)
+            recount(tx, project, {TRACE})
+            recounted.set()
+            release.wait(10)
+        db.release_thread()
+
+    def lock() -> None:
+        with db.transaction() as tx:
+            held.append(locked(tx, trace))
+        db.release_thread()
+
+    holder = threading.Thread(target=recount_and_hold)
+    holder.start()
+    assert recounted.wait(10)
+    waiter = threading.Thread(target=lock)
+    waiter.start()
+    waiter.join(0.5)
+    waited = waiter.is_alive()
+    release.set()
+    holder.join()
+    waiter.join()
+    assert waited and held == [set(trace)]
+    assert _summary(db, project).span_count == 2
 
 
 @pytest.mark.parametrize(

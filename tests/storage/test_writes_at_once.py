@@ -35,7 +35,7 @@ def _row(plan: random.Random) -> SpanRow:
     return _indexed(
         span_row(
             trace=plan.choice("abc"),
-            span=plan.choice("1234"),
+            span=f"{plan.randrange(1, 5):016x}",  # as long as an OTLP span id
             day=day.isoformat(),
             content=plan.choice("xyzw"),
             received_ms=plan.choice([0, WINDOW_MS + 1, 5 * WINDOW_MS]),
