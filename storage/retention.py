@@ -28,6 +28,8 @@ from storage.span_copy import lock_every
 from storage.trace_index import stale_partition
 
 AHEAD_DAYS = 7
+#: How long making a partition waits for the span table's lock.
+PARTITION_LOCK_TIMEOUT_MS = 2000
 #: Serialises changes to the partitions between processes (two workers starting).
 _PARTITIONS_LOCK = 0x53504454  # "SPDT"
 _NAME = re.compile(r"spans_(\d{8})")
@@ -84,7 +86,10 @@ def _make_partition(tx: Transaction, day: date) -> None:
     # the attach's check of it, and a statement that began before the attach and waited
     # for it would put the row there anyway, by the partitions it knew, and fail. The
     # strongest lock at once: a weaker one would have to grow at the attach, waiting on
-    # a reader that itself waits to write.
+    # a reader that itself waits to write. Every other transaction queues behind the
+    # request: it gives up after a while (a long read holding the table), and the
+    # worker tries again a minute later.
+    tx.execute(f"SET LOCAL lock_timeout = {PARTITION_LOCK_TIMEOUT_MS}")
     tx.execute("LOCK TABLE spans IN ACCESS EXCLUSIVE MODE")
     tx.execute(f"CREATE TABLE {name} (LIKE spans INCLUDING DEFAULTS INCLUDING CONSTRAINTS)")
     # the rows moved keep their previews, which their delete's trigger deletes, and their

@@ -9,8 +9,11 @@ from datetime import date, timedelta
 from pathlib import Path
 
 import orjson
+import pytest
 
+from storage import retention
 from storage.database import Database
+from storage.errors import StoreUnavailable
 from storage.retention import AHEAD_DAYS, make_partitions, partition_name, remove_days_before
 from storage.retention import today as utc_today
 from storage.span_rows import SpanRow
@@ -106,6 +109,21 @@ def test_partitions_are_made_once_a_writer_of_their_day_commits(
     assert made == [partition_name(later + timedelta(days=n)) for n in range(AHEAD_DAYS + 2)]
     assert _partition_of(postgres_database, "t") == [partition_name(later)]
     assert_exact(postgres_database)
+
+
+def test_making_a_partition_gives_up_while_a_reader_holds_the_span_table(
+    postgres_database: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Making a partition waits for the span table a while, every writer and reader
+    queued behind it, then gives up (the worker tries again a minute later); once the
+    reader is done, it is made."""
+    monkeypatch.setattr(retention, "PARTITION_LOCK_TIMEOUT_MS", 100)
+    day = utc_today() + timedelta(days=40)
+    with postgres_database.transaction() as tx:
+        tx.query("SELECT 1 FROM spans LIMIT 1")  # a long read of the trace pages
+        with pytest.raises(StoreUnavailable, match="lock timeout"):
+            make_partitions(postgres_database, day)
+    assert partition_name(day) in make_partitions(postgres_database, day)
 
 
 def test_old_days_are_removed_and_their_traces_summaries_recomputed(database: Database) -> None:
