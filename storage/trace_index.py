@@ -15,11 +15,10 @@ row replaced or deleted has its previews deleted and is noted stale with its sta
 whose trace's documents of tokens, and whose trace's documents of words of that day,
 are made anew here from what is stored (`rebuild_stale`), in the same transaction, by
 whoever holds the trace's lock: the writer after a batch, erasure and retention after
-they delete. A trigger notes a
-deleted row, and on PostgreSQL a replaced one; on SQLite the writer notes the rows that
-may replace a stored one of other content (`note_replaced`, and
-`trace_texts.forget_previews`): an update trigger on the spans made every insert of the
-upsert, most of which replace nothing, cost twice as much.
+they delete. A trigger notes a deleted row, and on PostgreSQL a replaced one; on SQLite
+the writer notes the rows that may replace a stored one of other content
+(`note_replaced`, and `trace_texts.forget_previews`): an update trigger on the spans
+made every insert of the upsert, most of which replace nothing, cost twice as much.
 """
 
 from __future__ import annotations
