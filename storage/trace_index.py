@@ -98,11 +98,11 @@ _TAKE_STALE = (
 )
 
 
-def rebuild_stale(tx: Transaction, traces: Collection[tuple[str, str]]) -> int:
+def rebuild_stale(tx: Transaction, traces: Collection[tuple[str, str]], ends: bool = True) -> int:
     """Make the documents of the traces of the span rows noted stale (replaced or
-    deleted) anew: their tokens, and their words of those rows' days; and give their
-    ends the previews they lack (their summaries made anew before); how many traces
-    were looked at.
+    deleted) anew: their tokens, and their words of those rows' days; with `ends`, give
+    their ends the previews they lack (their summaries made anew before); how many
+    traces were looked at.
 
     On PostgreSQL, only `traces` (project, trace) are looked at: those whose summaries
     `tx` holds locked, as any transaction that changes a trace's span rows does first.
@@ -124,7 +124,8 @@ def rebuild_stale(tx: Transaction, traces: Collection[tuple[str, str]]) -> int:
     taken = {(project, trace) for project, trace, _ in stale}
     trace_facets.rebuild(tx, taken)
     trace_texts.rebuild(tx, {tuple(day) for day in stale if day[2] is not None})
-    trace_texts.give_ends(tx, taken)
+    if ends:
+        trace_texts.give_ends(tx, taken)
     return len(taken)
 
 
