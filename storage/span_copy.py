@@ -145,11 +145,11 @@ class Batch(NamedTuple):
         return cls(rows, list(dict.fromkeys(map(_TRACE_KEY, rows))), occurrences, summaries)
 
 
-def write(tx: Transaction, batch: Batch, window_ms: int) -> list[SpanRow]:
-    """Write a batch's rows in `tx` by the rules, and their traces' summaries; the rows
-    the window refused. WriteConflict: the server broke a deadlock with another writer
-    by ending this transaction, or a trace was erased while it was being locked (write
-    the batch again, in a new transaction)."""
+def write(tx: Transaction, batch: Batch, window_ms: int) -> list[int]:
+    """Write a batch's rows in `tx` by the rules, and their traces' summaries; the
+    positions of the rows the window refused. WriteConflict: the server broke a deadlock
+    with another writer by ending this transaction, or a trace was erased while it was
+    being locked (write the batch again, in a new transaction)."""
     rows, occurrences = batch.rows, batch.occurrences
     if not rows:
         return []
@@ -215,9 +215,9 @@ def _write_checked(
     known: set[tuple[str, str]],
     checked: set[tuple[str, str]],
     window_ms: int,
-) -> list[SpanRow]:
+) -> list[int]:
     """The rows of the `checked` traces, staged and then written round by round; the
-    rows refused, in queue order."""
+    positions of the rows refused, in queue order."""
     sends = occurrences or [1] * len(rows)
     staged = [
         (*row, send, trace in known)
@@ -238,4 +238,8 @@ def _write_checked(
     trace_summaries.refresh_staged(tx, STAGE, len(checked) > len(known), sorted(replaced))
     if not refused:
         return []
-    return [row for row, send in zip(rows, sends, strict=True) if (send, _SPAN_KEY(row)) in refused]
+    return [
+        at
+        for at, (row, send) in enumerate(zip(rows, sends, strict=True))
+        if (send, _SPAN_KEY(row)) in refused
+    ]

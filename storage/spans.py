@@ -151,9 +151,10 @@ class SpanStore:
         if batch.found is not None:
             trace_index.write(tx, batch.found, batch.rows, refused)
             session_summaries.refresh_stale(tx)
-        return refused
+        return [batch.rows[at] for at in refused]
 
-    def _write_sqlite(self, tx: Transaction, rows: list[SpanRow], window_ms: int) -> list[SpanRow]:
+    def _write_sqlite(self, tx: Transaction, rows: list[SpanRow], window_ms: int) -> list[int]:
+        """The rows written by the rules; the positions of those the window refused."""
         stored = {
             trace
             for asked in traces_asked(rows)
@@ -171,7 +172,7 @@ class SpanStore:
             written = [rows[at][:4] for at in replacing if at not in refused]
             trace_texts.forget_previews(tx, written)
         trace_summaries.refresh_sqlite(tx, rows, stored, skipped, repeats)
-        return [rows[position] for position in skipped]
+        return skipped
 
     def trace(self, project_id: str, trace_id: str) -> list[dict[str, Any]]:
         """Every stored span of a trace, by start time."""

@@ -74,13 +74,13 @@ def documents(rows: list[SpanRow]) -> list[trace_facets.Facets]:
     return trace_facets.documents_of(map(_FACETED, rows))
 
 
-def write(tx: Transaction, index: IndexRows, rows: list[SpanRow], refused: list[SpanRow]) -> None:
+def write(tx: Transaction, index: IndexRows, rows: list[SpanRow], refused: list[int]) -> None:
     """Index a batch just written in `tx` (`rows`, whose `index_rows` is `index`;
-    `refused`: those the window refused, not written), then make the stale traces'
-    indexes anew."""
+    `refused`: the positions of those the window refused, not written), then make the
+    stale traces' indexes anew."""
     if refused:  # rare: the batch indexed anew without the rows refused
-        gone = set(map(id, refused))
-        index = index_rows([row for row in rows if id(row) not in gone])
+        gone = set(refused)
+        index = index_rows([row for at, row in enumerate(rows) if at not in gone])
     trace_texts.write(tx, index.previews, index.documents)
     trace_facets.write(tx, index.facets, index.names)
     rebuild_stale(tx, set(map(_TRACE, rows)) if tx.postgres else ())

@@ -92,7 +92,7 @@ def test_a_writer_meeting_a_new_trace_of_another_goes_on_without_starting_again(
         tx.execute("TRUNCATE spans, trace_summaries")
     transactions = []
 
-    def counted(tx: Transaction, batch: span_copy.Batch, window_ms: int) -> list[SpanRow]:
+    def counted(tx: Transaction, batch: span_copy.Batch, window_ms: int) -> list[int]:
         transactions.append(batch.rows)
         return write(tx, batch, window_ms)
 

@@ -216,6 +216,21 @@ def _model_call(span: str, start: int, asked: str, day: str = "2026-11-23") -> S
     return row._replace(attributes=orjson.dumps(pairs).decode())
 
 
+def test_a_row_sent_twice_as_one_object_keeps_its_words_when_its_last_send_is_refused(
+    database: Database,
+) -> None:
+    """A batch holds one row object twice, a send of its span on another day between
+    them: the last send is refused (the other day's row, of other content, came within
+    its window) and the first is stored, with its words and previews: a refused row is
+    known by its place in the batch, not by its object."""
+    call = _model_call("1", 10, "first question", day="2026-11-22")
+    call = call._replace(received_ms=WINDOW_MS + 1)
+    other = span_row(span=_span_id("1"), day="2026-11-21", received_ms=5 * WINDOW_MS, root=False)
+    assert SpanStore(database).upsert([call, other, call], WINDOW_MS) == [call]
+    assert _ends(database) == ("first question", "FIRST QUESTION")
+    assert_exact(database)
+
+
 def _erase_the_first_call(db: Database) -> None:
     """Of a trace of calls "one", "two" and "three": the first erased, the second gives
     the input; the indexes stay exact."""
