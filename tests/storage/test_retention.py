@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from datetime import date, timedelta
+from functools import partial
 from pathlib import Path
 
 import orjson
@@ -13,6 +14,7 @@ import pytest
 
 from storage import retention
 from storage.database import Database
+from storage.erasure import Eraser, Selection
 from storage.errors import StoreUnavailable
 from storage.retention import AHEAD_DAYS, make_partitions, partition_name, remove_days_before
 from storage.retention import today as utc_today
@@ -20,7 +22,7 @@ from storage.span_rows import SpanRow
 from storage.spans import SpanStore
 from storage.trace_list import TraceFilter, TraceSummaries
 from tests.storage.rows import span_row
-from tests.storage.test_trace_index import assert_exact
+from tests.storage.test_trace_index import _every_end, _model_call, _span_id, assert_exact
 from tests.storage.writers import waits_for_a_writer
 
 WINDOW_MS = 1000
@@ -124,6 +126,43 @@ def test_making_a_partition_gives_up_while_a_reader_holds_the_span_table(
         with pytest.raises(StoreUnavailable, match="lock timeout"):
             make_partitions(postgres_database, day)
     assert partition_name(day) in make_partitions(postgres_database, day)
+
+
+@pytest.mark.parametrize("then", ["retention", "erasure"])
+def test_a_trace_recounted_after_a_writer_took_its_dropped_rows_notes_gives_its_new_ends(
+    postgres_database: Database, then: str
+) -> None:
+    """Retention drops an old day's partition, which held a trace's first model call; a
+    worker then adds a span to the trace (and makes its indexes anew, from the notes of
+    the dropped rows, by the summary from before the drop); then the trace is recounted,
+    by retention's next step or by an erasure: the call that is now its first gives the
+    input, though it was stored without previews (neither its batch's first nor last)."""
+    db, trace = postgres_database, f"dropped-{then}"
+    old = date(2025, 3, 10)
+    kept = (old + timedelta(days=2)).isoformat()
+    make_partitions(db, old)  # the old days' partitions, as a worker made them
+    store = SpanStore(db)
+
+    def call(span: str, start: int, asked: str, day: str) -> SpanRow:
+        row = _model_call(span, (date.fromisoformat(day) - date(1970, 1, 1)).days * _NS_A_DAY
+                          + start, asked, day)  # fmt: skip
+        return row._replace(trace_id=trace)
+
+    store.upsert([call("1", 10, "one", old.isoformat())], WINDOW_MS)
+    store.upsert([call("2", 100, "two", kept), call("3", 150, "three", kept),
+                  call("4", 200, "four", kept)], WINDOW_MS)  # fmt: skip
+    # the second call re-sent, later, as a plain span: the third is its day's first call
+    plain = span_row(trace=trace, span=_span_id("2"), day=kept, root=False, received_ms=10**9)
+    store.upsert([plain], WINDOW_MS)
+    db.retried(partial(retention._drop_partitions, cutoff=old + timedelta(days=1)))
+    store.upsert([span_row(trace=trace, span=_span_id("9"), day=kept, root=False)], WINDOW_MS)
+    if then == "retention":
+        remove_days_before(db, old + timedelta(days=1))
+    else:  # an erasure of a span already gone recounts the trace
+        gone = Selection(frozenset(), frozenset({(trace, _span_id("1"), old.isoformat())}))
+        Eraser(db, "p").erase(gone)
+    assert _every_end(db)[trace] == ("three", "FOUR")
+    assert_exact(db)
 
 
 def test_old_days_are_removed_and_their_traces_summaries_recomputed(database: Database) -> None:
