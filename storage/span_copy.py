@@ -201,11 +201,13 @@ def lock_every(tx: Transaction, traces: list[tuple[str, str]]) -> None:
     insert this transaction met is waited for, then locked). Erasure and retention then
     delete rows under the locks, and `trace_summaries.recount` of every trace makes each
     placeholder a summary or deletes it."""
-    missing = [trace for trace in traces if trace not in locked(tx, traces)]
+    held = locked(tx, traces)
+    missing = [trace for trace in traces if trace not in held]
     while missing:
         claimed = set(map(tuple, tx.query(_CLAIM_TRACES, arrays(missing))))
         others = [trace for trace in missing if trace not in claimed]
-        missing = [trace for trace in others if trace not in locked(tx, others)] if others else []
+        held = locked(tx, others) if others else set()
+        missing = [trace for trace in others if trace not in held]
 
 
 def _write_checked(
