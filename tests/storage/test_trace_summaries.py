@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import tempfile
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import proto_json
-from storage.database import Database
+from storage.database import Database, Transaction
 from storage.identity import IdentityStore
 from storage.schema import migrate
 from storage.span_copy import locked
@@ -24,7 +23,7 @@ from storage.trace_summaries import aggregate, recount
 from tests.fuzz import FUZZ
 from tests.proto_json.spans import span
 from tests.storage.rows import sends, span_row
-from tests.storage.writers import second_waits_for_first
+from tests.storage.writers import second_waits_for_first, waits_for
 
 WINDOW_MS = 1_200_000
 TRACE = "ab" * 16
@@ -203,33 +202,16 @@ def test_a_summary_recounted_while_another_waits_for_its_lock_is_locked_as_recou
     project = IdentityStore(db).create_project("recounted").id
     _store(db, project, 1, _root(), _child())
     trace = [(project, TRACE)]
-    recounted, release = threading.Event(), threading.Event()
-    held: list[set[tuple[str, str]]] = []
 
-    def recount_and_hold() -> None:
+    def recount_held(tx: Transaction) -> None:
+        locked(tx, trace)
+        recount(tx, project, {TRACE})
+
+    def lock() -> set[tuple[str, str]]:
         with db.transaction() as tx:
-            locked(tx, trace)
-            recount(tx, project, {TRACE})
-            recounted.set()
-            release.wait(10)
-        db.release_thread()
+            return locked(tx, trace)
 
-    def lock() -> None:
-        with db.transaction() as tx:
-            held.append(locked(tx, trace))
-        db.release_thread()
-
-    holder = threading.Thread(target=recount_and_hold)
-    holder.start()
-    assert recounted.wait(10)
-    waiter = threading.Thread(target=lock)
-    waiter.start()
-    waiter.join(0.5)
-    waited = waiter.is_alive()
-    release.set()
-    holder.join()
-    waiter.join()
-    assert waited and held == [set(trace)]
+    assert waits_for(db, recount_held, lock) == set(trace)
     assert _summary(db, project).span_count == 2
 
 

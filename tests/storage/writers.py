@@ -1,5 +1,5 @@
-"""A writer of the span store holding its transaction open while something else starts:
-another writer, an erasure, partitions being made."""
+"""A transaction held open (a writer of the span store, a recount) while something else
+starts: another writer, an erasure, partitions being made, a lock."""
 
 from __future__ import annotations
 
@@ -7,11 +7,45 @@ import threading
 from collections.abc import Callable
 from typing import TypeVar
 
-from storage.database import Database
+from storage.database import Database, Transaction
 from storage.span_rows import SpanRow
 from storage.spans import SpanStore
 
 _Result = TypeVar("_Result")
+
+
+def waits_for(
+    database: Database, hold: Callable[[Transaction], object], then: Callable[[], _Result]
+) -> _Result:
+    """`hold` runs in a transaction kept open; `then` runs meanwhile, and must wait for
+    its commit (asserted). What `then` gave."""
+    done, release = threading.Event(), threading.Event()
+    gave: list[_Result] = []
+
+    def hold_open() -> None:
+        with database.transaction(immediate=True) as tx:
+            hold(tx)
+            done.set()
+            release.wait(10)
+        database.release_thread()
+
+    def run_then() -> None:
+        gave.append(then())
+        database.release_thread()
+
+    holder = threading.Thread(target=hold_open)
+    holder.start()
+    assert done.wait(10)
+    second = threading.Thread(target=run_then)
+    second.start()
+    second.join(0.5)  # time to reach the lock it must wait on
+    waited = second.is_alive()
+    release.set()
+    holder.join()
+    second.join()
+    assert waited, "it did not wait for the transaction held open"
+    assert gave, "it failed"
+    return gave[0]
 
 
 def waits_for_a_writer(
@@ -21,34 +55,9 @@ def waits_for_a_writer(
     must wait for the writer's commit (asserted). The rows the writer's window refused,
     and what `then` gave."""
     store = SpanStore(database)
-    written, release = threading.Event(), threading.Event()
     refused: list[SpanRow] = []
-    gave: list[_Result] = []
-
-    def hold_a_batch_open() -> None:
-        with database.transaction(immediate=True) as tx:
-            refused.extend(store.write(tx, rows, window_ms))
-            written.set()
-            release.wait(10)
-        database.release_thread()
-
-    def run_then() -> None:
-        gave.append(then())
-        database.release_thread()
-
-    holder = threading.Thread(target=hold_a_batch_open)
-    holder.start()
-    assert written.wait(10)
-    second = threading.Thread(target=run_then)
-    second.start()
-    second.join(0.5)  # time to reach the lock it must wait on
-    waited = second.is_alive()
-    release.set()
-    holder.join()
-    second.join()
-    assert waited, "it did not wait for the writer"
-    assert gave, "it failed"
-    return refused, gave[0]
+    gave = waits_for(database, lambda tx: refused.extend(store.write(tx, rows, window_ms)), then)
+    return refused, gave
 
 
 def second_waits_for_first(
