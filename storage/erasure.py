@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import orjson
 
-from storage import session_summaries, trace_index, trace_texts
+from storage import session_summaries, trace_index
 from storage.database import Database, Transaction
 from storage.index_filters import like
 from storage.span_copy import lock_every
@@ -110,10 +110,7 @@ class Eraser:
             spans += self._take(tx, "spans", erase, where, key)
         if erase:
             recount(tx, self.project_id, touched)
-            # every recounted trace's ends: one whose rows were gone already (a partition
-            # dropped, its notes taken by a writer) has new ends and no stale row left
-            trace_index.rebuild_stale(tx, keys, ends=False)
-            trace_texts.give_ends(tx, keys)
+            trace_index.rebuild_stale(tx, keys, recounted=True)
             session_summaries.refresh_stale(tx)
         return Erased(len(touched), spans, scores)
 

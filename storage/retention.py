@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from functools import partial
 
-from storage import session_summaries, trace_index, trace_summaries, trace_texts
+from storage import session_summaries, trace_index, trace_summaries
 from storage.database import Database, Transaction
 from storage.span_copy import lock_every
 from storage.trace_index import stale_partition
@@ -171,10 +171,6 @@ def _remove(tx: Transaction, traces: list[tuple[str, str]], cutoff: date) -> int
             (project, trace, cutoff.isoformat()),
         )
         trace_summaries.recount(tx, project, {trace})
-    # every trace's ends, not only those of the traces with a row noted stale left: a
-    # writer may have taken the notes of a dropped partition's rows first, and given the
-    # ends its summary named then, from before this recount
-    trace_index.rebuild_stale(tx, traces, ends=False)
-    trace_texts.give_ends(tx, traces)
+    trace_index.rebuild_stale(tx, traces, recounted=True)
     session_summaries.refresh_stale(tx)
     return rows

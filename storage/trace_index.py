@@ -98,11 +98,16 @@ _TAKE_STALE = (
 )
 
 
-def rebuild_stale(tx: Transaction, traces: Collection[tuple[str, str]], ends: bool = True) -> int:
+def rebuild_stale(
+    tx: Transaction, traces: Collection[tuple[str, str]], recounted: bool = False
+) -> int:
     """Make the documents of the traces of the span rows noted stale (replaced or
-    deleted) anew: their tokens, and their words of those rows' days; with `ends`, give
-    their ends the previews they lack (their summaries made anew before); how many
-    traces were looked at.
+    deleted) anew: their tokens, and their words of those rows' days; and give their
+    ends the previews they lack (their summaries made anew before); how many traces
+    were looked at. `recounted` (erasure, retention: every summary of `traces` was
+    recounted): the ends of all of `traces` are given theirs, a trace with no note left
+    too (a writer may have taken the notes of a dropped partition's rows first, and
+    given the ends its summary named before the recount).
 
     On PostgreSQL, only `traces` (project, trace) are looked at: those whose summaries
     `tx` holds locked, as any transaction that changes a trace's span rows does first.
@@ -112,20 +117,16 @@ def rebuild_stale(tx: Transaction, traces: Collection[tuple[str, str]], ends: bo
     partition dropped: those it takes a chunk of traces at a time). SQLite has one
     writer at a time, which takes every stale row: none outlives its transaction."""
     if tx.postgres:
-        if not traces:
-            return 0
-        stale = tx.query(_TAKE_STALE, arrays(sorted(traces)))
+        stale = tx.query(_TAKE_STALE, arrays(sorted(traces))) if traces else []
     else:
         stale = tx.query(f"SELECT {_STALE_COLUMNS} FROM trace_index_stale")
         if stale:
             tx.execute("DELETE FROM trace_index_stale")
-    if not stale:
-        return 0
     taken = {(project, trace) for project, trace, _ in stale}
-    trace_facets.rebuild(tx, taken)
-    trace_texts.rebuild(tx, {tuple(day) for day in stale if day[2] is not None})
-    if ends:
-        trace_texts.give_ends(tx, taken)
+    if taken:
+        trace_facets.rebuild(tx, taken)
+        trace_texts.rebuild(tx, {tuple(day) for day in stale if day[2] is not None})
+    trace_texts.give_ends(tx, traces if recounted else taken)
     return len(taken)
 
 
