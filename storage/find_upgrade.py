@@ -33,7 +33,7 @@ def _stored(tx: Transaction, project_id: str, trace_id: str) -> list[SpanRow]:
 
 def _index_trace(tx: Transaction, project_id: str, trace_id: str) -> None:
     rows = _stored(tx, project_id, trace_id)
-    trace_index.write(tx, trace_index.index_rows(rows), rows, [])
+    trace_index.write(tx, trace_index.index_rows(rows), rows, [], [(project_id, trace_id)])
 
 
 def upgrade(db: Database) -> int:

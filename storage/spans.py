@@ -149,7 +149,8 @@ class SpanStore:
         else:
             refused = self._write_sqlite(tx, batch.rows, window_ms)
         if batch.found is not None:
-            trace_index.write(tx, batch.found, batch.rows, refused)
+            traces = batch.copy.traces if batch.copy is not None else ()
+            trace_index.write(tx, batch.found, batch.rows, refused, traces)
             session_summaries.refresh_stale(tx)
         return [batch.rows[at] for at in refused]
 

@@ -74,21 +74,27 @@ def documents(rows: list[SpanRow]) -> list[trace_facets.Facets]:
     return trace_facets.documents_of(map(_FACETED, rows))
 
 
-def write(tx: Transaction, index: IndexRows, rows: list[SpanRow], refused: list[int]) -> None:
+def write(
+    tx: Transaction,
+    index: IndexRows,
+    rows: list[SpanRow],
+    refused: list[int],
+    traces: Collection[tuple[str, str]],
+) -> None:
     """Index a batch just written in `tx` (`rows`, whose `index_rows` is `index`;
     `refused`: the positions of those the window refused, not written), then make the
-    stale traces' indexes anew."""
+    stale traces' indexes anew (`traces`: the rows' traces, which `tx` holds locked;
+    `rebuild_stale`)."""
     if refused:  # rare: the batch indexed anew without the rows refused
         gone = set(refused)
         index = index_rows([row for at, row in enumerate(rows) if at not in gone])
     trace_texts.write(tx, index.previews, index.documents)
     trace_facets.write(tx, index.facets, index.names)
-    rebuild_stale(tx, set(map(_TRACE, rows)) if tx.postgres else ())
+    rebuild_stale(tx, traces)
 
 
 #: What a stale row notes of a span row replaced or deleted.
 _STALE_COLUMNS = "project_id, trace_id, start_day"
-_TRACE = itemgetter(0, 1)
 #: PostgreSQL: the stale rows of the traces asked (parameters: their projects, traces).
 _TAKE_STALE = (
     "DELETE FROM trace_index_stale AS stale USING unnest(?::text[], ?::text[]) AS asked "
@@ -117,7 +123,7 @@ def rebuild_stale(
     partition dropped: those it takes a chunk of traces at a time). SQLite has one
     writer at a time, which takes every stale row: none outlives its transaction."""
     if tx.postgres:
-        stale = tx.query(_TAKE_STALE, arrays(sorted(traces))) if traces else []
+        stale = tx.query(_TAKE_STALE, arrays(list(traces))) if traces else []
     else:
         stale = tx.query(f"SELECT {_STALE_COLUMNS} FROM trace_index_stale")
         if stale:
