@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from itertools import chain
 
 from quart import Quart, Response, g, render_template, request
 from werkzeug.exceptions import HTTPException
@@ -62,7 +63,7 @@ def _install_error_handlers(app: Quart) -> None:
 
     @app.errorhandler(NotFound)
     async def missing(error: NotFound) -> Response:
-        return await _render(DashboardError(404, "NOT_FOUND", str(error)))
+        return await _render(DashboardError(404, "NOT_FOUND", _shortened(str(error))))
 
     @app.errorhandler(StoreError)
     async def store_failed(error: StoreError) -> Response:
@@ -86,14 +87,27 @@ async def _no_nul() -> None:
     """A NUL character in the path, the query string or a form's field is refused at
     once (400), on either store alike: no page names anything with one, and PostgreSQL's
     text cannot hold one."""
-    held = "\x00" in request.path or b"%00" in request.query_string
-    if not held and request.mimetype in _FORMS:
-        held = any("\x00" in key + value for key, value in (await request.form).items(multi=True))
-    if held:
-        raise DashboardError(400, "VALIDATION_ERROR", "the request holds a NUL character")
+    if "\x00" in request.path:
+        raise DashboardError(400, "VALIDATION_ERROR", "the path holds a NUL character")
+    fields = request.args.items(multi=True) if b"%00" in request.query_string else iter(())
+    if request.mimetype in _FORMS:
+        fields = chain(fields, (await request.form).items(multi=True))
+    for key, value in fields:
+        if "\x00" in key + value:
+            named = key.replace("\x00", "") or "a parameter's name"
+            raise DashboardError(400, "VALIDATION_ERROR", f"{named[:100]} holds a NUL character")
+    if b"%00" in request.query_string:  # where the parameters' parsing did not show it
+        raise DashboardError(400, "VALIDATION_ERROR", "the query string holds a NUL character")
 
 
 _FORMS = ("application/x-www-form-urlencoded", "multipart/form-data")
+#: The most characters of a message that names what the request gave (an id of
+#: thousands of characters is not echoed whole).
+_MESSAGE_CHARS = 200
+
+
+def _shortened(message: str) -> str:
+    return message if len(message) <= _MESSAGE_CHARS else message[: _MESSAGE_CHARS - 1] + "…"
 
 
 def create_app(settings: Settings) -> Quart:

@@ -57,14 +57,26 @@ class SessionQuery:
     limit: int
 
 
+def one(args: Args, name: str) -> str:
+    """A parameter that takes one value, stripped ("" when not given); 400 naming it
+    when given more than once (which of two values was meant is not for the server to
+    guess, and a bad second value would go unseen)."""
+    values = args.getlist(name)
+    if len(values) > 1:
+        raise invalid(f"{name} may be given once")
+    return values[0].strip() if values else ""
+
+
 def _text(args: Args, name: str) -> str | None:
-    return args.get(name, "").strip() or None
+    return one(args, name) or None
 
 
 def _number(args: Args, name: str) -> float | None:
-    raw = args.get(name, "").strip()
+    raw = one(args, name)
     if not raw:
         return None
+    if not raw.isascii():  # float() reads any script's digits
+        raise invalid(f"{name} must be a number, 0 or more")
     try:
         value = float(raw)
     except ValueError:
@@ -75,7 +87,7 @@ def _number(args: Args, name: str) -> float | None:
 
 
 def _integer(args: Args, name: str) -> int | None:
-    raw = args.get(name, "").strip()
+    raw = one(args, name)
     if not raw:
         return None
     if not (raw.isascii() and raw.isdigit()):
@@ -98,21 +110,35 @@ def _digits(raw: str, scale: int = 1) -> int:
 
 
 def time_ns(args: Args, name: str) -> int | None:
-    """A time parameter: ISO 8601 (UTC when it names no offset) or Unix milliseconds,
-    as Unix nanoseconds."""
-    raw = args.get(name, "").strip()
+    """A time parameter: ISO 8601 (UTC when it names no offset; `t` and `z` in either
+    case, as RFC 3339 allows) or Unix milliseconds, as Unix nanoseconds. Every digit of
+    a fraction counts (datetime reads six): a fraction finer than a nanosecond rounds
+    up, which keeps `[from, to)` exact on the store's whole nanoseconds."""
+    raw = one(args, name)
     if not raw:
         return None
-    if raw.isascii() and raw.isdigit():
+    if not raw.isascii():
+        raise invalid(f"{name} must be an ISO 8601 time or Unix milliseconds")
+    if raw.isdigit():
         return _digits(raw, 1_000_000)
+    whole, nanos = raw.upper(), 0
+    fraction = _FRACTION.search(whole)
+    if fraction is not None:
+        digits = fraction[1]
+        nanos = int(digits[:9].ljust(9, "0")) + (digits[9:].strip("0") != "")
+        whole = whole[: fraction.start()] + whole[fraction.end() :]
     try:
-        when = datetime.fromisoformat(raw)
+        when = datetime.fromisoformat(whole)
     except ValueError as e:
         raise invalid(f"{name} must be an ISO 8601 time or Unix milliseconds") from e
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     delta = when - datetime(1970, 1, 1, tzinfo=UTC)
-    return _within((delta.days * 86_400 + delta.seconds) * 10**9 + delta.microseconds * 1000)
+    return _within((delta.days * 86_400 + delta.seconds) * 10**9 + nanos)
+
+
+#: The fraction of a second of an ISO 8601 time (after its seconds).
+_FRACTION = re.compile(r"(?<=:[0-9][0-9])[.,]([0-9]+)")
 
 
 def _attributes(values: Iterable[str]) -> tuple[tuple[str, str | None], ...]:
@@ -149,7 +175,7 @@ def _scores(values: Iterable[str]) -> tuple[ScoreCondition, ...]:
 
 
 def _words(args: Args) -> tuple[str, ...]:
-    raw = args.get("text", "").strip()
+    raw = one(args, "text")
     if not raw:
         return ()
     words = tuple(dict.fromkeys(word.lower() for word in WORD.findall(raw)))
@@ -169,7 +195,7 @@ def _nanos(ms: float | None, up: bool) -> int | None:
 
 def trace_filter(args: Args) -> TraceFilter:
     """The filters of the list (docs/api.md); 400 naming the parameter for a bad one."""
-    status = args.get("status", "").strip()
+    status = one(args, "status")
     if status not in ("", "error"):
         raise invalid("status may only be 'error'")
     min_tokens = _integer(args, "minTokens")
@@ -200,10 +226,10 @@ def trace_filter(args: Args) -> TraceFilter:
 
 def trace_order(args: Args) -> TraceOrder:
     """`sort` (start, duration, cost, tokens) and `order` (desc, asc)."""
-    sort = args.get("sort", "").strip() or "start"
+    sort = one(args, "sort") or "start"
     if sort not in SORTS:
         raise invalid(f"sort must be one of {', '.join(SORTS)}")
-    order = args.get("order", "").strip() or "desc"
+    order = one(args, "order") or "desc"
     if order not in ("desc", "asc"):
         raise invalid("order must be desc or asc")
     return TraceOrder(sort, order == "desc")
@@ -211,7 +237,7 @@ def trace_order(args: Args) -> TraceOrder:
 
 def limit_of(args: Args, default: int, maximum: int) -> int:
     """`limit`, 1 to `maximum`; 400 otherwise."""
-    raw = args.get("limit", "").strip()
+    raw = one(args, "limit")
     if not raw:
         return default
     if not (raw.isascii() and raw.isdigit()) or not 1 <= (limit := _digits(raw)) <= maximum:
@@ -221,7 +247,7 @@ def limit_of(args: Args, default: int, maximum: int) -> int:
 
 def cursor_of(args: Args, order: TraceOrder | None = None) -> Cursor | None:
     """`cursor`, as a previous page of the same order gave it; 400 for anything else."""
-    raw = args.get("cursor", "").strip()
+    raw = one(args, "cursor")
     if not raw:
         return None
     try:
@@ -244,7 +270,7 @@ def list_query(args: Args, default: int, maximum: int) -> ListQuery:
 def session_query(args: Args) -> SessionQuery:
     """The sessions list's filters (`user`, `from`, `to`), cursor and limit."""
     filters = SessionFilter(_text(args, "user"), time_ns(args, "from"), time_ns(args, "to"))
-    raw = args.get("cursor", "").strip()
+    raw = one(args, "cursor")
     try:
         after = SessionCursor.decode(raw) if raw else None
     except ValueError as e:

@@ -109,6 +109,10 @@ async def client(site: Site) -> Client:
         ("from=2026-11-22T10:02:00Z&to=2026-11-22T10:04:00Z", [3, 2]),
         ("from=1795341720000", [5, 4, 3, 2]),  # 10:02 in Unix ms
         ("from=2026-11-22T10:02:00%2B00:00&to=1795341840000", [3, 2]),
+        # every digit of a fraction counts; one finer than a nanosecond rounds up
+        ("from=2026-11-22T10:02:00.000000001Z&to=2026-11-22T10:04:00.0000000001Z", [4, 3]),
+        ("from=2026-11-22t10:02:00z&to=2026-11-22T10:02:00.000000001Z", [2]),
+        ("from=2026-11-22T12:02:00.5%2B02:00&to=2026-11-22T10:03:00,000000001", [3]),
         ("minDurationMs=3000", [5, 4, 3, 2]),
         ("maxDurationMs=2000", [1, 0]),
         ("minDurationMs=2000&maxDurationMs=2000", [1]),
@@ -193,6 +197,13 @@ async def test_cursors_page_every_sort_in_both_orders(
         ("preset=3+weeks", "preset"),
         ("cursor=bm90LWEtY3Vyc29y", "cursor"),
         ("sort=cost&cursor=WyJzdGFydCIsdHJ1ZSwxLCJhIl0", "cursor"),  # a start cursor
+        ("sort=cost&sort=bogus", "sort"),  # a parameter of one value, given twice
+        ("limit=5&limit=6", "limit"),
+        ("status=error&status=error", "status"),
+        ("from=2026-11-22&from=2026-11-23", "from"),
+        ("minDurationMs=%D9%A1%D9%A2", "minDurationMs"),  # digits of another script
+        ("minCostUsd=%D9%A1", "minCostUsd"),
+        ("to=%D9%A1%D9%A2", "to"),
     ],
 )
 async def test_a_bad_value_is_a_400_naming_its_parameter(
@@ -333,24 +344,26 @@ async def test_a_time_preset_is_a_range_from_now_at_each_view(site: Site, client
 
 
 @pytest.mark.parametrize(
-    "path",
+    ("path", "named"),
     [
-        f"{LIST}?q=a%00b",
-        f"{LIST}?attr=k%00=v",
-        "/projects/demo/traces?user=%00",
-        "/api/v1/projects/demo/sessions?user=a%00",
-        "/api/v1/projects/demo/sessions/a%00b",
-        "/api/v1/projects/de%00mo/traces",
+        (f"{LIST}?q=a%00b", "q"),
+        (f"{LIST}?attr=k%00=v", "attr"),
+        ("/projects/demo/traces?user=%00", "user"),
+        ("/api/v1/projects/demo/sessions?user=a%00", "user"),
+        ("/api/v1/projects/demo/sessions?us%00er=a", "user"),
+        ("/api/v1/projects/demo/sessions/a%00b", "the path"),
+        ("/api/v1/projects/de%00mo/traces", "the path"),
     ],
 )
-async def test_a_nul_character_in_a_request_is_a_400(client: Client, path: str) -> None:
+async def test_a_nul_character_in_a_request_is_a_400(client: Client, path: str, named: str) -> None:
     """A NUL character (which PostgreSQL's text cannot hold) in a parameter or the path:
-    400 VALIDATION_ERROR, on either store."""
+    400 VALIDATION_ERROR naming where it is, on either store."""
     response = await client.get(path)
     assert response.status_code == 400
     if path.startswith("/api"):
         error = orjson.loads(await response.get_data())["error"]
-        assert error == {"code": "VALIDATION_ERROR", "message": "the request holds a NUL character"}
+        message = f"{named} holds a NUL character"
+        assert error == {"code": "VALIDATION_ERROR", "message": message}
 
 
 async def test_the_export_answers_the_page_shown(client: Client) -> None:
