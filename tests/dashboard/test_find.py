@@ -386,3 +386,13 @@ async def test_the_page_keeps_the_filters_in_its_links(client: Client) -> None:
     assert "Next page" in page
     assert page.count("attr=tenant%3Dt0") >= 4  # next, export (2), the sort headers
     assert 'value="tenant=t0"' in page
+
+
+async def test_a_404_does_not_echo_a_long_id_whole(client: Client) -> None:
+    """An id of thousands of characters is not a trace: 404, its message cut short."""
+    response = await client.get(f"{LIST}/{'x' * 5000}")
+    assert response.status_code == 404
+    error = orjson.loads(await response.get_data())["error"]
+    assert error["code"] == "NOT_FOUND"
+    assert "no trace xxx" in error["message"], error
+    assert len(error["message"]) == 200 and error["message"].endswith("…")
