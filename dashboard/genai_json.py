@@ -72,8 +72,14 @@ def _view_json(
         "costSource": cost[1],
         "inputMessages": [message.as_json() for message in view.input_messages],
         "outputMessages": [message.as_json() for message in view.output_messages],
-        "sources": dict(view.sources),
+        "sources": {field: given for field, given in view.sources.items() if field in _SOURCED},
     }
+
+
+#: The fields of a span's `genai` object that `sources` names (the view's others, its
+#: user, session and total tokens, are not in the object).
+_SOURCED = frozenset(("type", "name", "model", "provider", *_USAGE, "costSource",
+                      "inputMessages", "outputMessages"))  # fmt: skip
 
 
 def _plus(total: Any, value: Any) -> Any:

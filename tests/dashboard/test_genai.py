@@ -117,6 +117,9 @@ async def test_the_trace_json_has_totals_and_a_genai_object_per_described_span(
                 "cacheReadTokens", "cacheWriteTokens", "reasoningTokens", "costUsd",
                 "costSource", "inputMessages", "outputMessages", "sources"}  # fmt: skip
     assert all(set(item) == expected for item in trace["genai"])
+    # `sources` names fields of the object only (the view also reads user and session)
+    assert all(set(item["sources"]) <= expected for item in trace["genai"])
+    assert "totalTokens" not in first["sources"] and first["sources"]["inputTokens"]
 
 
 async def test_the_agents_json_comes_from_every_convention(site: Site) -> None:
