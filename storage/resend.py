@@ -4,9 +4,19 @@ A span (project, traceId, spanId) may be stored as several rows, one per UTC day
 start; each row keeps the content hash and the receive time of the send it holds. A
 send is refused when a stored row of the same span holds other content and was received
 less than the window before it: the window runs from the receive time of the send that
-opened it, whenever the worker gets to either (a backlog changes nothing). Otherwise the
-row of its start day is written: inserted, replaced when its content differs, left as
-it is when the content is the same (a redelivery, or a send of the same span again).
+opened it, whenever the worker gets to either. Otherwise the row of its start day is
+written: inserted, replaced when its content differs, left as it is when the content is
+the same (a redelivery, or a send of the same span again).
+
+Sends may reach the store out of the order they were received in: a worker that takes
+over a stopped worker's entries writes them after entries received later, and workers
+side by side finish in any order. A stored row received after a send does not refuse
+it: the send came first and opens the window, and replaces the stored row of its start
+day (a change sent within its window, which reached the store first). A send received
+a window or more before the stored row of its start day is older than the row that
+replaced it: it is refused, and leaves the row as it is. A stored row of another start
+day received within the window after a send that reaches the store later stays beside
+it: both are kept.
 
 The rows are the window, so it needs no state of its own: no Redis memory per span, and
 it holds across restarts and upgrades. A batch is judged in queue order inside its
@@ -52,12 +62,16 @@ COLUMN_TYPES = tuple(
 
 def refusal(new: Callable[[str], str], window_ms: int) -> str:
     """SQL true of a stored row (`stored`) of the new row's span that holds other content
-    and was received within the window before it; `new(field)` spells the new value."""
+    and either was received within the window before it, or is of its start day and
+    was received a window or more after it (the row that replaced it: the new row is an
+    older send that reached the store late); `new(field)` spells the new value."""
+    received, window = new("received_ms"), int(window_ms)  # a setting, as a number
     return (
         f"stored.project_id = {new('project_id')} AND stored.trace_id = {new('trace_id')} "
         f"AND stored.span_id = {new('span_id')} AND stored.content_hash <> "
-        f"{new('content_hash')} AND stored.received_ms > {new('received_ms')} - "
-        f"{int(window_ms)}"  # a setting, written into the SQL text as a number
+        f"{new('content_hash')} AND (stored.received_ms > {received} - {window} "
+        f"AND stored.received_ms <= {received} OR stored.start_day = {new('start_day')} "
+        f"AND stored.received_ms >= {received} + {window})"
     )
 
 

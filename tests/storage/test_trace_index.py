@@ -220,12 +220,12 @@ def test_a_row_sent_twice_as_one_object_keeps_its_words_when_its_last_send_is_re
     database: Database,
 ) -> None:
     """A batch holds one row object twice, a send of its span on another day between
-    them: the last send is refused (the other day's row, of other content, came within
-    its window) and the first is stored, with its words and previews: a refused row is
-    known by its place in the batch, not by its object."""
+    them: the last send is refused (the other day's row, of other content, was received
+    within the window before it) and the first is stored, with its words and previews: a
+    refused row is known by its place in the batch, not by its object."""
     call = _model_call("1", 10, "first question", day="2026-11-22")
     call = call._replace(received_ms=WINDOW_MS + 1)
-    other = span_row(span=_span_id("1"), day="2026-11-21", received_ms=5 * WINDOW_MS, root=False)
+    other = span_row(span=_span_id("1"), day="2026-11-21", received_ms=WINDOW_MS, root=False)
     assert SpanStore(database).upsert([call, other, call], WINDOW_MS) == [call]
     assert _ends(database) == ("first question", "FIRST QUESTION")
     assert_exact(database)

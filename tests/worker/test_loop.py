@@ -189,7 +189,8 @@ def test_a_backlog_does_not_shorten_the_window(
 def test_an_older_send_delivered_late_does_not_replace_a_newer_one(
     client: redis.Redis, queue: Queue, store: SpanStore
 ) -> None:
-    """A send received before the stored one (a stale redelivery) never replaces it."""
+    """A send received a window or more before the stored one (a stale redelivery) never
+    replaces it: it is refused, as an older send than the one that replaced it."""
     now = int(time.time() * 1000)
     queue.send(span(name="newer"), received_ms=now)
     drain(client, store)
@@ -197,6 +198,38 @@ def test_an_older_send_delivered_late_does_not_replace_a_newer_one(
     worker = drain(client, store)
     [stored] = store.trace(queue.project_id, span()["traceId"])
     assert (stored["name"], worker.stats.spans_refused) == ("newer", 1)
+
+
+@pytest.mark.parametrize("late_by_ms", [1, WINDOW_S * 1000 - 1])
+def test_the_first_send_stored_after_a_change_sent_within_its_window_wins(
+    client: redis.Redis, queue: Queue, store: SpanStore, late_by_ms: int
+) -> None:
+    """Sends stored out of the order they were received in (a worker taking over a
+    stopped one's entries writes them after later ones): the first send still opens the
+    window, and replaces the change sent within it, which reached the store first."""
+    now = int(time.time() * 1000)
+    queue.send(span(name="changed"), received_ms=now)
+    queue.send(span(name="first"), received_ms=now - late_by_ms)
+    worker = drain(client, store)
+    [stored] = store.trace(queue.project_id, span()["traceId"])
+    assert (stored["name"], worker.stats.spans_refused) == ("first", 0)
+    queue.send(span(name="changed again"), received_ms=now - late_by_ms + 1)
+    worker = drain(client, store)
+    [stored] = store.trace(queue.project_id, span()["traceId"])
+    assert (stored["name"], worker.stats.spans_refused) == ("first", 1)
+
+
+def test_a_first_send_stored_after_a_change_of_another_day_is_kept_beside_it(
+    client: redis.Redis, queue: Queue, store: SpanStore
+) -> None:
+    """The first send, reaching the store after a change of another start day sent
+    within its window: both rows are kept (the change is not taken back)."""
+    now = int(time.time() * 1000)
+    queue.send(span(name="moved", startTime="2026-11-23T00:00:00Z"), received_ms=now)
+    queue.send(span(name="first"), received_ms=now - 1000)
+    worker = drain(client, store)
+    names = sorted(s["name"] for s in store.trace(queue.project_id, span()["traceId"]))
+    assert (names, worker.stats.spans_refused) == (["first", "moved"], 0)
 
 
 def test_the_window_of_a_send_stored_on_another_day_holds_for_every_day(
