@@ -119,7 +119,7 @@ class EmbeddedRedis:
             return url
         self._lock = lock
         self._stop_left_running()
-        self.port = self.port or free_port()
+        self.port = self.port or self._recorded_port() or free_port()
         url = self._spawn()
         self.url_file.write_text(url + "\n")
         return url
@@ -133,6 +133,23 @@ class EmbeddedRedis:
         if status is not None:
             self._spawn()
         return status
+
+    def _recorded_port(self) -> int | None:
+        """The port `redis.url` names when it is free: the server of the directory that
+        stopped or died (with the process that started it) starts again where the other
+        processes of the directory look for it. `spangate collector` and `spangate
+        worker`, run apart, each read the URL once, at their start: the one that did not
+        start the server would otherwise retry a port nothing listens on."""
+        try:
+            port = int(self.url_file.read_text().strip().rsplit(":", 1)[1].split("/")[0])
+        except (OSError, ValueError, IndexError):
+            return None
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                return None
+        return port
 
     def _stop_left_running(self) -> None:
         """Shut down a server of this directory left running by a process that died
@@ -219,8 +236,7 @@ class EmbeddedRedis:
                 except subprocess.TimeoutExpired:
                     self.process.kill()
                     self.process.wait()
-            self.process = None
-            self.url_file.unlink(missing_ok=True)
+            self.process = None  # redis.url stays: the next start takes its port again
         if self._lock is not None:
             self._lock.close()
             self._lock = None

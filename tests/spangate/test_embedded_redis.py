@@ -66,3 +66,31 @@ def test_a_killed_server_is_started_again_on_its_port_with_its_queue(tmp_path: P
         assert [entry for entry, _ in redis.Redis.from_url(url).xrange("stream")] == ids
     finally:
         server.stop()
+
+
+def test_a_server_started_again_takes_the_port_its_directory_recorded(tmp_path: Path) -> None:
+    """After its starter stopped it, or died and took it along, the next start of the
+    directory's server listens where the directory's other processes (a collector and a
+    worker run apart read the URL once) look for it, with what it had confirmed."""
+    first = EmbeddedRedis(tmp_path)
+    url = first.start()
+    redis.Redis.from_url(url).xadd("stream", {"span": "kept"})
+    first.stop()
+    again = EmbeddedRedis(tmp_path)
+    try:
+        assert again.start() == url
+        assert again.process is not None
+        again.process.send_signal(signal.SIGKILL)  # as when its starter is killed
+        again.process.wait(timeout=30)
+        assert again._lock is not None
+        again._lock.close()
+        again._lock = None
+        third = EmbeddedRedis(tmp_path)
+        try:
+            assert third.start() == url
+            entries = redis.Redis.from_url(url).xrange("stream")
+            assert [fields for _, fields in entries] == [{b"span": b"kept"}]
+        finally:
+            third.stop()
+    finally:
+        again.stop()

@@ -16,6 +16,7 @@ from pathlib import Path
 import httpx
 import orjson
 import pytest
+import redis
 
 from dashboard.cookies import SECRET_FILE
 from spangate.embedded_redis import free_port
@@ -112,7 +113,9 @@ def test_serve_embedded_defaults_then_clean_stop(tmp_path: Path) -> None:
     assert f"spangate is ready: open {app}/" in said[0]
     redis_dir = tmp_path / ".spangate" / "redis"
     assert (redis_dir / "appendonly.aof").exists()
-    assert not (redis_dir / "redis.url").exists()  # the embedded Redis was stopped
+    url = (redis_dir / "redis.url").read_text().strip()  # kept, for the next start's port
+    with pytest.raises(redis.ConnectionError):  # the embedded Redis was stopped
+        redis.Redis.from_url(url, socket_connect_timeout=1).ping()
 
 
 def test_serve_workers_share_the_ingest_port(tmp_path: Path) -> None:
