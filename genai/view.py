@@ -482,6 +482,13 @@ def view_of(
     return _view(_Reader(attributes), events, name, kind, messages)
 
 
+def user_of(attributes: Any) -> str | None:
+    """The user a span's attributes name (`user.id`, `enduser.id`), read as its view
+    reads it: for a span no convention describes (a trace's user is often set on its
+    root alone, an application's span, whatever convention its model calls use)."""
+    return _Reader(attributes).text("userId")
+
+
 def _view(
     reader: _Reader, events: Any, name: str | None, kind: str | None, messages: bool
 ) -> GenAIView | None:

@@ -460,6 +460,11 @@ static int genai_facts(const Plan *p, const Scan *s, uint32_t list, uint32_t age
                      : b[F_MODEL].value && (b[F_INPUT].value || b[F_OUTPUT].value) ? GENAI_PRICED
                                                                                  : GENAI_FILLED;
     }
+    /* a span no convention describes keeps the user its attributes name (the view's
+     * reading of user.id and enduser.id: span_genai.with_user) */
+    if (result == GENAI_NONE && b[F_USER].value != NULL &&
+        put_field(row, R_USER, view_text(b[F_USER].value)) < 0)
+        result = -1;
     for (int f = 0; f < NFIELDS; f++) Py_XDECREF(read.best[f].value);
     return result;
 }

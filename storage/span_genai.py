@@ -19,7 +19,7 @@ import orjson
 
 from genai import conventions, view_of
 from genai.prices import Pricer
-from genai.view import GenAIView, reading_plan
+from genai.view import GenAIView, reading_plan, user_of
 from proto_json import fastpath
 from storage.attribute_hashes import text_hash
 from storage.llm_text import EVENT_MARKER, gen_ai_events
@@ -99,7 +99,7 @@ def with_view(row: SpanRow, pricer: Pricer) -> SpanRow:
         log.exception("span's GenAI view failed; stored without it")
         return row
     if view is None:
-        return row
+        return with_user(row)
     stored = SpanRow._make((*row[:_FIRST_FIELDS], *facts(view, pricer)))
     if row.session_id is None and view.session_id is not None:
         stored = stored._replace(session_id=view.session_id)
@@ -107,11 +107,38 @@ def with_view(row: SpanRow, pricer: Pricer) -> SpanRow:
 
 
 def with_views(rows: list[SpanRow], pricer: Pricer) -> list[SpanRow]:
-    """`rows`, each described one replaced by `with_view`'s (in place)."""
+    """`rows`, each described one replaced by `with_view`'s, each other by `with_user`'s
+    (in place)."""
     for at, row in enumerate(rows):
         if described(row.kind, row.attributes, row.events):
             rows[at] = with_view(row, pricer)
+        else:
+            rows[at] = with_user(row)
     return rows
+
+
+#: The user attributes as the canonical text writes their keys.
+_USER_KEYS = tuple(f'"key":"{key}"' for key in conventions.USER)
+
+
+def with_user(row: SpanRow) -> SpanRow:
+    """A row no convention describes, with the user its attributes name (`user.id`,
+    `enduser.id`; the same row when they name none): a trace's user is the least of its
+    spans' (storage/summary_genai.py), whichever spans carry it."""
+    user = stored_user(row.attributes)
+    return row if user is None else row._replace(user_id=user)
+
+
+def stored_user(attributes: str) -> str | None:
+    """The user a span's attributes (their stored JSON text) name, as its view reads it;
+    None when they name none."""
+    if not any(key in attributes for key in _USER_KEYS):
+        return None
+    try:
+        return user_of(orjson.loads(attributes))
+    except Exception:  # a span is stored whatever its attributes make of it
+        log.exception("span's user failed; stored without it")
+        return None
 
 
 def _plan() -> object:

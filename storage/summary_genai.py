@@ -164,7 +164,8 @@ def summary_of(spans: list[SpanRow]) -> tuple[object, ...]:
 
 
 def plain_summary(spans: list[SpanRow]) -> tuple[object, ...]:
-    """summary_of for rows of which none has a GenAI view (most traces): cheaper."""
+    """summary_of for rows of which none has a GenAI view or a user (most traces):
+    cheaper."""
     roots = [row for row in spans if row.parent_span_id is None]
     root = min(map(key, roots), default=None)
     return (0, None, None, None, None, None, None, None, None, None, None, None, None, root)

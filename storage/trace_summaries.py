@@ -254,7 +254,7 @@ def _summary_of(project_id: str, trace_id: str, spans: list[SpanRow]) -> tuple[o
     ]
     sessions = [row.session_id for row in spans if row.session_id is not None]
     start = min(map(_START, spans))
-    described = any(row.llm_type is not None for row in spans)
+    described = any(row.llm_type is not None or row.user_id is not None for row in spans)
     genai = summary_genai.summary_of if described else summary_genai.plain_summary
     return (
         project_id,

@@ -198,3 +198,31 @@ async def test_a_selected_model_call_shows_its_llm_view_escaped(site: Site) -> N
     assert "&lt;script&gt;alert(1)&lt;/script&gt;\nok" in section
     assert "<script>alert" not in page
     assert "model ← <code>gen_ai.request.model</code>" in section
+
+
+async def test_a_user_named_on_a_span_no_convention_describes_is_the_traces(site: Site) -> None:
+    """`enduser.id` on the root alone (an application's span, of no LLM convention) and
+    a model call that names no user: the trace's user, its session's, and the `user`
+    filter's."""
+    trace = "6" * 32
+    base = {
+        "traceId": trace,
+        "startTime": "2026-11-22T11:00:00Z",
+        "endTime": "2026-11-22T11:00:02Z",
+    }
+    store(site.db, site.demo, [
+        span(**base, spanId="a" * 16, name="handle request",
+             attributes={"enduser.id": "u-plain", "session.id": "s-plain"}),
+        span(**base, spanId="b" * 16, parentSpanId="a" * 16, name="chat",
+             attributes={"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o"}),
+    ])  # fmt: skip
+    client = site.client()
+    await sign_in(client, "viewer@acme.test")
+    listed = orjson.loads(
+        await (await client.get("/api/v1/projects/demo/traces?user=u-plain")).get_data()
+    )
+    assert [(t["traceId"], t["userId"]) for t in listed["traces"]] == [(trace, "u-plain")]
+    sessions = orjson.loads(
+        await (await client.get("/api/v1/projects/demo/sessions?user=u-plain")).get_data()
+    )
+    assert [(s["sessionId"], s["userId"]) for s in sessions["sessions"]] == [("s-plain", "u-plain")]

@@ -234,6 +234,36 @@ def test_spans_stored_before_the_columns_get_their_facts(database_url: str) -> N
         db.close()
 
 
+def test_spans_stored_before_users_were_kept_get_them(database: Database) -> None:
+    """A store whose spans of no LLM convention were stored without the users their
+    attributes name (as a build before this one stored them): the walk gives them
+    theirs, and their traces and sessions their users, keeping the previews; run again,
+    it does nothing."""
+    from proto_json import convert_spans
+    from storage.genai_upgrade import USERS_GIVEN, give_users
+    from storage.span_genai import with_views
+
+    root = span(traceId=TRACE, spanId="a" * 16, name="handle",
+                attributes={"enduser.id": "u-9", "session.id": "s-9"})  # fmt: skip
+    spans = [root, _llm("1" * 16, "a" * 16, (10, 1), startTime="2026-11-22T10:00:01Z")]
+    request = convert_spans(orjson.dumps({"spans": spans})).request
+    rows = with_views(rows_of(request, "p", 5), Pricer())
+    assert [row.user_id for row in rows] == ["u-9", None]
+    SpanStore(database).upsert([row._replace(user_id=None) for row in rows], 1000)
+    with database.transaction() as tx:
+        tx.execute("DELETE FROM schema_migrations WHERE version = ?", (USERS_GIVEN,))
+    assert _summary(database, "p").user_id is None
+    before = TraceSummaries(database).page("p", TraceFilter(), 10)[0][0].input
+    assert before == "q"
+    assert give_users(database) == 1
+    found = _summary(database, "p")
+    assert (found.user_id, found.llm_calls, found.input) == ("u-9", 1, before)
+    with database.transaction() as tx:
+        assert tx.query("SELECT session_id, user_id FROM session_summaries") == [("s-9", "u-9")]
+        assert tx.query("SELECT 1 FROM trace_index_stale") == []
+    assert give_users(database) == 0
+
+
 _KEYS = st.sampled_from(
     [
         "gen_ai.operation.name", "gen_ai.request.model", "gen_ai.response.model",

@@ -382,8 +382,8 @@ def test_texts_a_store_cannot_hold_whole_are_stored_as_it_can_and_found(
     find them by what was sent."""
     long = uuid.uuid4().hex * 313  # 10,016 characters that compress badly
     queue.send(
-        span(name="plan " + long, attributes={"session.id": "s-" + long, "user.id": long,
-                                              "k" + long: "v"}),
+        span(name="plan " + long, attributes={"session.id": "s-" + long,
+                                              "enduser.id": "e-" + long, "k" + long: "v"}),
         span(spanId="1" * 16, name="a\x00b", attributes={"session.id": "x\x00y", "k\x00": 1}),
         span(spanId="2" * 16, name="clean"),
         span(traceId="c" * 32, name="chat", attributes={
@@ -404,6 +404,7 @@ def test_texts_a_store_cannot_hold_whole_are_stored_as_it_can_and_found(
         (TraceFilter(attributes=(("k" + long, None),)), span()["traceId"]),
         (TraceFilter(session="s-" + long), span()["traceId"]),
         (TraceFilter(user=long), "c" * 32),
+        (TraceFilter(user="e-" + long), span()["traceId"]),  # a span of no LLM convention
         (TraceFilter(session="c-" + long), "c" * 32),  # the view's conversation id
         (TraceFilter(model="m" + long), "c" * 32),
     ):
