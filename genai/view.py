@@ -167,6 +167,14 @@ def _text(value: Any) -> str | None:
     return value if type(value) is str and value.strip() else None
 
 
+def _value(value: Any) -> Any:
+    """An input or output value: a text, or a structure with something in it (a tool's
+    arguments sent as an object), shown as JSON."""
+    if type(value) is str:
+        return value if value.strip() else None
+    return value if type(value) in (dict, list) and value else None
+
+
 def _cost(value: Any) -> float | None:
     if type(value) is str:
         value = _float(value)
@@ -185,8 +193,8 @@ _FIELDS: dict[str, tuple[tuple[str, ...], Callable[[Any], Any]]] = {
     "toolName": (c.TOOL_NAME, _text),
     "userId": (c.USER, _text),
     "sessionId": (c.SESSION, _text),
-    "inputValue": (c.INPUT_VALUE, _text),
-    "outputValue": (c.OUTPUT_VALUE, _text),
+    "inputValue": (c.INPUT_VALUE, _value),
+    "outputValue": (c.OUTPUT_VALUE, _value),
     "vercelText": (c.VERCEL_TEXT, _text),
     "inputTokens": (c.INPUT_TOKENS, _count),
     "outputTokens": (c.OUTPUT_TOKENS, _count),
@@ -482,6 +490,15 @@ def view_of(
     return _view(_Reader(attributes), events, name, kind, messages)
 
 
+#: OpenInference's input and output: a span that gives either and no type is a chain.
+_OPENINFERENCE_VALUES = frozenset(("input.value", "output.value"))
+
+
+def _given(best: dict[str, tuple[int, Any, str]]) -> list[tuple[int, Any, str]]:
+    """The input and output values a span gives (rank, value, key)."""
+    return [best[field] for field in ("inputValue", "outputValue") if field in best]
+
+
 def user_of(attributes: Any) -> str | None:
     """The user a span's attributes name (`user.id`, `enduser.id`), read as its view
     reads it: for a span no convention describes (a trace's user is often set on its
@@ -501,6 +518,8 @@ def _view(
     inputs, outputs, said = _said(reader, events, messages)
     if span_type is None and (model or tokens or said or inputs or outputs):
         span_type = "llm"
+    if span_type is None and _OPENINFERENCE_VALUES & {found[2] for found in _given(best)}:
+        span_type = "chain"  # OpenInference's span of no kind: its generic one
     if span_type is None:
         return None
     if messages and not inputs and not outputs and span_type not in MODEL_TYPES:
@@ -586,8 +605,9 @@ def _name(reader: _Reader, span_type: str, span_name: str | None) -> str | None:
     return named
 
 
-#: The checks storage/_rows_genai.h makes itself; a span any other check reads is Python's (2).
-_CHECKS: dict[Callable[[Any], Any], int] = {_text: 0, _count: 1}
+#: The checks storage/_rows_genai.h makes itself (`_value`'s of a text alone); a span any
+#: other check reads is Python's (2).
+_CHECKS: dict[Callable[[Any], Any], int] = {_text: 0, _count: 1, _value: 3}
 
 
 def reading_plan() -> tuple[Any, ...]:

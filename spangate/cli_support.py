@@ -83,8 +83,8 @@ def upgrade_stored_spans(db: Database, pricer: Pricer) -> None:
     with its progress on stderr when the store is large enough to take a while; then
     index the traces stored before the find indexes, and give the texts stored before
     their previews and (PostgreSQL) their words theirs, and the traces stored before
-    their attributes' documents (storage/find_upgrade.py); and the spans of no LLM
-    convention stored before the worker kept their users those users."""
+    their attributes' documents (storage/find_upgrade.py); and the spans stored with
+    no convention's facts those a convention gives them now, and their users."""
 
     def progress(done: int, total: int) -> None:
         end = "\n" if done >= total else ""
@@ -101,4 +101,4 @@ def upgrade_stored_spans(db: Database, pricer: Pricer) -> None:
     find_upgrade.preview(db, progress)
     find_upgrade.reword(db, progress)
     find_upgrade.facet(db, progress)
-    genai_upgrade.give_users(db, progress)
+    genai_upgrade.redescribe(db, pricer, progress)

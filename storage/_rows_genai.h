@@ -27,7 +27,9 @@ static const char *const FIELD_NAMES[NFIELDS] = {
 /* The row's GenAI fields (SpanRow's, after its first ROW_FIELDS) and its session's. */
 enum { R_SESSION = 11, R_TYPE = 20, R_NAME, R_MODEL, R_PROVIDER, R_USER, R_TOKENS };
 
-enum { CHECK_TEXT, CHECK_COUNT, CHECK_PYTHON }; /* CHECK_PYTHON: the span is Python's */
+/* CHECK_PYTHON: the span is Python's; CHECK_VALUE: a text as CHECK_TEXT, and a span with
+ * a structure there (a tool's arguments sent as an object) Python's */
+enum { CHECK_TEXT, CHECK_COUNT, CHECK_PYTHON, CHECK_VALUE };
 enum { ROLE_FIELD = 1, ROLE_TYPE = 2, ROLE_SAYING = 4 };
 #define PLAN_SLOTS 4
 #define PLAN_KEYS 256
@@ -51,7 +53,8 @@ typedef struct Plan {
     PyObject *types[PLAN_TYPES];  /* {text: type} of each typing attribute, in order */
     PyObject *native_types[32];   /* the type of each native kind */
     Name prefixes[16], names[16], native[32];
-    PyObject *llm, *agent, *tool; /* "llm", "agent", "tool" */
+    PyObject *llm, *agent, *tool, *chain; /* "llm", "agent", "tool", "chain" */
+    int input_value, output_value; /* the ranks of input.value and output.value */
     PyObject *owner;              /* the plan's tuple: keeps every text above alive */
 } Plan;
 
@@ -71,6 +74,7 @@ static void plan_free(PyObject *capsule) {
     Py_XDECREF(p->llm);
     Py_XDECREF(p->agent);
     Py_XDECREF(p->tool);
+    Py_XDECREF(p->chain);
     Py_XDECREF(p->owner);
     PyMem_Free(p);
 }
@@ -123,8 +127,12 @@ static int plan_key(Plan *p, PlanKey *k, PyObject *entry, const Name *types) {
                               &slot->check))
             return -1;
         if (slot->field < 0 || slot->field >= NFIELDS || slot->rank < 0 ||
-            slot->check < CHECK_TEXT || slot->check > CHECK_PYTHON)
+            slot->check < CHECK_TEXT || slot->check > CHECK_VALUE)
             return plan_error("a slot out of range");
+        if (slot->field == F_INPUT_VALUE && k->len == 11 && !memcmp(k->text, "input.value", 11))
+            p->input_value = slot->rank;
+        if (slot->field == F_OUTPUT_VALUE && k->len == 12 && !memcmp(k->text, "output.value", 12))
+            p->output_value = slot->rank;
     }
     return 0;
 }
@@ -150,13 +158,15 @@ static int plan_fill(Plan *p, PyObject *plan) {
     for (int t = 0; t < p->ntypes; t++)
         if (!PyDict_CheckExact(p->types[t])) return plan_error("types");
     p->nkeys = (int)PyTuple_GET_SIZE(keys);
+    p->input_value = p->output_value = -1;
     for (int i = 0; i < p->nkeys; i++)
         if (plan_key(p, &p->keys[i], PyTuple_GET_ITEM(keys, i), type_names) < 0) return -1;
     qsort(p->keys, (size_t)p->nkeys, sizeof(PlanKey), plan_key_order);
     p->llm = PyUnicode_InternFromString("llm");
     p->agent = PyUnicode_InternFromString("agent");
     p->tool = PyUnicode_InternFromString("tool");
-    return p->llm && p->agent && p->tool ? 0 : -1;
+    p->chain = PyUnicode_InternFromString("chain");
+    return p->llm && p->agent && p->tool && p->chain ? 0 : -1;
 }
 
 /* genai_plan((fields, keys, types, prefixes, names, native)) -> a capsule for
@@ -298,7 +308,10 @@ static int plan_attribute(const Scan *s, const PlanKey *k, uint32_t value, Read 
         Best *b = &read->best[slot->field];
         if (b->rank >= 0 && b->rank <= slot->rank) continue;
         if (slot->check == CHECK_PYTHON) return BAIL;
-        PyObject *found = slot->check == CHECK_TEXT
+        if (slot->check == CHECK_VALUE &&
+            (NODE_IS(s, name, "kvlistValue") || NODE_IS(s, name, "arrayValue")))
+            return BAIL;
+        PyObject *found = slot->check != CHECK_COUNT
                               ? usable_text(s, slot->field, name, item, &status)
                               : usable_count(s, name, item, &status);
         if (found == NULL) {
@@ -455,6 +468,9 @@ static int genai_facts(const Plan *p, const Scan *s, uint32_t list, uint32_t age
             result = -1;
         else if (type == NULL && (b[F_MODEL].value || tokens || said))
             type = p->llm;
+        else if (type == NULL && ((b[F_INPUT_VALUE].value && b[F_INPUT_VALUE].rank == p->input_value) ||
+                                  (b[F_OUTPUT_VALUE].value && b[F_OUTPUT_VALUE].rank == p->output_value)))
+            type = p->chain; /* OpenInference's span of no kind (genai/view.py) */
         if (type != NULL && result == GENAI_NONE)
             result = fill_row(p, &read, type, row) < 0 ? -1
                      : b[F_MODEL].value && (b[F_INPUT].value || b[F_OUTPUT].value) ? GENAI_PRICED

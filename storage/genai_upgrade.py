@@ -1,29 +1,34 @@
-"""The GenAI view's facts for the spans stored before the store had columns for them;
-and the users of the spans no convention describes stored before the worker kept them.
+"""The GenAI view's facts for the spans stored before the store had columns for them,
+and for those stored before a convention described them.
 
 Run once each, after the migrations, by the commands that start the worker (storage/
 trace_walk.py): in each stored trace, the spans that a convention describes get their
-facts (the spans that name a user, their user), and the trace's summary is made anew
-from its spans (keeping its order in the list). Done again after a stop midway, it
-changes nothing already done. A span that the worker replaced meanwhile is left as the
-worker wrote it (the update names its content hash).
+facts (and a span of none the user its attributes name), and the trace's summary is
+made anew from its spans (keeping its order in the list). Done again after a stop
+midway, it changes nothing already done. A span that the worker replaced meanwhile is
+left as the worker wrote it (the update names its content hash).
 """
 
 from __future__ import annotations
 
+import logging
+import re
 from functools import partial
 
+from genai import GenAIView, conventions
 from genai.prices import Pricer
-from storage import session_summaries, trace_index, trace_summaries, trace_walk
+from storage import session_summaries, trace_index, trace_summaries, trace_texts, trace_walk
 from storage.database import Database, Transaction
 from storage.schema import SPAN_GENAI_COLUMNS
 from storage.span_genai import described, facts, stored_user, stored_view
 
 #: The version recorded in schema_migrations once every stored span has its facts.
 UPGRADED = 1011
-#: The version recorded once every stored span no convention describes has the user
-#: its attributes name.
-USERS_GIVEN = 1022
+#: The version recorded once every stored span of no convention when it was stored has
+#: the facts a convention gives it now, and the user its attributes name.
+REDESCRIBED = 1022
+
+log = logging.getLogger("spangate.worker")
 
 _SET = ", ".join(f"{name} = ?" for name, _ in SPAN_GENAI_COLUMNS)
 _UPDATE = (
@@ -72,9 +77,9 @@ def upgrade(db: Database, pricer: Pricer, progress: trace_walk.Progress | None =
     return trace_walk.walk(db, UPGRADED, partial(_upgrade_trace, pricer=pricer), progress=progress)
 
 
-_USERLESS = (
-    "SELECT span_id, start_day, attributes, content_hash FROM spans WHERE project_id = ? "
-    "AND trace_id = ? AND llm_type IS NULL AND user_id IS NULL"
+_UNDESCRIBED = (
+    "SELECT span_id, start_day, name, kind, attributes, events, content_hash FROM spans "
+    "WHERE project_id = ? AND trace_id = ? AND llm_type IS NULL AND user_id IS NULL"
 )
 _SET_USER = (
     "UPDATE spans SET user_id = ? WHERE project_id = ? AND trace_id = ? AND span_id = ? "
@@ -82,23 +87,66 @@ _SET_USER = (
 )
 
 
-def _give_users(tx: Transaction, project_id: str, trace_id: str) -> None:
+#: Of a trace's described spans, those that may give a tool's or agent's value as a
+#: structure (read as text since: storage/llm_text.py), and the test of each.
+_STRUCTURED = (
+    "SELECT attributes FROM spans WHERE project_id = ? AND trace_id = ? "
+    "AND llm_type IS NOT NULL AND (attributes LIKE ? OR attributes LIKE ?)"
+)
+_STRUCTURES = ('%"kvlistValue"%', '%"arrayValue"%')
+_STRUCTURED_VALUE = re.compile(
+    '"key":"(?:'
+    + "|".join(re.escape(key) for key in (*conventions.INPUT_VALUE, *conventions.OUTPUT_VALUE))
+    + ')","value":\\{"(?:kvlistValue|arrayValue)"'
+)
+
+
+def _redescribe_trace(tx: Transaction, project_id: str, trace_id: str, pricer: Pricer) -> None:
+    typed = any(
+        _STRUCTURED_VALUE.search(attributes)
+        for (attributes,) in tx.query(_STRUCTURED, (project_id, trace_id, *_STRUCTURES))
+    )
     given = False
-    for span_id, start_day, attributes, content_hash in tx.query(_USERLESS, (project_id, trace_id)):
-        user = stored_user(attributes)
-        if user is not None:
-            tx.execute(_SET_USER, (user, project_id, trace_id, span_id, start_day, content_hash))
+    for span_id, day, name, kind, attributes, events, content_hash in tx.query(
+        _UNDESCRIBED, (project_id, trace_id)
+    ):
+        key = (project_id, trace_id, span_id, day, content_hash)
+        view = _view(name, kind, attributes, events)
+        if view is not None:
+            tx.execute(_UPDATE, (*facts(view, pricer), view.session_id, *key))
+            typed = given = True
+        elif (user := stored_user(attributes)) is not None:
+            tx.execute(_SET_USER, (user, *key))
             given = True
-    if given:
-        tx.execute(_REFRESH[tx.postgres], (project_id, trace_id))
-        # PostgreSQL notes an updated span's trace for its indexes, as a replaced one's
-        trace_index.rebuild_stale(tx, [(project_id, trace_id)], recounted=True)
-        session_summaries.refresh_stale(tx)
+    if not (given or typed):
+        return
+    tx.execute(_REFRESH[tx.postgres], (project_id, trace_id))
+    if typed:  # its texts: the documents of its words, and its ends' previews
+        trace_texts.rebuild_trace(tx, project_id, trace_id)
+    # PostgreSQL notes an updated span's trace for its indexes, as a replaced one's
+    trace_index.rebuild_stale(tx, [(project_id, trace_id)], recounted=True)
+    session_summaries.refresh_stale(tx)
 
 
-def give_users(db: Database, progress: trace_walk.Progress | None = None) -> int:
-    """Give the spans no convention describes the users their attributes name
-    (`user.id`, `enduser.id`: storage/span_genai.py's with_user), and their traces'
-    and sessions' summaries their users; the traces gone through (0 when it was done
-    before)."""
-    return trace_walk.walk(db, USERS_GIVEN, _give_users, lock=True, progress=progress)
+def _view(name: str, kind: str, attributes: str, events: str) -> GenAIView | None:
+    """A stored span's view, when a convention describes it."""
+    if not described(kind, attributes, events):
+        return None
+    try:
+        return stored_view(name, kind, attributes, events)
+    except Exception:  # a span is kept whatever its view makes of it
+        log.exception("span's GenAI view failed; left without it")
+        return None
+
+
+def redescribe(db: Database, pricer: Pricer, progress: trace_walk.Progress | None = None) -> int:
+    """Give the spans that no convention described when they were stored, and that one
+    now describes (OpenInference's `input.value` or `output.value` on a span of no kind:
+    a chain), their facts; and those that name a user (`user.id`, `enduser.id`, kept
+    now whatever convention describes a span: storage/span_genai.py's with_user) their
+    users; their traces' summaries, texts and previews, and sessions' summaries, anew;
+    and the texts anew of the traces whose tools' or agents' values were sent as
+    structures (a tool's arguments as an object, read since); the traces gone through
+    (0 when it was done before)."""
+    work = partial(_redescribe_trace, pricer=pricer)
+    return trace_walk.walk(db, REDESCRIBED, work, lock=True, progress=progress)

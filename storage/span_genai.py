@@ -40,7 +40,13 @@ MARKED_PREFIXES = (
     "ai.prompt",
     "ai.response.",
 )
-MARKED_NAMES = ("openinference.span.kind", "embedding.model_name", "ai.operationId")
+MARKED_NAMES = (
+    "openinference.span.kind",
+    "embedding.model_name",
+    "ai.operationId",
+    "input.value",
+    "output.value",
+)
 #: The same test on an attributes' text: one regular expression, which scans the text
 #: once, where a search a name scanned the few KB of a prompt seven times.
 _MARKED = re.compile(

@@ -226,3 +226,57 @@ async def test_a_user_named_on_a_span_no_convention_describes_is_the_traces(site
         await (await client.get("/api/v1/projects/demo/sessions?user=u-plain")).get_data()
     )
     assert [(s["sessionId"], s["userId"]) for s in sessions["sessions"]] == [("s-plain", "u-plain")]
+
+
+async def test_a_root_of_no_kind_gives_its_openinference_input_and_output(site: Site) -> None:
+    """A trace of one root carrying OpenInference's `input.value` and `output.value`
+    without a span kind: a chain, whose input and output are the trace's, found by the
+    words of either; another's generic `input` attribute makes no chain."""
+    store(site.db, site.demo, [
+        span(traceId="7" * 32, spanId="a" * 16, name="fallback",
+             attributes={"input.value": "root input only", "output.value": "root answer"}),
+        span(traceId="8" * 32, spanId="a" * 16, name="http", attributes={"input": "form"}),
+    ])  # fmt: skip
+    client = site.client()
+    await sign_in(client, "viewer@acme.test")
+    listed = orjson.loads(await (await client.get("/api/v1/projects/demo/traces")).get_data())
+    shown = {t["traceId"]: (t["input"], t["output"]) for t in listed["traces"]}
+    assert shown == {"7" * 32: ("root input only", "root answer"), "8" * 32: (None, None)}
+    found = orjson.loads(
+        await (await client.get("/api/v1/projects/demo/traces?text=answer")).get_data()
+    )
+    assert [t["traceId"] for t in found["traces"]] == ["7" * 32]
+    detail = orjson.loads(
+        await (await client.get(f"/api/v1/projects/demo/traces/{'7' * 32}")).get_data()
+    )
+    assert [(g["type"], g["inputMessages"]) for g in detail["genai"]] == [
+        ("chain", [{"role": "user", "content": "root input only"}])
+    ]
+
+
+async def test_a_tools_arguments_sent_as_an_object_are_its_input(site: Site) -> None:
+    """`tool.args` sent as an object (as the README's example sends it): the tool's
+    input, as JSON text, found by the text filter too; an empty object is none."""
+    store(site.db, site.demo, [
+        span(traceId="4" * 32, spanId="a" * 16, name="search_orders", kind="tool_call",
+             attributes={"tool.name": "search_orders", "tool.args": {"customer": "c-42"}}),
+        span(traceId="4" * 32, spanId="b" * 16, name="noop", kind="tool_call",
+             attributes={"tool.args": {}}),
+    ])  # fmt: skip
+    client = site.client()
+    await sign_in(client, "viewer@acme.test")
+    detail = orjson.loads(
+        await (await client.get(f"/api/v1/projects/demo/traces/{'4' * 32}")).get_data()
+    )
+    given = {
+        g["spanId"]: (g["inputMessages"], g["sources"].get("inputMessages"))
+        for g in detail["genai"]
+    }
+    assert given == {
+        "a" * 16: ([{"role": "assistant", "content": '{"customer":"c-42"}'}], "tool.args"),
+        "b" * 16: ([], None),
+    }
+    found = orjson.loads(
+        await (await client.get("/api/v1/projects/demo/traces?text=customer")).get_data()
+    )
+    assert [t["traceId"] for t in found["traces"]] == ["4" * 32]

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from genai.prices import Pricer, parse_price_file
 from spanqueue.layout import STREAMS_KEY, stream_key
 from storage.database import Database
-from storage.span_rows import rows_of
+from storage.span_rows import SpanRow, rows_of
 from storage.spans import SpanStore
 from storage.trace_list import TraceFilter, TraceSummaries, TraceSummary
 from tests.fuzz import FUZZ
@@ -234,34 +234,56 @@ def test_spans_stored_before_the_columns_get_their_facts(database_url: str) -> N
         db.close()
 
 
-def test_spans_stored_before_users_were_kept_get_them(database: Database) -> None:
+def test_spans_stored_before_a_convention_described_them_get_their_facts(
+    database: Database,
+) -> None:
     """A store whose spans of no LLM convention were stored without the users their
-    attributes name (as a build before this one stored them): the walk gives them
-    theirs, and their traces and sessions their users, keeping the previews; run again,
-    it does nothing."""
+    attributes name, and whose OpenInference spans of no kind (`input.value`) were
+    stored undescribed (as builds before this one stored them): the walk gives them
+    their users and facts (a chain), their traces their users, texts and previews, and
+    their sessions their users; run again, it does nothing."""
     from proto_json import convert_spans
-    from storage.genai_upgrade import USERS_GIVEN, give_users
+    from storage.genai_upgrade import REDESCRIBED, redescribe
     from storage.span_genai import with_views
 
     root = span(traceId=TRACE, spanId="a" * 16, name="handle",
                 attributes={"enduser.id": "u-9", "session.id": "s-9"})  # fmt: skip
-    spans = [root, _llm("1" * 16, "a" * 16, (10, 1), startTime="2026-11-22T10:00:01Z")]
+    plain = span(traceId="9" * 32, spanId="b" * 16, name="pipeline",
+                 attributes={"input.value": "summarise the wombat report"})  # fmt: skip
+    tool = span(traceId="8" * 32, spanId="c" * 16, name="search", kind="tool_call",
+                attributes={"tool.args": {"query": "numbat"}})  # fmt: skip
+    spans = [
+        root, _llm("1" * 16, "a" * 16, (10, 1), startTime="2026-11-22T10:00:01Z"), plain, tool
+    ]  # fmt: skip
     request = convert_spans(orjson.dumps({"spans": spans})).request
     rows = with_views(rows_of(request, "p", 5), Pricer())
-    assert [row.user_id for row in rows] == ["u-9", None]
-    SpanStore(database).upsert([row._replace(user_id=None) for row in rows], 1000)
+    assert [(row.llm_type, row.user_id) for row in rows] == [
+        (None, "u-9"), ("llm", None), ("chain", None), ("tool", None)
+    ]  # fmt: skip
+    old = [row if row.llm_type in ("llm", "tool") else SpanRow(*row[:20]) for row in rows]
+    SpanStore(database).upsert(old, 1000)
     with database.transaction() as tx:
-        tx.execute("DELETE FROM schema_migrations WHERE version = ?", (USERS_GIVEN,))
+        tx.execute("DELETE FROM schema_migrations WHERE version = ?", (REDESCRIBED,))
+        # a tool's arguments sent as an object gave the text index nothing
+        tx.execute("DELETE FROM trace_texts WHERE trace_id = ?", ("8" * 32,))
+    assert TraceSummaries(database).page("p", TraceFilter(words=("numbat",)), 10)[0] == []
+    summaries = TraceSummaries(database)
     assert _summary(database, "p").user_id is None
-    before = TraceSummaries(database).page("p", TraceFilter(), 10)[0][0].input
-    assert before == "q"
-    assert give_users(database) == 1
+    assert summaries.page("p", TraceFilter(words=("wombat",)), 10)[0] == []
+    before = summaries.page("p", TraceFilter(), 10)[0]
+    inputs = {TRACE: "q", "9" * 32: None, "8" * 32: '{"query":"numbat"}'}
+    assert {t.trace_id: t.input for t in before} == inputs
+    assert redescribe(database, Pricer()) == 3
     found = _summary(database, "p")
-    assert (found.user_id, found.llm_calls, found.input) == ("u-9", 1, before)
+    assert (found.user_id, found.llm_calls, found.input) == ("u-9", 1, "q")
+    [wombat] = summaries.page("p", TraceFilter(words=("wombat",)), 10)[0]
+    assert (wombat.trace_id, wombat.input) == ("9" * 32, "summarise the wombat report")
+    [numbat] = summaries.page("p", TraceFilter(words=("numbat",)), 10)[0]
+    assert numbat.trace_id == "8" * 32
     with database.transaction() as tx:
         assert tx.query("SELECT session_id, user_id FROM session_summaries") == [("s-9", "u-9")]
         assert tx.query("SELECT 1 FROM trace_index_stale") == []
-    assert give_users(database) == 0
+    assert redescribe(database, Pricer()) == 0
 
 
 _KEYS = st.sampled_from(
