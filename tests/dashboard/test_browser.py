@@ -32,6 +32,8 @@ TRACE = "ef" * 16
 ODD_TRACE = "0d" * 16
 ODD_SESSION = "x/../../settings"
 RIGHT_TO_LEFT = "\u202eevil name"  # a right-to-left override, never closed
+LONG_NAME = "batch-" + "x" * 200  # no space to break it at
+LONG_USER = "user-" + "u" * 125
 
 if not CHROMIUM.exists():
     if os.environ.get("CI") == "true":
@@ -105,6 +107,9 @@ def served(tmp_path_factory: pytest.TempPathFactory, redis_url: str) -> Iterator
     store(db, project, topology_run())
     odd = IdentityStore(db).create_project("odd", "acme")
     store(db, odd, odd_run())
+    store(db, odd, [span(traceId="0e" * 16, spanId="1" * 16, name=LONG_NAME,
+                         startTime="2026-11-22T14:00:00Z", endTime="2026-11-22T14:00:01Z",
+                         attributes={"user.id": LONG_USER})])  # fmt: skip
     store(db, IdentityStore(db).create_project("llm", "acme"), llm_run())
     db.close()
     try:
@@ -284,6 +289,30 @@ def test_a_right_to_left_span_name_leaves_its_row_in_order(
     assert name is not None and kind is not None and status is not None
     assert name["x"] + name["width"] <= kind["x"] + 1
     assert kind["x"] + kind["width"] <= status["x"] + 1
+    page.close()
+
+
+def test_the_trace_list_fits_a_laptops_width_whatever_its_texts(
+    browser: Browser, dashboard_url: str, tmp_path: Path
+) -> None:
+    """At 1280 px the list's every column shows without scrolling sideways, and the
+    filter bar's pickers keep their size: a root name of 206 characters and no space
+    wraps in its cell, a user id of 130 characters is cut in its cell and in the user
+    picker, and a trace id shows its first digits (all of them on hover)."""
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    _sign_in(page, dashboard_url)
+    page.goto(f"{dashboard_url}/projects/odd/traces")
+    expect(page.get_by_role("link", name="0e" * 16)).to_be_visible()
+    scroll = page.locator(".table-scroll")
+    assert scroll.evaluate("e => e.scrollWidth <= e.clientWidth"), scroll.evaluate(
+        "e => [e.scrollWidth, e.clientWidth]"
+    )
+    picker = page.get_by_label("User").bounding_box()
+    assert picker is not None and picker["width"] <= 14 * 16 + 1
+    label = page.locator('label[for="user"]').bounding_box()
+    assert label is not None and abs(label["y"] - picker["y"]) < picker["height"]
+    shot = Path(os.environ.get("SPANGATE_SCREENSHOTS", tmp_path)) / "trace-list-1280.png"
+    page.screenshot(path=str(shot), full_page=True)
     page.close()
 
 
