@@ -1,4 +1,6 @@
-"""Refusing a request whose body is framed two ways, before any app reads it.
+"""Refusing a request whose body is framed two ways, before any app reads it; and
+closing, in so many words, a connection whose request was answered before its body
+came whole.
 
 A request with both Content-Length and Transfer-Encoding is the shape of request
 smuggling: a proxy in front may frame the body by one header while the server frames it
@@ -8,6 +10,13 @@ open, and has no setting that refuses it. RFC 9112 (section 6.1) lets a server h
 as an error provided it closes the connection afterwards: every app is wrapped in this
 guard, which answers 400 with `Connection: close` so that nothing more is read from, or
 answered on, that connection.
+
+An app may answer before it has read a request's body (a 401 for a bad key, a 415, a
+429): Hypercorn then closes the connection once the answer is sent, since the rest of
+the body would be read as the next request. An answer that said nothing of it left a
+client that keeps connections alive to send its next request on a closed one, and see
+it fail unanswered (an exporter's spurious error): the guard adds `Connection: close`
+to an answer given before the body came whole.
 """
 
 from __future__ import annotations
@@ -35,15 +44,46 @@ def framed_twice(headers: Iterable[tuple[bytes, bytes]]) -> bool:
     return b"content-length" in names and b"transfer-encoding" in names
 
 
+def has_body(headers: Iterable[tuple[bytes, bytes]]) -> bool:
+    """Whether a request's headers announce a body (chunked, or of a length over 0)."""
+    for name, value in headers:
+        name = name.lower()
+        if name == b"transfer-encoding" or (name == b"content-length" and value.strip(b" 0")):
+            return True
+    return False
+
+
 class FramingGuard:
-    """ASGI middleware: 400 and a closed connection for a body framed two ways."""
+    """ASGI middleware: 400 and a closed connection for a body framed two ways; and
+    `Connection: close` on an answer given before the request's body came whole."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Call, send: Call) -> None:
-        if scope["type"] == "http" and framed_twice(scope["headers"]):
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if framed_twice(scope["headers"]):
             await send({"type": "http.response.start", "status": 400, "headers": _HEADERS})
             await send({"type": "http.response.body", "body": _BODY})
             return
-        await self.app(scope, receive, send)
+        if not has_body(scope["headers"]):
+            await self.app(scope, receive, send)
+            return
+        whole = False
+
+        async def received() -> dict[str, Any]:
+            nonlocal whole
+            message: dict[str, Any] = await receive()
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                whole = True  # the body's end, or the client gone: nothing more to read
+            return message
+
+        async def answered(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start" and not whole:
+                headers = [*message.get("headers", ()), (b"connection", b"close")]
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, received, answered)

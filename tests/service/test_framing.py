@@ -106,3 +106,25 @@ def test_the_guard_reads_both_headers_only_together() -> None:
     assert framed_twice([(b"content-length", b"5"), (b"transfer-encoding", b"chunked")])
     assert not framed_twice([(b"content-length", b"5"), (b"host", b"x")])
     assert not framed_twice([(b"transfer-encoding", b"chunked"), (b"host", b"x")])
+
+
+@pytest.mark.parametrize(
+    ("service", "path", "key"),
+    [("collector", "/v1/spans", b"Authorization: Bearer sgk_bad"),
+     ("sidecar", "/v1/scores", b"X-API-Key: sgk_bad")],
+)  # fmt: skip
+def test_an_answer_before_the_body_came_whole_says_the_connection_closes(
+    ports: dict[str, int], service: str, path: str, key: bytes
+) -> None:
+    """A bad key is answered 401 before the body is read: with `Connection: close` (the
+    server closes the connection, whose unread body would read as the next request), so
+    that a client keeping connections alive sends its next request on a new one."""
+    head = f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n".encode()
+    with socket.create_connection(("127.0.0.1", ports[service]), timeout=3) as sock:
+        sock.sendall(head + key + b"\r\nContent-Length: 1000\r\n\r\n{")  # the rest never sent
+        reply = b""
+        while b"\r\n\r\n" not in reply:
+            reply += sock.recv(65536)
+    status, _, _ = reply.partition(b"\r\n")
+    assert status.startswith(b"HTTP/1.1 401"), reply
+    assert b"connection: close" in reply.partition(b"\r\n\r\n")[0].lower(), reply
