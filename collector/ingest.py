@@ -14,6 +14,7 @@ their whole conversion would stall health checks and small requests.
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -113,6 +114,10 @@ def _convert_otlp(data: bytes, limits: Limits) -> tuple[Conversion, bool]:
     return proto_json.convert_otlp(data, limits), True
 
 
+#: How an OTLP body begins: its form is its answers' even where it does not parse whole.
+_OTLP_START = re.compile(rb'[ \t\r\n]*\{[ \t\r\n]*"resourceSpans"[ \t\r\n]*:')
+
+
 def _convert_traces(data: bytes, limits: Limits) -> tuple[Conversion, bool]:
     """/v1/traces takes a native or an OTLP body; the detector tells them apart."""
     converted = fastpath.otlp_body(data, limits)  # an all-valid body with resourceSpans
@@ -121,7 +126,12 @@ def _convert_traces(data: bytes, limits: Limits) -> tuple[Conversion, bool]:
     converted = fastpath.traces_body(data, limits)  # an all-valid body of native traces
     if converted is not None:
         return converted, False
-    document = proto_json.load_object(data)
+    try:
+        document = proto_json.load_object(data)
+    except EnvelopeError as e:
+        if _OTLP_START.match(data):  # an OTLP body, unparseable further on
+            raise _OtlpEnvelopeError(e) from e
+        raise
     if proto_json.traces_format(document) == "otlp":
         try:
             return proto_json.convert_otlp_document(document, limits), True

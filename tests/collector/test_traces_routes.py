@@ -121,6 +121,26 @@ async def test_otlp_envelope_error_on_traces_route_is_otlp_form(
     assert "VALIDATION_ERROR" in (await response.get_json())["partialSuccess"]["errorMessage"]
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        b' {"resourceSpans": [{"scopeSpans": [' + b"[" * 300 + b"]" * 300,  # too deep
+        b'{\n  "resourceSpans" : [{"x": 1,}]}',  # a trailing comma
+    ],
+)
+async def test_an_otlp_body_that_does_not_parse_on_traces_route_is_otlp_form(
+    client: Client, tenant: Tenant, body: bytes
+) -> None:
+    """A body that begins as OTLP's does but does not parse, on /v1/traces: 400 in the
+    OTLP form, as the OTLP route answers it; a native one that does not parse keeps the
+    gateway's."""
+    response = await client.post("/v1/traces", data=body, headers=tenant.auth())
+    assert response.status_code == 400
+    assert "SERIALIZATION_ERROR" in (await response.get_json())["partialSuccess"]["errorMessage"]
+    response = await client.post("/v1/traces", data=b'{"traces": [,]}', headers=tenant.auth())
+    assert (await response.get_json())["error"]["code"] == "SERIALIZATION_ERROR"
+
+
 async def test_otlp_route_oversize_is_413_otlp(settings: Settings, tenant: Tenant) -> None:
     """Over the size limit on the OTLP route: 413 with an OTLP body."""
     app = make_app(settings, max_body_bytes=100)
