@@ -42,7 +42,9 @@ def native_value(value: object, where: str, pool: PairPool, depth: int = 0) -> A
     if type(value) is int:  # not `t`: mypy narrows only on the value itself
         if INT64_MIN <= value <= INT64_MAX:
             return {"intValue": str(value)}
-        raise _bad(where, "integer outside the 64-bit signed range")
+        # a number no intValue holds is a double, as the JSON parser makes one past 64
+        # bits unsigned (and as a JavaScript client's number is one)
+        return {"doubleValue": float(value)}
     if t is float:
         return {"doubleValue": value}
     if value is None:
