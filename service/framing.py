@@ -38,19 +38,19 @@ _HEADERS = [
 ]
 
 
-def framed_twice(headers: Iterable[tuple[bytes, bytes]]) -> bool:
-    """Whether a request's headers (ASGI: lowercase names) carry both body framings."""
-    names = {name.lower() for name, _ in headers}
-    return b"content-length" in names and b"transfer-encoding" in names
-
-
-def has_body(headers: Iterable[tuple[bytes, bytes]]) -> bool:
-    """Whether a request's headers announce a body (chunked, or of a length over 0)."""
+def framing(headers: Iterable[tuple[bytes, bytes]]) -> tuple[bytes | None, bytes | None]:
+    """A request's Content-Length and Transfer-Encoding values (ASGI: lowercase names;
+    None when absent), in one pass."""
+    length = chunked = None
     for name, value in headers:
-        name = name.lower()
-        if name == b"transfer-encoding" or (name == b"content-length" and value.strip(b" 0")):
-            return True
-    return False
+        if name == b"content-length":
+            length = value
+        elif name == b"transfer-encoding":
+            chunked = value
+    return length, chunked
+
+
+_CLOSE = (b"connection", b"close")
 
 
 class FramingGuard:
@@ -64,26 +64,26 @@ class FramingGuard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        if framed_twice(scope["headers"]):
+        length, chunked = framing(scope["headers"])
+        if chunked is None and (length is None or not length.strip(b" 0")):  # no body
+            await self.app(scope, receive, send)
+            return
+        if length is not None and chunked is not None:
             await send({"type": "http.response.start", "status": 400, "headers": _HEADERS})
             await send({"type": "http.response.body", "body": _BODY})
-            return
-        if not has_body(scope["headers"]):
-            await self.app(scope, receive, send)
             return
         whole = False
 
         async def received() -> dict[str, Any]:
             nonlocal whole
             message: dict[str, Any] = await receive()
-            if message["type"] != "http.request" or not message.get("more_body", False):
-                whole = True  # the body's end, or the client gone: nothing more to read
+            if not message.get("more_body"):  # the body's end, or the client gone
+                whole = True
             return message
 
         async def answered(message: dict[str, Any]) -> None:
-            if message["type"] == "http.response.start" and not whole:
-                headers = [*message.get("headers", ()), (b"connection", b"close")]
-                message = {**message, "headers": headers}
+            if not whole and message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", ()), _CLOSE]
             await send(message)
 
         await self.app(scope, received, answered)
