@@ -30,14 +30,10 @@ static Name input_key, output_key, others[MAX_NAMES], prefixes[MAX_NAMES];
 static int nothers, nprefixes;
 /* What storage/llm_text.py's `says` looks for after a `"key":"`: a messages key and its
  * closing quote, an indexed messages prefix (`prefixes`), or a key whose value is a
- * text or a structure (then one of VALUE_KINDS). */
+ * string (then STRING_VALUE). */
 static Name said[MAX_NAMES], string_keys[MAX_NAMES];
 static int nsaid, nstring_keys;
-/* What follows a tool's or agent's value key whose value may be read: a text, or a
- * structure (a tool's arguments sent as an object), shown as JSON. */
-static const char *const VALUE_KINDS[] = {"\",\"value\":{\"stringValue\"",
-                                          "\",\"value\":{\"kvlistValue\"",
-                                          "\",\"value\":{\"arrayValue\""};
+static const char STRING_VALUE[] = "\",\"value\":{\"stringValue\"";
 static Py_ssize_t max_messages, max_content, preview_chars, max_text;
 
 static const char ELLIPSIS[] = "\xe2\x80\xa6"; /* what a text cut at a bound ends with */
@@ -361,13 +357,11 @@ static int said_at(const char *at, size_t left, size_t len) {
     for (int k = 0; k < nprefixes; k++)
         if (prefixes[k].len <= len && memcmp(at, prefixes[k].text, prefixes[k].len) == 0)
             return 1;
-    for (int k = 0; k < nstring_keys; k++) {
-        if (string_keys[k].len != len || memcmp(at, string_keys[k].text, len) != 0) continue;
-        for (size_t v = 0; v < sizeof(VALUE_KINDS) / sizeof(*VALUE_KINDS); v++) {
-            size_t kind = strlen(VALUE_KINDS[v]);
-            if (left - len >= kind && memcmp(at + len, VALUE_KINDS[v], kind) == 0) return 1;
-        }
-    }
+    for (int k = 0; k < nstring_keys; k++)
+        if (string_keys[k].len == len && left - len >= sizeof(STRING_VALUE) - 1 &&
+            memcmp(at, string_keys[k].text, len) == 0 &&
+            memcmp(at + len, STRING_VALUE, sizeof(STRING_VALUE) - 1) == 0)
+            return 1;
     return 0;
 }
 

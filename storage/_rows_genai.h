@@ -27,8 +27,9 @@ static const char *const FIELD_NAMES[NFIELDS] = {
 /* The row's GenAI fields (SpanRow's, after its first ROW_FIELDS) and its session's. */
 enum { R_SESSION = 11, R_TYPE = 20, R_NAME, R_MODEL, R_PROVIDER, R_USER, R_TOKENS };
 
-/* CHECK_PYTHON: the span is Python's; CHECK_VALUE: a text as CHECK_TEXT, and a span with
- * a structure there (a tool's arguments sent as an object) Python's */
+/* CHECK_PYTHON: the span is Python's; CHECK_VALUE: a text as CHECK_TEXT; a structure there
+ * (a tool's arguments sent as an object) gives no fact, and leaves to Python only a span
+ * of no type (which OpenInference's input.value or output.value makes a chain) */
 enum { CHECK_TEXT, CHECK_COUNT, CHECK_PYTHON, CHECK_VALUE };
 enum { ROLE_FIELD = 1, ROLE_TYPE = 2, ROLE_SAYING = 4 };
 #define PLAN_SLOTS 4
@@ -231,6 +232,7 @@ typedef struct {
     Best best[NFIELDS];
     uint32_t types[PLAN_TYPES]; /* the text node of each typing attribute (0: none) */
     int marked, said;
+    int structured; /* a value a CHECK_VALUE key gave as a structure (Python reads it) */
 } Read;
 
 /* Whether a string node's text is blank to str.isspace: 1 (blank or empty), 0, or -1
@@ -309,8 +311,10 @@ static int plan_attribute(const Scan *s, const PlanKey *k, uint32_t value, Read 
         if (b->rank >= 0 && b->rank <= slot->rank) continue;
         if (slot->check == CHECK_PYTHON) return BAIL;
         if (slot->check == CHECK_VALUE &&
-            (NODE_IS(s, name, "kvlistValue") || NODE_IS(s, name, "arrayValue")))
-            return BAIL;
+            (NODE_IS(s, name, "kvlistValue") || NODE_IS(s, name, "arrayValue"))) {
+            read->structured = 1;
+            continue;
+        }
         PyObject *found = slot->check != CHECK_COUNT
                               ? usable_text(s, slot->field, name, item, &status)
                               : usable_count(s, name, item, &status);
@@ -448,7 +452,7 @@ static int genai_facts(const Plan *p, const Scan *s, uint32_t list, uint32_t age
     int native_at = agent && !(NODE(s, agent)->flags & J_ESCAPED)
                         ? name_index(s, agent, p->native, p->nnative)
                         : p->nnative;
-    Read read = {.marked = 0, .said = 0};
+    Read read = {.marked = 0, .said = 0, .structured = 0};
     for (int f = 0; f < NFIELDS; f++) read.best[f] = (Best){-1, NULL};
     memset(read.types, 0, sizeof(read.types));
     int status = OK;
@@ -471,7 +475,9 @@ static int genai_facts(const Plan *p, const Scan *s, uint32_t list, uint32_t age
         else if (type == NULL && ((b[F_INPUT_VALUE].value && b[F_INPUT_VALUE].rank == p->input_value) ||
                                   (b[F_OUTPUT_VALUE].value && b[F_OUTPUT_VALUE].rank == p->output_value)))
             type = p->chain; /* OpenInference's span of no kind (genai/view.py) */
-        if (type != NULL && result == GENAI_NONE)
+        if (result == GENAI_NONE && read.structured && type == NULL)
+            result = GENAI_PYTHON; /* whether a structure makes it a chain: Python's */
+        else if (type != NULL && result == GENAI_NONE)
             result = fill_row(p, &read, type, row) < 0 ? -1
                      : b[F_MODEL].value && (b[F_INPUT].value || b[F_OUTPUT].value) ? GENAI_PRICED
                                                                                  : GENAI_FILLED;

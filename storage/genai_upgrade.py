@@ -12,10 +12,9 @@ left as the worker wrote it (the update names its content hash).
 from __future__ import annotations
 
 import logging
-import re
 from functools import partial
 
-from genai import GenAIView, conventions
+from genai import GenAIView
 from genai.prices import Pricer
 from storage import session_summaries, trace_index, trace_summaries, trace_texts, trace_walk
 from storage.database import Database, Transaction
@@ -87,26 +86,8 @@ _SET_USER = (
 )
 
 
-#: Of a trace's described spans, those that may give a tool's or agent's value as a
-#: structure (read as text since: storage/llm_text.py), and the test of each.
-_STRUCTURED = (
-    "SELECT attributes FROM spans WHERE project_id = ? AND trace_id = ? "
-    "AND llm_type IS NOT NULL AND (attributes LIKE ? OR attributes LIKE ?)"
-)
-_STRUCTURES = ('%"kvlistValue"%', '%"arrayValue"%')
-_STRUCTURED_VALUE = re.compile(
-    '"key":"(?:'
-    + "|".join(re.escape(key) for key in (*conventions.INPUT_VALUE, *conventions.OUTPUT_VALUE))
-    + ')","value":\\{"(?:kvlistValue|arrayValue)"'
-)
-
-
 def _redescribe_trace(tx: Transaction, project_id: str, trace_id: str, pricer: Pricer) -> None:
-    typed = any(
-        _STRUCTURED_VALUE.search(attributes)
-        for (attributes,) in tx.query(_STRUCTURED, (project_id, trace_id, *_STRUCTURES))
-    )
-    given = False
+    typed = given = False
     for span_id, day, name, kind, attributes, events, content_hash in tx.query(
         _UNDESCRIBED, (project_id, trace_id)
     ):
@@ -118,7 +99,7 @@ def _redescribe_trace(tx: Transaction, project_id: str, trace_id: str, pricer: P
         elif (user := stored_user(attributes)) is not None:
             tx.execute(_SET_USER, (user, *key))
             given = True
-    if not (given or typed):
+    if not given:
         return
     tx.execute(_REFRESH[tx.postgres], (project_id, trace_id))
     if typed:  # its texts: the documents of its words, and its ends' previews
@@ -145,8 +126,6 @@ def redescribe(db: Database, pricer: Pricer, progress: trace_walk.Progress | Non
     a chain), their facts; and those that name a user (`user.id`, `enduser.id`, kept
     now whatever convention describes a span: storage/span_genai.py's with_user) their
     users; their traces' summaries, texts and previews, and sessions' summaries, anew;
-    and the texts anew of the traces whose tools' or agents' values were sent as
-    structures (a tool's arguments as an object, read since); the traces gone through
-    (0 when it was done before)."""
+    the traces gone through (0 when it was done before)."""
     work = partial(_redescribe_trace, pricer=pricer)
     return trace_walk.walk(db, REDESCRIBED, work, lock=True, progress=progress)

@@ -30,8 +30,7 @@ EVENT_MARKER = '"name":"gen_ai.'
 
 #: An attribute that may give a span messages (genai/conventions.py names them): the
 #: messages' own (any value), indexed messages, and the values of tools and agents
-#: (strings, or structures: a tool's arguments sent as an object); or a GenAI event.
-#: Only a span with one is read for its text.
+#: (strings); or a GenAI event. Only a span with one is read for its text.
 _MESSAGE_KEYS = (
     *(key for key, _ in (*c.INPUT_MESSAGES, *c.OUTPUT_MESSAGES)),
     c.SYSTEM_INSTRUCTIONS,
@@ -46,7 +45,7 @@ _SAID = re.compile(
     + "|".join(map(re.escape, _INDEXED))
     + "|(?:"
     + "|".join(map(re.escape, _STRING_KEYS))
-    + ')","value":\\{"(?:stringValue|kvlistValue|arrayValue)")'
+    + ')","value":\\{"stringValue")'
 )
 
 

@@ -256,7 +256,7 @@ async def test_a_root_of_no_kind_gives_its_openinference_input_and_output(site: 
 
 async def test_a_tools_arguments_sent_as_an_object_are_its_input(site: Site) -> None:
     """`tool.args` sent as an object (as the README's example sends it): the tool's
-    input, as JSON text, found by the text filter too; an empty object is none."""
+    input, as JSON text; an empty object is none."""
     store(site.db, site.demo, [
         span(traceId="4" * 32, spanId="a" * 16, name="search_orders", kind="tool_call",
              attributes={"tool.name": "search_orders", "tool.args": {"customer": "c-42"}}),
@@ -276,7 +276,3 @@ async def test_a_tools_arguments_sent_as_an_object_are_its_input(site: Site) -> 
         "a" * 16: ([{"role": "assistant", "content": '{"customer":"c-42"}'}], "tool.args"),
         "b" * 16: ([], None),
     }
-    found = orjson.loads(
-        await (await client.get("/api/v1/projects/demo/traces?text=customer")).get_data()
-    )
-    assert [t["traceId"] for t in found["traces"]] == ["4" * 32]
