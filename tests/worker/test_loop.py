@@ -93,6 +93,14 @@ def drain(client: redis.Redis, store: SpanStore, **options: Any) -> Worker:
     return worker
 
 
+def _drained(client: redis.Redis, store: SpanStore, queue: Queue) -> tuple[str, int]:
+    """Drain the queue: the name of the span of `span()`'s id as stored, and how many
+    sends the worker refused."""
+    worker = drain(client, store)
+    [stored] = store.trace(queue.project_id, span()["traceId"])
+    return stored["name"], worker.stats.spans_refused
+
+
 def test_queued_spans_are_stored_acknowledged_and_trimmed(
     client: redis.Redis, queue: Queue, store: SpanStore
 ) -> None:
@@ -181,9 +189,7 @@ def test_a_backlog_does_not_shorten_the_window(
     received = int(time.time() * 1000) - 10 * WINDOW_S * 1000
     queue.send(span(name="first"), received_ms=received)
     queue.send(span(name="changed"), received_ms=received + WINDOW_S * 1000 - 1)
-    worker = drain(client, store)
-    [stored] = store.trace(queue.project_id, span()["traceId"])
-    assert (stored["name"], worker.stats.spans_refused) == ("first", 1)
+    assert _drained(client, store, queue) == ("first", 1)
 
 
 def test_an_older_send_delivered_late_does_not_replace_a_newer_one(
@@ -195,9 +201,7 @@ def test_an_older_send_delivered_late_does_not_replace_a_newer_one(
     queue.send(span(name="newer"), received_ms=now)
     drain(client, store)
     queue.send(span(name="older"), received_ms=now - 10 * WINDOW_S * 1000)
-    worker = drain(client, store)
-    [stored] = store.trace(queue.project_id, span()["traceId"])
-    assert (stored["name"], worker.stats.spans_refused) == ("newer", 1)
+    assert _drained(client, store, queue) == ("newer", 1)
 
 
 @pytest.mark.parametrize("late_by_ms", [1, WINDOW_S * 1000 - 1])
@@ -210,13 +214,9 @@ def test_the_first_send_stored_after_a_change_sent_within_its_window_wins(
     now = int(time.time() * 1000)
     queue.send(span(name="changed"), received_ms=now)
     queue.send(span(name="first"), received_ms=now - late_by_ms)
-    worker = drain(client, store)
-    [stored] = store.trace(queue.project_id, span()["traceId"])
-    assert (stored["name"], worker.stats.spans_refused) == ("first", 0)
+    assert _drained(client, store, queue) == ("first", 0)
     queue.send(span(name="changed again"), received_ms=now - late_by_ms + 1)
-    worker = drain(client, store)
-    [stored] = store.trace(queue.project_id, span()["traceId"])
-    assert (stored["name"], worker.stats.spans_refused) == ("first", 1)
+    assert _drained(client, store, queue) == ("first", 1)
 
 
 def test_a_first_send_stored_after_a_change_of_another_day_is_kept_beside_it(
