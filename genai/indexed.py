@@ -44,7 +44,7 @@ def indexed_groups(attributes: Mapping[str, Any], prefix: str) -> dict[int, dict
         if not key.startswith(prefix):
             continue
         index, _, member = key[len(prefix) :].partition(".")
-        if not index.isdigit() or len(index) > 6 or not member:
+        if not index.isdecimal() or len(index) > 6 or not member:
             continue
         at = int(index)
         if at >= MAX_MESSAGES:
@@ -64,7 +64,7 @@ def _numbered(members: Mapping[str, Any], name: str) -> dict[int, dict[str, Any]
     for key, value in members.items():
         if key.startswith(start):
             index, _, rest = key[len(start) :].partition(".")
-            if index.isdigit() and len(index) <= 6 and int(index) < MAX_TOOL_CALLS:
+            if index.isdecimal() and len(index) <= 6 and int(index) < MAX_TOOL_CALLS:
                 found.setdefault(int(index), {})[rest] = value
     return found
 

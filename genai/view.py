@@ -155,7 +155,7 @@ def _count(value: Any) -> int | None:
         return None
     if isinstance(value, str):
         text = value.strip()
-        value = int(text) if text.isdigit() and len(text) < 19 else None
+        value = int(text) if text.isdecimal() and len(text) < 19 else None
     elif isinstance(value, float):
         value = int(value) if math.isfinite(value) and value.is_integer() else None
     if isinstance(value, int) and 0 <= value < _MAX_TOKENS:
@@ -299,7 +299,7 @@ class _Reader:
                         continue
                 else:
                     number = item.get("intValue") if check is _count else None
-                    if type(number) is str and number.isdigit() and len(number) < 19:
+                    if type(number) is str and number.isdecimal() and len(number) < 19:
                         value = int(number)
                     else:
                         value = check(plain(item))

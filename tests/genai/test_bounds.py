@@ -158,7 +158,7 @@ def test_a_200_kb_message_is_cut() -> None:
 def test_bad_token_counts_are_none() -> None:
     """Negative, fractional, non-numeric and boolean token counts are None, and the
     next attribute in the order is read instead."""
-    for bad in (-1, 1.5, "many", True, "1e3"):
+    for bad in (-1, 1.5, "many", True, "1e3", "\u00b2", " \u00b3 "):  # superscripts: digits
         view = view_of(
             attrs(
                 {
@@ -171,6 +171,21 @@ def test_bad_token_counts_are_none() -> None:
         assert view is not None
         assert view.input_tokens == 7, bad
         assert view.sources["inputTokens"] == "gen_ai.usage.prompt_tokens"
+
+
+def test_digits_no_number_is_made_of_are_no_count_and_no_index() -> None:
+    """A superscript is a digit (str.isdigit) that int() refuses: as an intValue, a
+    token count in text, a message's index, it gives nothing, never an exception."""
+    attributes = [
+        {"key": "gen_ai.request.model", "value": {"stringValue": "m"}},
+        {"key": "gen_ai.usage.input_tokens", "value": {"intValue": "\u00b2"}},
+        {"key": "gen_ai.usage.output_tokens", "value": {"stringValue": "\u00b9\u00b2"}},
+        {"key": "gen_ai.prompt.\u00b2.content", "value": {"stringValue": "x"}},
+        {"key": "gen_ai.completion.0.tool_calls.\u00b9.name", "value": {"stringValue": "t"}},
+    ]
+    view = view_of(attributes)
+    assert view is not None and view.model == "m"
+    assert (view.input_tokens, view.output_tokens, view.input_messages) == (None, None, ())
 
 
 def test_invalid_json_messages_are_empty() -> None:
