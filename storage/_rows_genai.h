@@ -437,6 +437,11 @@ static int fill_row(const Plan *p, const Read *read, PyObject *type, PyObject *r
 
 enum { GENAI_NONE, GENAI_FILLED, GENAI_PRICED, GENAI_PYTHON };
 
+/* Whether a field's value read was given by the key of that rank. */
+static int given_at(const Best *b, int field, int rank) {
+    return b[field].value != NULL && b[field].rank == rank;
+}
+
 /* A span's GenAI facts into its row: GENAI_NONE (no convention describes it),
  * GENAI_FILLED, GENAI_PRICED (filled, and it has what a price needs: a model and
  * tokens), GENAI_PYTHON (Python reads it), or -1 with an exception set. `agent`: its
@@ -472,8 +477,8 @@ static int genai_facts(const Plan *p, const Scan *s, uint32_t list, uint32_t age
             result = -1;
         else if (type == NULL && (b[F_MODEL].value || tokens || said))
             type = p->llm;
-        else if (type == NULL && ((b[F_INPUT_VALUE].value && b[F_INPUT_VALUE].rank == p->input_value) ||
-                                  (b[F_OUTPUT_VALUE].value && b[F_OUTPUT_VALUE].rank == p->output_value)))
+        else if (type == NULL && (given_at(b, F_INPUT_VALUE, p->input_value) ||
+                                  given_at(b, F_OUTPUT_VALUE, p->output_value)))
             type = p->chain; /* OpenInference's span of no kind (genai/view.py) */
         if (result == GENAI_NONE && read.structured && type == NULL)
             result = GENAI_PYTHON; /* whether a structure makes it a chain: Python's */
