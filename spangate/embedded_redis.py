@@ -26,6 +26,7 @@ import subprocess
 import time
 from pathlib import Path
 from typing import IO
+from urllib.parse import urlsplit
 
 import redis
 
@@ -141,8 +142,10 @@ class EmbeddedRedis:
         worker`, run apart, each read the URL once, at their start: the one that did not
         start the server would otherwise retry a port nothing listens on."""
         try:
-            port = int(self.url_file.read_text().strip().rsplit(":", 1)[1].split("/")[0])
-        except (OSError, ValueError, IndexError):
+            port = urlsplit(self.url_file.read_text().strip()).port
+        except (OSError, ValueError):
+            return None
+        if port is None:
             return None
         with socket.socket() as probe:
             try:
@@ -158,7 +161,7 @@ class EmbeddedRedis:
         if url is None:
             return
         # on its port again: a process that found it through redis.url finds this one
-        self.port = self.port or int(url.rsplit(":", 1)[1].split("/")[0])
+        self.port = self.port or urlsplit(url).port
         client = redis.Redis.from_url(url, socket_connect_timeout=1, socket_timeout=30)
         try:
             client.shutdown()  # flushes its append-only file; the connection closes
