@@ -14,6 +14,8 @@
 static PyObject *orjson_dumps, *s_empty_list, *s_empty_object, *kind_names[6];
 /* hashlib.blake2b, its call's keyword names and digest size, and "hexdigest" */
 static PyObject *blake2b, *blake2b_kwnames, *digest_size, *k_hexdigest;
+/* storage.shared_texts.held */
+static PyObject *held;
 
 #define ROW_FIELDS 20
 
@@ -211,5 +213,10 @@ PyMODINIT_FUNC PyInit__rows(void) {
         (blake2b_kwnames = Py_BuildValue("(s)", "digest_size")) == NULL)
         return NULL;
     INTERN(k_hexdigest, "hexdigest");
+    PyObject *shared_texts = PyImport_ImportModule("storage.shared_texts");
+    if (shared_texts == NULL) return NULL;
+    held = PyObject_GetAttrString(shared_texts, "held");
+    Py_DECREF(shared_texts);
+    if (held == NULL) return NULL;
     return PyModule_Create(&module);
 }

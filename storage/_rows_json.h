@@ -523,6 +523,14 @@ fail:
     return NULL;
 }
 
+/* What a row holds of a resource's or a scope's text (storage/shared_texts.py's held),
+ * once each: the text, or its key carrying it. Takes the reference to text. */
+static PyObject *held_text(PyObject *text) {
+    PyObject *kept = PyObject_CallOneArg(held, text);
+    Py_DECREF(text);
+    return kept;
+}
+
 static int rows_of_scope_node(Rows *r, const Scan *s, uint32_t scope_spans, PyObject *out) {
     uint32_t scope, spans;
     int status = OK;
@@ -531,6 +539,7 @@ static int rows_of_scope_node(Rows *r, const Scan *s, uint32_t scope_spans, PyOb
     TRY(member_of(s, scope_spans, "spans", &spans));
     r->scope = node_text(&r->buf, s, scope, s_empty_object, &status);
     if (r->scope == NULL) return PyErr_Occurred() ? FAIL : status;
+    if ((r->scope = held_text(r->scope)) == NULL) return FAIL;
     if (spans && NODE(s, spans)->type != J_ARRAY) status = BAIL;
     uint32_t span = spans + 1;
     for (uint32_t k = 0; status == OK && spans && k < NODE(s, spans)->count;
@@ -558,6 +567,7 @@ static int rows_of_resource_node(Rows *r, const Scan *s, uint32_t resource_spans
     if (NODE(s, scopes)->type != J_ARRAY) return BAIL;
     r->resource = node_text(&r->buf, s, resource, s_empty_object, &status);
     if (r->resource == NULL) return PyErr_Occurred() ? FAIL : status;
+    if ((r->resource = held_text(r->resource)) == NULL) return FAIL;
     uint32_t scope = scopes + 1;
     for (uint32_t k = 0; status == OK && k < NODE(s, scopes)->count;
          k++, scope = NODE(s, scope)->next)

@@ -12,7 +12,8 @@ Either way the rows are deleted, and the summaries and indexes of the traces tha
 span on a removed day made anew from what is left (gone when nothing is), a few hundred
 traces a transaction, under the traces' locks as a writer takes them: the store keeps
 its rule that every trace with a stored span has a summary, and a writer of one of
-those traces meanwhile waits, then writes by what is left.
+those traces meanwhile waits, then writes by what is left. Last, the resources' and
+scopes' texts no row of a day left uses (storage/shared_texts.py).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from functools import partial
 
-from storage import session_summaries, trace_index, trace_summaries
+from storage import session_summaries, shared_texts, trace_index, trace_summaries
 from storage.database import Database, Transaction
 from storage.span_copy import lock_every
 from storage.trace_index import stale_partition
@@ -135,6 +136,7 @@ def remove_days_before(db: Database, cutoff: date) -> Removed:
     for at in range(0, len(touched), _TRACES_A_TRANSACTION):
         traces = [(project, trace) for project, trace in touched[at : at + _TRACES_A_TRANSACTION]]
         rows += db.retried(partial(_remove, traces=traces, cutoff=cutoff), immediate=True)
+    db.retried(partial(shared_texts.remove_before, day=cutoff.isoformat()), immediate=True)
     return Removed(dropped, rows, len(touched))
 
 

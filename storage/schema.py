@@ -296,6 +296,11 @@ MIGRATIONS: tuple[tuple[str, ...] | ByDialect, ...] = (
         # locked (storage/trace_index.py), through an index
         ("CREATE INDEX trace_index_stale_trace ON trace_index_stale (project_id, trace_id)",)
     ),
+    (  # 23: a resource's and a scope's text stored once a project, the span rows holding
+        # its key (storage/shared_texts.py); the rows stored before keep their texts
+        "CREATE TABLE shared_texts (project_id TEXT NOT NULL, key TEXT NOT NULL, "
+        "body TEXT NOT NULL, last_day TEXT NOT NULL, PRIMARY KEY (project_id, key))",
+    ),
 )
 
 

@@ -8,6 +8,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from proto_json import KIND_ATTRIBUTE, SESSION_ATTRIBUTE, fastpath, span_content_hash
+from storage.shared_texts import held
 
 #: The C row builder (storage/_rows.c), where it was built: the same rows from a
 #: request's bytes, without parsing them into Python objects.
@@ -59,6 +60,7 @@ class SpanRow(NamedTuple):
     events: str
     links: str
     extras: str
+    # the resource's and the scope's JSON text, or its key (storage/shared_texts.py)
     resource: str
     scope: str
     content_hash: str
@@ -156,9 +158,9 @@ def rows_of(request: dict[str, Any], project_id: str, received_ms: int) -> list[
     from a request's bytes are tested against, and the path for those it declines."""
     rows: list[SpanRow] = []
     for resource_spans in request.get("resourceSpans", []):
-        resource = orjson.dumps(resource_spans.get("resource", {})).decode()
+        resource = held(orjson.dumps(resource_spans.get("resource", {})).decode())
         for scope_spans in resource_spans.get("scopeSpans", []):
-            scope = orjson.dumps(scope_spans.get("scope", {})).decode()
+            scope = held(orjson.dumps(scope_spans.get("scope", {})).decode())
             for span in scope_spans.get("spans", []):
                 rows.append(row_of(span, project_id, received_ms, resource, scope))
     return rows

@@ -7,7 +7,14 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from storage import session_summaries, span_copy, trace_index, trace_summaries, trace_texts
+from storage import (
+    session_summaries,
+    shared_texts,
+    span_copy,
+    trace_index,
+    trace_summaries,
+    trace_texts,
+)
 from storage.database import Database, Transaction
 from storage.resend import (
     SQLITE_STORED_TRACES,
@@ -47,8 +54,9 @@ _OUTLINE = (
 )
 
 
-def stored_span(row: tuple[Any, ...]) -> dict[str, Any]:
-    """A stored span as the read side shows it (canonical members, SDK kind, session)."""
+def stored_span(row: tuple[Any, ...], bodies: dict[str, str]) -> dict[str, Any]:
+    """A stored span as the read side shows it (canonical members, SDK kind, session);
+    `bodies`, the texts of its resource's and scope's keys (storage/shared_texts.py)."""
     (
         trace_id,
         span_id,
@@ -87,9 +95,16 @@ def stored_span(row: tuple[Any, ...]) -> dict[str, Any]:
         value = orjson.loads(text)
         if value:
             span[member] = value
-    span["resource"] = orjson.loads(resource)
-    span["scope"] = orjson.loads(scope)
+    span["resource"] = orjson.loads(shared_texts.text_of(resource, bodies))
+    span["scope"] = orjson.loads(shared_texts.text_of(scope, bodies))
     return span
+
+
+def _stored_spans(tx: Transaction, project_id: str, rows: list[Any]) -> list[dict[str, Any]]:
+    """`stored_span` of each row of a project's, their shared texts read in one query."""
+    keys = {value for row in rows for value in row[14:16] if shared_texts.is_key(value)}
+    bodies = shared_texts.bodies(tx, project_id, keys) if keys else {}
+    return [stored_span(row, bodies) for row in rows]
 
 
 _SPAN_COLUMNS = (
@@ -148,6 +163,7 @@ class SpanStore:
             refused = span_copy.write(tx, batch.copy, window_ms)
         else:
             refused = self._write_sqlite(tx, batch.rows, window_ms)
+        shared_texts.write(tx, batch.rows)
         if batch.found is not None:
             traces = batch.copy.traces if batch.copy is not None else ()
             trace_index.write(tx, batch.found, batch.rows, refused, traces)
@@ -183,7 +199,7 @@ class SpanStore:
                 "ORDER BY start_ns, span_id, start_day",
                 (project_id, trace_id.lower()),
             )
-        return [stored_span(row) for row in rows]
+            return _stored_spans(tx, project_id, rows)
 
     def texts(self, project_id: str, trace_id: str) -> list[tuple[str, str, str, str, str]]:
         """Each span of a trace as the text a search looks in, unparsed: (span id, name,
@@ -241,7 +257,7 @@ class SpanStore:
                 "AND span_id = ? ORDER BY start_day",
                 (project_id, trace_id.lower(), span_id.lower()),
             )
-        return [stored_span(row) for row in rows]
+            return _stored_spans(tx, project_id, rows)
 
     def count(self, project_id: str) -> int:
         """Stored spans of a project."""

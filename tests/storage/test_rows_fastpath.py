@@ -41,6 +41,11 @@ _CANONICAL_SPAN = {
 }
 
 
+def _texts_carried(rows: list[span_rows.SpanRow]) -> list[tuple[str | None, str | None]]:
+    """The resource and scope texts the rows' keys carry (storage/shared_texts.py)."""
+    return [(getattr(row.resource, "body", None), getattr(row.scope, "body", None)) for row in rows]
+
+
 def _same_rows_from_bytes(body: bytes, must_take: bool) -> None:
     """The C builder gives rows_of(orjson.loads(body)), or declines."""
     assert FAST is not None
@@ -53,6 +58,7 @@ def _same_rows_from_bytes(body: bytes, must_take: bool) -> None:
     if must_take and b"\\" not in body:  # escaped keys are sorted in Python
         assert fast is not None, "bytes written by spangate must take the fused path"
     assert fast is None or fast == reference
+    assert fast is None or _texts_carried(fast) == _texts_carried(reference)
     assert fast is None or all(type(row) is span_rows.SpanRow for row in fast)
     # texts, numbers and None only: left out of the cyclic GC's walks, as a plain tuple
     # of them would be after one collection (a NamedTuple never is)
