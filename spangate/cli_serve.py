@@ -323,9 +323,32 @@ def _positive(text: str) -> int:
     return value
 
 
+_DEFAULTS = Settings()
+#: The settings a first run is moved with (the rest: docs/operations.md).
+_SETTINGS = "settings (environment variables):\n" + "\n".join(
+    f"  {name:<23}{default!s:<12}{meaning}"
+    for name, default, meaning in (
+        ("SPANGATE_HOST", _DEFAULTS.host, "the address every part listens on"),
+        ("SPANGATE_INGEST_PORT", _DEFAULTS.ingest_port, "the collector (OTLP/HTTP /v1/traces)"),
+        ("SPANGATE_API_PORT", _DEFAULTS.api_port, "the scores sidecar"),
+        ("SPANGATE_APP_PORT", _DEFAULTS.app_port, "the dashboard"),
+        ("SPANGATE_DATA_DIR", _DEFAULTS.data_dir, "the embedded Redis's files, SQLite's database"),
+        ("SPANGATE_REDIS_URL", "unset", "the embedded Redis, or redis://..."),
+        ("SPANGATE_DATABASE_URL", "unset", "SQLite in the data directory, or postgresql://..."),
+    )
+)
+
+
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add serve and the one-part commands."""
-    serve = commands.add_parser("serve", help="run every part on embedded defaults")
+    serve = commands.add_parser(
+        "serve",
+        help="run every part on embedded defaults",
+        description="Run the collector, the scores sidecar, the dashboard and a worker,\n"
+        "on an embedded Redis and SQLite unless the environment names others.",
+        epilog=_SETTINGS,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     serve.add_argument("--no-worker", action="store_true", help="do not drain the queue")
     serve.add_argument(
         "--workers",

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import re
 import socket
 
 import pytest
 
 from service.settings import Settings
+from spangate.cli import main
 from spangate.embedded_redis import free_port
-from spangate.ports import PortTaken, check_ports
+from spangate.ports import PORTS, PortTaken, check_ports
 
 
 def _settings(**given: object) -> Settings:
@@ -34,3 +36,20 @@ def test_a_host_that_is_not_this_machine_names_the_host_setting() -> None:
     for host in ("no-such-host.invalid", "192.0.2.1"):
         with pytest.raises(PortTaken, match="check SPANGATE_HOST"):
             check_ports(_settings(host=host), ["dashboard"])
+
+
+def test_serve_help_names_each_port_and_the_data_directory_with_its_default(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """What a new user moves a first run with, shown with the defaults the parts use and
+    read by the settings under the names shown."""
+    with pytest.raises(SystemExit):
+        main(["serve", "--help"])
+    shown = dict(re.findall(r"^  (SPANGATE_\w+) +(\S+)", capsys.readouterr().out, re.M))
+    fields = {variable: field for field, variable in PORTS.values()}
+    fields |= {"SPANGATE_HOST": "host", "SPANGATE_DATA_DIR": "data_dir"}
+    assert {name: shown.get(name) for name in fields} == {
+        name: str(getattr(Settings(), field)) for name, field in fields.items()
+    }
+    moved = Settings.from_env({name: "4999" for name in fields})
+    assert all(str(getattr(moved, field)) == "4999" for field in fields.values())
