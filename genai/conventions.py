@@ -92,6 +92,9 @@ MODEL = (
     "ai.response.model",  # Vercel
     "ai.model.id",
 )
+#: A model call's parameters as JSON (OpenInference): its `model` names the model asked
+#: for, read when no key above names one (a call that failed before any answer).
+INVOCATION_PARAMETERS = "llm.invocation_parameters"
 PROVIDER = (
     "llm.provider",  # native, and OpenInference
     "gen_ai.provider.name",

@@ -15,6 +15,8 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
+import orjson
+
 from genai import conventions as c
 from genai.indexed import details_messages, event_message, indexed_messages
 from genai.messages import (
@@ -522,6 +524,8 @@ def _view(
         span_type = "chain"  # OpenInference's span of no kind: its generic one
     if span_type is None:
         return None
+    if model is None and span_type in MODEL_TYPES and reader.has(c.INVOCATION_PARAMETERS):
+        model = _model_asked(reader)
     if messages and not inputs and not outputs and span_type not in MODEL_TYPES:
         inputs, outputs = _values(reader, span_type)
     total = tokens.get("totalTokens")
@@ -545,6 +549,21 @@ def _view(
         tuple(outputs),
         sources,
     )
+
+
+def _model_asked(reader: _Reader) -> str | None:
+    """The model a call's parameters name (OpenInference's `llm.invocation_parameters`,
+    JSON): a call that failed before an answer has no other."""
+    given = reader.raw(c.INVOCATION_PARAMETERS)
+    try:
+        parameters = orjson.loads(given) if type(given) is str else None
+    except orjson.JSONDecodeError:
+        return None
+    model = parameters.get("model") if type(parameters) is dict else None
+    if type(model) is not str or not model or model.isspace():
+        return None
+    reader.sources["model"] = c.INVOCATION_PARAMETERS
+    return model[:TEXT_CHARS]
 
 
 def _said(
@@ -614,15 +633,18 @@ def reading_plan() -> tuple[Any, ...]:
     """The reader's tables, for storage/_rows_genai.h: the fields; for every attribute
     the reader looks at, its roles (1: gives fields, 2: types the span, 4: says it holds
     messages) and the fields it gives as (field, rank, check); the typing attributes in
-    order, with the types their texts give; and the native kinds' types."""
+    order, with the types their texts give; and the native kinds' types. Role 8: the
+    parameters that name a model when nothing else does (a span with them and no model
+    is Python's)."""
     fields = tuple(_FIELDS)
     keys = []
-    for key in sorted(_INDEX_KEYS | _TYPE_KEYS | _SAYING):
+    for key in sorted(_INDEX_KEYS | _TYPE_KEYS | _SAYING | {c.INVOCATION_PARAMETERS}):
         slots = tuple(
             (fields.index(field), rank, _CHECKS.get(check, 2))
             for field, rank, check in _INDEX.get(key, ())
         )
         roles = (1 if slots else 0) | (2 if key in _TYPE_KEYS else 0)
-        keys.append((key, roles | (4 if key in _SAYING else 0), slots))
+        roles |= (4 if key in _SAYING else 0) | (8 if key == c.INVOCATION_PARAMETERS else 0)
+        keys.append((key, roles, slots))
     types = tuple((key, dict(types)) for key, types in c.TYPE_ATTRIBUTES)
     return fields, tuple(keys), types, tuple(c.NATIVE_TYPES.items())

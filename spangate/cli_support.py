@@ -84,7 +84,8 @@ def upgrade_stored_spans(db: Database, pricer: Pricer) -> None:
     index the traces stored before the find indexes, and give the texts stored before
     their previews and (PostgreSQL) their words theirs, and the traces stored before
     their attributes' documents (storage/find_upgrade.py); and the spans stored with
-    no convention's facts those a convention gives them now, and their users."""
+    no convention's facts those a convention gives them now, and their users; and the
+    model calls stored without a model the one their parameters name."""
 
     def progress(done: int, total: int) -> None:
         end = "\n" if done >= total else ""
@@ -102,3 +103,4 @@ def upgrade_stored_spans(db: Database, pricer: Pricer) -> None:
     find_upgrade.reword(db, progress)
     find_upgrade.facet(db, progress)
     genai_upgrade.redescribe(db, pricer, progress)
+    genai_upgrade.remodel(db, pricer, progress)

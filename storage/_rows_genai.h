@@ -31,7 +31,8 @@ enum { R_SESSION = 11, R_TYPE = 20, R_NAME, R_MODEL, R_PROVIDER, R_USER, R_TOKEN
  * (a tool's arguments sent as an object) gives no fact, and leaves to Python only a span
  * of no type (which OpenInference's input.value or output.value makes a chain) */
 enum { CHECK_TEXT, CHECK_COUNT, CHECK_PYTHON, CHECK_VALUE };
-enum { ROLE_FIELD = 1, ROLE_TYPE = 2, ROLE_SAYING = 4 };
+/* ROLE_PARAMETERS: a model call's parameters, which name its model when nothing else does */
+enum { ROLE_FIELD = 1, ROLE_TYPE = 2, ROLE_SAYING = 4, ROLE_PARAMETERS = 8 };
 #define PLAN_SLOTS 4
 #define PLAN_KEYS 256
 #define PLAN_TYPES 16
@@ -231,7 +232,7 @@ typedef struct {
 typedef struct {
     Best best[NFIELDS];
     uint32_t types[PLAN_TYPES]; /* the text node of each typing attribute (0: none) */
-    int marked, said;
+    int marked, said, parameters;
     int structured; /* a value a CHECK_VALUE key gave as a structure (Python reads it) */
 } Read;
 
@@ -303,6 +304,7 @@ static int plan_attribute(const Scan *s, const PlanKey *k, uint32_t value, Read 
     uint32_t name = value + 1, item = VALUE_OF(name);
     int status = OK;
     read->said |= (k->role & ROLE_SAYING) != 0;
+    read->parameters |= (k->role & ROLE_PARAMETERS) != 0;
     if (k->role & ROLE_TYPE && NODE_IS(s, name, "stringValue") && NODE(s, item)->type == J_STRING)
         read->types[k->type_at] = item;
     for (int j = 0; j < k->nslots; j++) {
@@ -457,7 +459,7 @@ static int genai_facts(const Plan *p, const Scan *s, uint32_t list, uint32_t age
     int native_at = agent && !(NODE(s, agent)->flags & J_ESCAPED)
                         ? name_index(s, agent, p->native, p->nnative)
                         : p->nnative;
-    Read read = {.marked = 0, .said = 0, .structured = 0};
+    Read read = {.marked = 0, .said = 0, .parameters = 0, .structured = 0};
     for (int f = 0; f < NFIELDS; f++) read.best[f] = (Best){-1, NULL};
     memset(read.types, 0, sizeof(read.types));
     int status = OK;
@@ -482,6 +484,8 @@ static int genai_facts(const Plan *p, const Scan *s, uint32_t list, uint32_t age
             type = p->chain; /* OpenInference's span of no kind (genai/view.py) */
         if (result == GENAI_NONE && read.structured && type == NULL)
             result = GENAI_PYTHON; /* whether a structure makes it a chain: Python's */
+        else if (result == GENAI_NONE && type != NULL && read.parameters && !b[F_MODEL].value)
+            result = GENAI_PYTHON; /* the model its parameters' JSON names: Python's */
         else if (type != NULL && result == GENAI_NONE)
             result = fill_row(p, &read, type, row) < 0 ? -1
                      : b[F_MODEL].value && (b[F_INPUT].value || b[F_OUTPUT].value) ? GENAI_PRICED

@@ -26,6 +26,9 @@ UPGRADED = 1011
 #: The version recorded once every stored span of no convention when it was stored has
 #: the facts a convention gives it now, and the user its attributes name.
 REDESCRIBED = 1022
+#: The version recorded once every stored model call stored without a model has the one
+#: its parameters name (genai/view.py: a call that failed before an answer).
+MODELLED = 1023
 
 log = logging.getLogger("spangate.worker")
 
@@ -86,10 +89,21 @@ _SET_USER = (
 )
 
 
-def _redescribe_trace(tx: Transaction, project_id: str, trace_id: str, pricer: Pricer) -> None:
+#: A trace's model calls stored without a model.
+_MODELLESS = (
+    "SELECT span_id, start_day, name, kind, attributes, events, content_hash FROM spans "
+    "WHERE project_id = ? AND trace_id = ? AND llm_type IN ('llm', 'embedding') "
+    "AND model IS NULL"
+)
+
+
+def _redescribe_trace(
+    tx: Transaction, project_id: str, trace_id: str, pricer: Pricer, spans: str = _UNDESCRIBED
+) -> None:
+    """Give the trace's spans `spans` selects the facts their views give now."""
     typed = given = False
     for span_id, day, name, kind, attributes, events, content_hash in tx.query(
-        _UNDESCRIBED, (project_id, trace_id)
+        spans, (project_id, trace_id)
     ):
         key = (project_id, trace_id, span_id, day, content_hash)
         view = _view(name, kind, attributes, events)
@@ -129,3 +143,11 @@ def redescribe(db: Database, pricer: Pricer, progress: trace_walk.Progress | Non
     the traces gone through (0 when it was done before)."""
     work = partial(_redescribe_trace, pricer=pricer)
     return trace_walk.walk(db, REDESCRIBED, work, lock=True, progress=progress)
+
+
+def remodel(db: Database, pricer: Pricer, progress: trace_walk.Progress | None = None) -> int:
+    """Give the model calls stored without a model the one their parameters name (a
+    call OpenInference recorded that failed before an answer), and their traces'
+    summaries anew; the traces gone through (0 when it was done before)."""
+    work = partial(_redescribe_trace, pricer=pricer, spans=_MODELLESS)
+    return trace_walk.walk(db, MODELLED, work, lock=True, progress=progress)

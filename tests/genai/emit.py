@@ -15,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from tests.genai import fake_openai
+
 REQUEST_MODEL = "gpt-4o-mini"
 EMBEDDING_REQUEST_MODEL = "text-embedding-3-small"
 SYSTEM_PROMPT = "You are a terse geography assistant."
@@ -117,6 +119,18 @@ def _chat_stream(client: Any) -> None:
         pass
 
 
+def _chat_refused(client: Any) -> None:
+    import openai
+
+    try:
+        client.chat.completions.create(
+            model=fake_openai.REFUSED_MODEL, messages=[{"role": "user", "content": USER_PROMPT}]
+        )
+    except openai.RateLimitError:
+        return
+    raise AssertionError("the fake server answered a call it refuses")
+
+
 def _embedding(client: Any) -> None:
     client.embeddings.create(model=EMBEDDING_REQUEST_MODEL, input=EMBEDDING_INPUT)
 
@@ -125,6 +139,7 @@ SCENARIOS: dict[str, Callable[[Any], None]] = {
     "chat": _chat,
     "tools": _tools,
     "chat-stream": _chat_stream,
+    "chat-refused": _chat_refused,
     "embedding": _embedding,
 }
 

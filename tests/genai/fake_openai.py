@@ -1,7 +1,8 @@
 """A local OpenAI-compatible HTTP server that answers with fixed, known token counts.
 
 Chat completions (plain, with a tool call when the request offers tools and the last
-message is not a tool result, and streamed as server-sent events) and embeddings. Only
+message is not a tool result, and streamed as server-sent events; refused with a 429
+when they ask for REFUSED_MODEL) and embeddings. Only
 what the real `openai` SDK needs to parse the answers, so that instrumentations read
 real response objects.
 """
@@ -17,6 +18,8 @@ from typing import Any
 from tests.genai.loopback import LoopbackServer
 
 CHAT_MODEL = "gpt-4o-mini-2024-07-18"
+#: A chat call asking for this model is refused with a 429, before any answer.
+REFUSED_MODEL = "gpt-4o-rate-limited"
 EMBEDDING_MODEL = "text-embedding-3-small"
 PROMPT_TOKENS = 21
 COMPLETION_TOKENS = 7
@@ -150,7 +153,10 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         request = json.loads(self.rfile.read(length) or b"{}")
         self.server.requests.append((self.path, request))
-        if self.path == "/v1/chat/completions" and request.get("stream"):
+        if self.path == "/v1/chat/completions" and request.get("model") == REFUSED_MODEL:
+            error = {"message": "Rate limit reached", "type": "requests"}
+            self._send_json(429, {"error": {**error, "code": "rate_limit_exceeded"}})
+        elif self.path == "/v1/chat/completions" and request.get("stream"):
             self._send_stream(chat_chunks(request))
         elif self.path == "/v1/chat/completions":
             self._send_json(200, chat_completion(request))

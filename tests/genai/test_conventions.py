@@ -193,6 +193,22 @@ def test_openinference_llm_span() -> None:
     assert view.sources["inputMessages"] == "llm.input_messages.N"
 
 
+def test_openinference_parameters_name_a_model_nothing_else_names() -> None:
+    """`llm.invocation_parameters` (JSON) gives the model only when no other key does;
+    a parameters text that is no JSON object, or names no model, gives none."""
+    given = {"openinference.span.kind": "LLM", "llm.invocation_parameters": '{"model": "o3"}'}
+    view = view_of(attrs(given))
+    assert view is not None and view.model == "o3"
+    assert view.sources["model"] == "llm.invocation_parameters"
+    named = view_of(attrs({**given, "llm.model_name": "o3-2025-04-16"}))
+    assert named is not None and named.model == "o3-2025-04-16"
+    for parameters in ("{", "[]", '{"model": 3}', '{"model": "  "}', '{"temperature": 1}'):
+        view = view_of(attrs({**given, "llm.invocation_parameters": parameters}))
+        assert view is not None and view.model is None and "model" not in view.sources
+    tool = view_of(attrs({**given, "openinference.span.kind": "TOOL"}))
+    assert tool is not None and tool.model is None  # a tool asks for no model
+
+
 def test_openinference_agent_and_tool_values() -> None:
     """An OpenInference agent and tool: their names, and input/output values as the
     messages (a tool's input from the assistant, its output a tool message)."""

@@ -52,8 +52,8 @@ def everything(emission: Emission) -> str:
 
 
 def test_every_pair_is_known() -> None:
-    """The harness covers six library modes and four scenarios."""
-    assert len(every_pair()) == len(LIBRARIES) * len(SCENARIOS) == 24
+    """The harness covers six library modes and five scenarios."""
+    assert len(every_pair()) == len(LIBRARIES) * len(SCENARIOS) == 30
 
 
 @pytest.mark.parametrize(("library", "scenario"), pairs())
@@ -84,6 +84,10 @@ def test_spans_carry_the_librarys_own_markers(
             if scenario == "embedding":
                 assert attrs["openinference.span.kind"] == "EMBEDDING"
                 assert attrs["embedding.model_name"] == fake_openai.EMBEDDING_MODEL
+            elif scenario == "chat-refused":  # no answer: the model asked for, as JSON
+                assert attrs["openinference.span.kind"] == "LLM"
+                assert "llm.model_name" not in attrs
+                assert fake_openai.REFUSED_MODEL in attrs["llm.invocation_parameters"]
             else:
                 assert attrs["openinference.span.kind"] == "LLM"
                 assert attrs["llm.model_name"] == fake_openai.CHAT_MODEL

@@ -94,6 +94,21 @@ def test_a_streamed_chat_call(instrumented: Instrumented, library: str) -> None:
 
 
 @pytest.mark.parametrize("library", LIBRARIES)
+def test_a_call_refused_before_an_answer_names_the_model_asked_for(
+    instrumented: Instrumented, library: str
+) -> None:
+    """A 429: no answer, so no answering model; the view names the model the call asked
+    for (OpenInference gives it only in its parameters' JSON), and the span an error."""
+    (span,) = instrumented.spans(library, "chat-refused")
+    (view,) = _views(instrumented, library, "chat-refused")
+    assert (view.type, view.model) == ("llm", fake_openai.REFUSED_MODEL)
+    assert view.sources["model"] == (
+        "llm.invocation_parameters" if library == "openinference" else "gen_ai.request.model"
+    )
+    assert span["status"]["code"] == 2
+
+
+@pytest.mark.parametrize("library", LIBRARIES)
 def test_an_embedding_call(instrumented: Instrumented, library: str) -> None:
     """An embedding call: its type, model and input tokens."""
     (view,) = _views(instrumented, library, "embedding")
@@ -135,14 +150,17 @@ def test_every_library_stored_adds_up(instrumented: Instrumented, tmp_path: obje
 @pytest.mark.parametrize("library", LIBRARIES)
 def test_the_real_instrumentations_spans(instrumented: Instrumented, library: str) -> None:
     """The spans the real OpenAI instrumentations emit give the same rows either way;
-    those without message events are read in C."""
+    those without message events are read in C, but for a refused call's model that
+    only OpenInference's parameters name."""
     for scenario in SCENARIOS:
         for request in instrumented.emission(library, scenario).requests:
             body = proto_json.convert_otlp(orjson.dumps(request)).payload
             built = same_rows(body)
             assert built is not None, (library, scenario)
             if library not in EVENT_MODES:
-                assert built[1] == [], (library, scenario)
+                # Python reads the model only OpenInference's parameters name (a refusal)
+                python = library == "openinference" and scenario == "chat-refused"
+                assert built[1] == ([0] if python else []), (library, scenario)
 
 
 @pytest.mark.skipif(llm_text._FAST is None, reason="storage._llm_text is not built")

@@ -32,6 +32,7 @@ NAMES = st.one_of(
 TEXTS = st.one_of(
     st.sampled_from(["", " ", "   ", "\u3000", " \xa0", "gpt-4o", " x ", "a\nb", 'q"', "LLM"]),
     st.sampled_from([*conventions.NATIVE_TYPES, "chat", "CHAT", "Agent", "TOOL", "embeddings"]),
+    st.sampled_from(['{"model": "gpt-4o"}', '{"model": " "}', '{"model": 1}', "[]", "{"]),
     st.text(max_size=12),
     st.text(min_size=1020, max_size=1030, alphabet="ab\u00e9"),
     # past the texts whose hashes are kept, with every escape the body may hold

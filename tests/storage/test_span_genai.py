@@ -276,6 +276,38 @@ def test_spans_stored_before_a_convention_described_them_get_their_facts(
     assert redescribe(database, Pricer()) == 0
 
 
+def test_model_calls_stored_without_a_model_get_the_one_their_parameters_name(
+    database: Database,
+) -> None:
+    """An OpenInference call refused before an answer, stored by a build that read no
+    model from its parameters: the walk gives it that model, and its trace the model in
+    its summary; run again, it does nothing."""
+    from proto_json import convert_spans
+    from storage.genai_upgrade import MODELLED, remodel
+    from storage.span_genai import with_views
+
+    attributes = {
+        "openinference.span.kind": "LLM",
+        "llm.system": "openai",
+        "llm.invocation_parameters": '{"model": "gpt-4.1-mini"}',
+    }
+    refused = span(
+        traceId=TRACE, spanId="c" * 16, name="ChatCompletion", status="error", attributes=attributes
+    )
+    request = convert_spans(orjson.dumps({"spans": [refused]})).request
+    [row] = with_views(rows_of(request, "p", 5), Pricer())
+    assert (row.llm_type, row.model) == ("llm", "gpt-4.1-mini")
+    SpanStore(database).upsert([row._replace(model=None)], 1000)
+    with database.transaction() as tx:
+        tx.execute("DELETE FROM schema_migrations WHERE version = ?", (MODELLED,))
+    assert _summary(database, "p").models == []
+    assert remodel(database, Pricer()) == 1
+    assert _summary(database, "p").models == ["gpt-4.1-mini"]
+    [listed] = TraceSummaries(database).page("p", TraceFilter(model="gpt-4.1-mini"), 10)[0]
+    assert listed.trace_id == TRACE
+    assert remodel(database, Pricer()) == 0
+
+
 _KEYS = st.sampled_from(
     [
         "gen_ai.operation.name", "gen_ai.request.model", "gen_ai.response.model",
