@@ -70,6 +70,9 @@ def usd(value: float | None) -> str:
     below it, written out; "—" when unknown."""
     if value is None:
         return "—"
+    # a sum's last bits depend on its order (a trace's total, a span's spans below):
+    # twelve significant places, so that equal costs show alike
+    value = float(f"{value:.12g}")
     if value == 0:
         return "$0"
     if abs(value) >= 1:

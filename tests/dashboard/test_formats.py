@@ -25,6 +25,14 @@ def test_a_cost_is_written_out_to_four_significant_places(value: float | None, t
     assert usd(value) == text
 
 
+def test_a_sum_shows_alike_whatever_order_it_was_added_in() -> None:
+    """A trace's total and the root's spans below add the same costs in other orders:
+    the last bits differ, the text does not."""
+    costs = [0.00060915, 0.0006573, 0.00009105]  # three calls' costs: 0.0013575
+    assert sum(costs) != sum(reversed(costs))  # the float sums differ in their last bits
+    assert usd(sum(costs)) == usd(sum(reversed(costs)))
+
+
 @pytest.mark.parametrize(
     ("ms", "text"),
     [
