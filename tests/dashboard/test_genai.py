@@ -192,6 +192,7 @@ async def test_a_selected_model_call_shows_its_llm_view_escaped(site: Site) -> N
         await (await client.get(f"/projects/demo/traces/{TRACE}?span={'1' * 16}")).get_data()
     ).decode()
     section = page.split('<section class="llm"', 1)[1].split("</section>", 1)[0]
+    assert '<h3 id="llm-heading">LLM call</h3>' in section
     assert "<dt>Model</dt><dd>gpt-4o (openai)</dd>" in section
     assert "100 in, 20 out" in section
     assert '<li class="message role-user"><span class="role">user</span>' in section
@@ -276,3 +277,6 @@ async def test_a_tools_arguments_sent_as_an_object_are_its_input(site: Site) -> 
         "a" * 16: ([{"role": "assistant", "content": '{"customer":"c-42"}'}], "tool.args"),
         "b" * 16: ([], None),
     }
+    page = await client.get(f"/projects/demo/traces/{'4' * 32}?span={'a' * 16}")
+    heading = (await page.get_data()).decode().split('id="llm-heading">', 1)[1]
+    assert heading.startswith("Tool</h3>")  # the pane names its type, not "LLM"
