@@ -13,7 +13,7 @@ from genai.prices import Pricer, read_price_file
 from service.settings import Settings, SettingsError
 from storage import find_upgrade, genai_upgrade
 from storage.database import Database
-from storage.errors import StoreError
+from storage.errors import NotFound, StoreError
 from storage.schema import migrate, refuse_newer
 
 EXIT_FAILED = 1
@@ -50,6 +50,8 @@ def with_database(
     try:
         migrate(db)
         return action(db)
+    except NotFound as e:  # a command run where another database is: say which this is
+        return fail(f"{e} in {db.display_url} (SPANGATE_DATA_DIR, SPANGATE_DATABASE_URL)")
     except (StoreError, CommandError, ValueError) as e:
         return fail(str(e))
     finally:

@@ -127,9 +127,11 @@ def test_csv_export_neutralises_formulas(
 
 
 def test_unknown_project(capsys: pytest.CaptureFixture[str]) -> None:
-    """An unknown project is one clear error line."""
+    """An unknown project is one clear error line, which names the database asked (a
+    command run from another directory asks another)."""
     code, _, err = run(capsys, "traces", "list", "--project", "nope")
-    assert code == 1 and "no project nope" in err
+    assert code == 1 and "no project nope in sqlite:///" in err and err.count("\n") == 1
+    assert err.endswith(".db (SPANGATE_DATA_DIR, SPANGATE_DATABASE_URL)\n")
 
 
 def test_erase_counts_first_then_erases(capsys: pytest.CaptureFixture[str]) -> None:
