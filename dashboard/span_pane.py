@@ -48,6 +48,25 @@ def message_texts(view: Mapping[str, Any] | None) -> dict[str, str]:
     return texts
 
 
+#: A conversation longer than this folds its history (`conversation_ends`).
+SHOWN_MESSAGES = 10
+#: What stays open of a folded conversation: its leading instructions, its last turns.
+OPEN_INSTRUCTIONS, OPEN_TURNS = 2, 6
+
+
+def conversation_ends(messages: list[Mapping[str, Any]]) -> tuple[int, int]:
+    """Where a conversation's folded history starts and ends (messages[first:last]):
+    none for a short one; else all but its leading system (or developer) messages, at
+    most OPEN_INSTRUCTIONS, and its last OPEN_TURNS. An agent's 70th call sends the 140
+    messages before it, and what it answered came after them."""
+    if len(messages) <= SHOWN_MESSAGES:
+        return len(messages), len(messages)
+    first = 0
+    while first < OPEN_INSTRUCTIONS and messages[first].get("role") in ("system", "developer"):
+        first += 1
+    return first, len(messages) - OPEN_TURNS
+
+
 def _is_source(key: str, sources: tuple[str, ...]) -> bool:
     return any(key == s or (s.endswith(".") and key.startswith(s)) for s in sources)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dashboard.span_pane import attribute_rows, message_sources, message_texts
+from dashboard.span_pane import attribute_rows, conversation_ends, message_sources, message_texts
 from dashboard.span_text import FOLD_CHARS, SHOWN_CHARS, content_html, markdown_html, value_html
 from tests.dashboard.reading import HANDLER, HOSTILE, JS_LINK, SCRIPT, SVG_BREAK, SYSTEM_PROMPT
 
@@ -76,3 +76,13 @@ def test_indexed_message_attributes_are_marked_as_shown() -> None:
     pairs = [{"key": "llm.input_messages.0.message.content", "value": {"stringValue": "hi"}}]
     rows = attribute_rows(pairs, message_sources({"inputMessages": "llm.input_messages.N"}))
     assert "Shown as messages above" in str(rows[0][1])
+
+
+def test_a_long_conversation_folds_all_but_its_instructions_and_last_turns() -> None:
+    """Ten messages show whole; past that, the leading system or developer messages (two
+    at most) and the last six stay open, the rest fold."""
+    turns = [{"role": "user"}, {"role": "assistant"}] * 20
+    assert conversation_ends(turns[:10]) == (10, 10)
+    assert conversation_ends(turns[:11]) == (0, 5)
+    assert conversation_ends([{"role": "system"}, {"role": "developer"}, *turns]) == (2, 36)
+    assert conversation_ends([{"role": "system"}] * 3 + turns) == (2, 37)

@@ -6,17 +6,42 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import orjson
 import pytest
 
 from storage.database import Database
 from storage.identity import IdentityStore
 from tests.dashboard.browsing import Browser, Page, expect, launched, serve, shot, sign_in
-from tests.dashboard.conftest import store
+from tests.dashboard.conftest import span, store
 from tests.dashboard.reading import AGENT, CALL, SVG_BREAK, TOOL, TRACE, UNBROKEN, reading_run
+
+#: An agent's 21st call: the instructions, 40 turns before it, its question, its answer.
+LONG_TRACE, LONG_CALL = "7f" * 16, "7f" * 8
+TURNS = [
+    {"role": role, "parts": [{"type": "text", "content": f"turn {n} of the {role}"}]}
+    for n in range(1, 41)
+    for role in (("user", "assistant")[n % 2],)
+]
+
+
+def _long_conversation() -> list[dict[str, object]]:
+    asked = [
+        {"role": "system", "parts": [{"type": "text", "content": "You are a research agent."}]},
+        *TURNS,
+        {"role": "user", "parts": [{"type": "text", "content": "So, what did you find?"}]},
+    ]
+    said = [{"role": "assistant", "parts": [{"type": "text", "content": "The 21st answer."}]}]
+    return [span(traceId=LONG_TRACE, spanId=LONG_CALL, name="chat gpt-4o",
+                 startTime="2026-11-22T11:00:00Z", endTime="2026-11-22T11:00:02Z",
+                 attributes={"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o",
+                             "gen_ai.input.messages": orjson.dumps(asked).decode(),
+                             "gen_ai.output.messages": orjson.dumps(said).decode()})]  # fmt: skip
 
 
 def _fill(db: Database, identity: IdentityStore) -> None:
-    store(db, identity.create_project("read", "acme"), reading_run())
+    project = identity.create_project("read", "acme")
+    store(db, project, reading_run())
+    store(db, project, _long_conversation())
 
 
 @pytest.fixture(scope="module")
@@ -140,7 +165,7 @@ def test_agent_and_tool_input_and_output_read_like_messages(
     """A tool's arguments and result, an agent's input and output: shown as turns, JSON
     indented, text with its newlines, hostile JSON values as text."""
     page = _open(browser, base, TOOL)
-    llm = page.get_by_role("region", name="LLM")
+    llm = page.get_by_role("region", name="Tool")  # the section names the span's type
     expect(llm.get_by_role("list", name="Input messages").locator("pre.json")).to_contain_text(
         '"order": 7'
     )
@@ -152,4 +177,32 @@ def test_agent_and_tool_input_and_output_read_like_messages(
     expect(hostile).to_contain_text("<script>window.pwned = 1</script>")
     _nothing_ran(page)
     shot(page, tmp_path, "trace-tool")
+    page.close()
+
+
+def test_a_long_conversation_folds_its_history_and_shows_the_answer(
+    browser: Browser, base: str, tmp_path: Path
+) -> None:
+    """A call that sends 42 messages: its instructions and last turns open, the 35 turns
+    between folded (one click opens them); its answer within the first screen."""
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    sign_in(page, base)
+    page.goto(f"{base}/projects/read/traces/{LONG_TRACE}?span={LONG_CALL}")
+    inputs = page.get_by_role("list", name="Input messages")
+    earlier = inputs.locator("li.earlier summary")
+    expect(earlier).to_have_text("35 earlier messages")
+    expect(inputs.locator(":scope > .message")).to_have_count(7)  # instructions + last six
+    expect(inputs.locator(":scope > .message").first).to_contain_text("research agent")
+    expect(inputs.locator(":scope > .message").last).to_contain_text("what did you find?")
+    first_turn = inputs.locator(".rendered", has_text="turn 1 of the assistant")
+    expect(first_turn).to_be_hidden()
+    output = page.get_by_role("list", name="Output messages")
+    answer = output.locator(".rendered", has_text="The 21st answer.")
+    expect(answer).to_be_visible()
+    answer.scroll_into_view_if_needed()
+    pane = page.locator("#detail")
+    assert pane.evaluate("p => p.scrollTop") < 800  # the answer is near the top
+    earlier.click()
+    expect(first_turn).to_be_visible()
+    shot(pane, tmp_path, "trace-long-conversation")
     page.close()
