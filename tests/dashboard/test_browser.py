@@ -20,6 +20,7 @@ from storage.database import Database
 from storage.identity import IdentityStore
 from storage.passwords import Passwords
 from storage.schema import migrate
+from storage.scores import NewScore, ScoreStore
 from tests.dashboard.conftest import PASSWORD, agent_run, store
 from tests.dashboard.served import dashboard_and_collector, forget_queue
 from tests.dashboard.test_genai import TRACE as LLM_TRACE
@@ -63,6 +64,41 @@ def topology_run() -> list[dict[str, object]]:
     ]  # fmt: skip
 
 
+BUSY_TRACE = "0b" * 16
+
+
+def busy_run() -> list[dict[str, object]]:
+    """An agent run as an instrumented app sends it: two models with dated names, a
+    long user and session id, the question and the answer (scores added beside)."""
+    asked = [
+        {
+            "role": "user",
+            "parts": [{"type": "text", "content": "Can I get a refund for order 9672? " * 3}],
+        }
+    ]
+    said = [
+        {
+            "role": "assistant",
+            "parts": [{"type": "text", "content": "Based on the lookup, yes. " * 5}],
+        }
+    ]
+    base = {"traceId": BUSY_TRACE, "endTime": "2026-11-22T15:00:03Z"}
+    calls = [
+        span(**base, spanId=f"{n + 2:016x}", parentSpanId="1" * 16, name=f"chat {model}",
+             startTime="2026-11-22T15:00:01Z",
+             attributes={"gen_ai.operation.name": "chat", "gen_ai.response.model": model,
+                         "gen_ai.usage.input_tokens": 120, "gen_ai.usage.output_tokens": 30,
+                         "gen_ai.input.messages": orjson.dumps(asked).decode(),
+                         "gen_ai.output.messages": orjson.dumps(said).decode()})
+        for n, model in enumerate(("gpt-4o-mini-2024-07-18", "gpt-4.1-mini-2025-04-14"))
+    ]  # fmt: skip
+    root = span(**base, spanId="1" * 16, name="invoke_agent support-agent", kind="agent",
+                startTime="2026-11-22T15:00:00Z",
+                attributes={"user.id": "user-11@acme-corporation.example.com",
+                            "session.id": "sess-checkout-2026-11-22-000123"})  # fmt: skip
+    return [root, *calls]
+
+
 def odd_run() -> list[dict[str, object]]:
     """A trace in session `x/../../settings` whose child span's name overrides the
     direction of the text after it."""
@@ -84,7 +120,7 @@ def served(tmp_path_factory: pytest.TempPathFactory, redis_url: str) -> Iterator
     url = f"sqlite:///{root / 'spangate.db'}"
     db = Database(url)
     migrate(db)
-    IdentityStore(db).add_user("owner@acme.test", "owner", "acme")
+    owner = IdentityStore(db).add_user("owner@acme.test", "owner", "acme")
     Passwords(db).set_password("owner@acme.test", PASSWORD)
     project = IdentityStore(db).create_project("demo", "acme")
     store(
@@ -110,6 +146,10 @@ def served(tmp_path_factory: pytest.TempPathFactory, redis_url: str) -> Iterator
     store(db, odd, [span(traceId="0e" * 16, spanId="1" * 16, name=LONG_NAME,
                          startTime="2026-11-22T14:00:00Z", endTime="2026-11-22T14:00:01Z",
                          attributes={"user.id": LONG_USER})])  # fmt: skip
+    store(db, odd, busy_run())
+    for name, value in (("helpfulness", 0.8), ("answer_correctness", 1.0)):
+        given = NewScore(BUSY_TRACE, None, name, value, None, "ui")
+        ScoreStore(db).create_by_user(odd.id, owner.id, given)
     store(db, IdentityStore(db).create_project("llm", "acme"), llm_run())
     db.close()
     try:
@@ -296,17 +336,23 @@ def test_the_trace_list_fits_a_laptops_width_whatever_its_texts(
     browser: Browser, dashboard_url: str, tmp_path: Path
 ) -> None:
     """At 1280 px the list's every column shows without scrolling sideways, and the
-    filter bar's pickers keep their size: a root name of 206 characters and no space
-    wraps in its cell, a user id of 130 characters is cut in its cell and in the user
-    picker, and a trace id shows its first digits (all of them on hover)."""
+    filter bar's pickers keep their size: an agent run with two dated models, long user
+    and session ids, two scores, its question and answer (both shown); a root name of
+    206 characters and no space wraps in its cell, a user id of 130 characters is cut in
+    its cell and in the user picker, and a trace id shows its first digits (all of them
+    on hover)."""
     page = browser.new_page(viewport={"width": 1280, "height": 800})
     _sign_in(page, dashboard_url)
     page.goto(f"{dashboard_url}/projects/odd/traces")
     expect(page.get_by_role("link", name="0e" * 16)).to_be_visible()
     scroll = page.locator(".table-scroll")
     assert scroll.evaluate("e => e.scrollWidth <= e.clientWidth"), scroll.evaluate(
-        "e => [e.scrollWidth, e.clientWidth]"
+        "e => `${e.scrollWidth} > ${e.clientWidth}: ` + "
+        "[...e.querySelectorAll('th')].map(h => `${h.innerText} ${h.offsetWidth}`).join(', ')"
     )
+    busy = page.get_by_role("row").filter(has_text="invoke_agent support-agent")
+    expect(busy.locator(".io .said")).to_have_count(2)  # the question and the answer
+    expect(busy.locator(".score").first).to_have_text("0.80 helpfulness")  # its value first
     picker = page.get_by_label("User").bounding_box()
     assert picker is not None and picker["width"] <= 14 * 16 + 1
     label = page.locator('label[for="user"]').bounding_box()
