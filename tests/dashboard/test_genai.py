@@ -62,7 +62,7 @@ async def test_a_trace_whose_model_calls_record_no_messages_lists_its_roots(
 ) -> None:
     """Model calls of an instrumentation that records no message content (the OTel
     GenAI one with capture off) under an agent span that records its input and output:
-    the list shows the agent's."""
+    the list shows the agent's; the call's pane says how to turn the capture on."""
     root = span(
         traceId="d" * 32,
         spanId="1" * 16,
@@ -87,6 +87,10 @@ async def test_a_trace_whose_model_calls_record_no_messages_lists_its_roots(
     (item,) = listed["traces"]
     assert item["llmCalls"] == 1
     assert (item["input"], item["output"]) == ("Plan a trip", "Go to Oslo")
+    page = await client.get(f"/projects/demo/traces/{'d' * 32}?span={'2' * 16}")
+    hint = (await page.get_data()).decode().split('class="hint no-messages">', 1)[1]
+    assert hint.startswith("No messages were recorded for this call")  # and how to
+    assert "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT" in hint.split("</p>")[0]
 
 
 async def test_the_trace_json_has_totals_and_a_genai_object_per_described_span(
@@ -161,7 +165,8 @@ async def test_the_pages_show_models_tokens_and_cost(site: Site) -> None:
     models = '<span class="model">gpt-4o</span>, <span class="model">my-model</span>'
     assert models in listing and ">175<" in listing and "cust-42" in listing
     # the conversation's ends under the root span's name, as Langfuse and Phoenix list them
-    ends = r'<span class="muted">in</span> Where is my order\?\s*<span class="muted">out</span> '
+    ends = r'<span class="muted">in</span> Where is my order\?</div>\s*<div class="said">'
+    ends += r'<span class="muted">out</span> '
     assert re.search(ends + r"It \*\*ships\*\* today\.", listing)
     page = (await (await client.get(f"/projects/demo/traces/{TRACE}")).get_data()).decode()
     assert "<dt>LLM calls</dt><dd>2</dd>" in page
@@ -193,6 +198,7 @@ async def test_a_selected_model_call_shows_its_llm_view_escaped(site: Site) -> N
     ).decode()
     section = page.split('<section class="llm"', 1)[1].split("</section>", 1)[0]
     assert '<h3 id="llm-heading">LLM call</h3>' in section
+    assert "No messages were recorded" not in section
     assert "<dt>Model</dt><dd>gpt-4o (openai)</dd>" in section
     assert "100 in, 20 out" in section
     assert '<li class="message role-user"><span class="role">user</span>' in section
