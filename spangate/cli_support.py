@@ -103,6 +103,6 @@ def upgrade_stored_spans(db: Database, pricer: Pricer) -> None:
     find_upgrade.upgrade(db)
     find_upgrade.preview(db, progress)
     find_upgrade.reword(db, progress)
-    find_upgrade.facet(db, progress)
+    find_upgrade.resource(db, progress)
     genai_upgrade.redescribe(db, pricer, progress)
     genai_upgrade.remodel(db, pricer, progress)

@@ -113,10 +113,12 @@ typedef struct {
     long long *slots;
     size_t size, count;
     int zero;
+    uint32_t resource; /* the resource attributes' node whose tokens it holds (0: none) */
 } TokenSet;
 
 typedef struct {
     PyObject *project_id, *received_ms, *resource, *scope;
+    uint32_t resource_attributes; /* the resource's attributes node (0: none) */
     PyTypeObject *row_type;
     Py_ssize_t row_size; /* the row type's fields: ROW_FIELDS, then others left None */
     Buf buf;

@@ -568,6 +568,9 @@ static int rows_of_resource_node(Rows *r, const Scan *s, uint32_t resource_spans
     r->resource = node_text(&r->buf, s, resource, s_empty_object, &status);
     if (r->resource == NULL) return PyErr_Occurred() ? FAIL : status;
     if ((r->resource = held_text(r->resource)) == NULL) return FAIL;
+    r->resource_attributes = 0; /* its tokens go to its spans' traces' documents */
+    if (resource && NODE(s, resource)->type == J_OBJECT)
+        status = member_of(s, resource, "attributes", &r->resource_attributes);
     uint32_t scope = scopes + 1;
     for (uint32_t k = 0; status == OK && k < NODE(s, scopes)->count;
          k++, scope = NODE(s, scope)->next)

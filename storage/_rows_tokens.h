@@ -140,31 +140,32 @@ static TokenSet *set_of(Rows *r, PyObject *trace_id) {
     int put = position == NULL ? -1 : PyDict_SetItem(r->set_at, trace_id, position);
     Py_XDECREF(position);
     if (put < 0) return NULL;
-    r->sets[r->nsets] = (TokenSet){Py_NewRef(trace_id), NULL, 0, 0, 0};
+    r->sets[r->nsets] = (TokenSet){Py_NewRef(trace_id), NULL, 0, 0, 0, 0};
     r->last_set = r->nsets++;
     return &r->sets[r->last_set];
 }
 
-/* Add a row's tokens (its name's, its attributes') to its trace's set. The attribute
- * list was checked by the content hash's walk (objects of an unescaped string key and
- * an object value). */
-static int row_tokens(Rows *r, const Scan *s, PyObject *row, uint32_t name, uint32_t list) {
-    TokenSet *set = set_of(r, PyTuple_GET_ITEM(row, 1));
-    if (set == NULL) return FAIL;
+/* Add the tokens of an attribute list to a trace's set: a key's and the key's XOR its
+ * value's hash for each. `checked`: the list was checked by the content hash's walk
+ * (objects of an unescaped string key and an object value), as a span's is; a
+ * resource's was not, and one of another shape is Python's (BAIL). */
+static int list_tokens(Rows *r, const Scan *s, TokenSet *set, uint32_t list, int checked) {
     long long token, hash;
-    const Node *n = NODE(s, name);
-    TRY(kept_int(r->names, TEXTS_KEPT, (const char *)s->text + n->start, n->len, r->name_token,
-                 r->project_id, PyTuple_GET_ITEM(row, 5), &token));
-    TRY(set_add(set, token));
     if (list == 0 || NODE(s, list)->type != J_ARRAY) return OK;
     uint32_t item = list + 1;
     for (uint32_t k = 0; k < NODE(s, list)->count; k++, item = NODE(s, item)->next) {
         uint32_t key, value;
+        if (!checked && (NODE(s, item)->type != J_OBJECT || NODE(s, item)->count != 2))
+            return BAIL;
         if (member_of(s, item, "key", &key) != OK || member_of(s, item, "value", &value) != OK ||
             !key || !value) {
+            if (!checked) return BAIL;
             PyErr_SetString(PyExc_ValueError, "an attribute the content hash accepted");
             return FAIL;
         }
+        if (!checked && (NODE(s, key)->type != J_STRING || NODE(s, key)->flags & J_ESCAPED ||
+                         NODE(s, value)->type != J_OBJECT))
+            return BAIL;
         r->buf.len = 0;
         TRY(put_node(&r->buf, s, value));
         TRY(kept_int(r->keys, TEXTS_KEPT, (const char *)s->text + NODE(s, key)->start,
@@ -175,6 +176,24 @@ static int row_tokens(Rows *r, const Scan *s, PyObject *row, uint32_t name, uint
                      NULL, &hash));
         TRY(set_add(set, token));
         TRY(set_add(set, token ^ hash));
+    }
+    return OK;
+}
+
+/* Add a row's tokens (its name's, its attributes', and its resource's attributes' once a
+ * trace and resource) to its trace's set. */
+static int row_tokens(Rows *r, const Scan *s, PyObject *row, uint32_t name, uint32_t list) {
+    TokenSet *set = set_of(r, PyTuple_GET_ITEM(row, 1));
+    if (set == NULL) return FAIL;
+    long long token;
+    const Node *n = NODE(s, name);
+    TRY(kept_int(r->names, TEXTS_KEPT, (const char *)s->text + n->start, n->len, r->name_token,
+                 r->project_id, PyTuple_GET_ITEM(row, 5), &token));
+    TRY(set_add(set, token));
+    TRY(list_tokens(r, s, set, list, 1));
+    if (r->resource_attributes && set->resource != r->resource_attributes) {
+        TRY(list_tokens(r, s, set, r->resource_attributes, 0));
+        set->resource = r->resource_attributes;
     }
     return OK;
 }

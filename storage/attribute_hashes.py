@@ -83,9 +83,21 @@ KEY_ONLY = 0
 def attribute_pairs(attributes: str) -> list[tuple[str, int]]:
     """The (key, value hash) pairs of a row's attributes (their stored JSON text),
     each key also with KEY_ONLY."""
+    return _pairs(orjson.loads(attributes))
+
+
+def resource_pairs(resource: str) -> list[tuple[str, int]]:
+    """`attribute_pairs` of a resource's attributes (the resource's JSON text)."""
+    parsed = orjson.loads(resource)
+    return _pairs(parsed.get("attributes")) if type(parsed) is dict else []
+
+
+def _pairs(attributes: Any) -> list[tuple[str, int]]:
     found: list[tuple[str, int]] = []
+    if type(attributes) is not list:
+        return found
     hashes = _hashes
-    for pair in orjson.loads(attributes):
+    for pair in attributes:
         try:
             key, value = pair["key"], pair["value"]
             ((kind, inner),) = value.items()

@@ -25,6 +25,8 @@ PREVIEWED = 1016
 WORDED = 1018
 #: The version recorded once every stored trace has its documents of tokens.
 FACETED = 1021
+#: The version recorded once every stored trace's documents hold its resources' tokens.
+RESOURCED = 1024
 
 
 def _stored(tx: Transaction, project_id: str, trace_id: str) -> list[SpanRow]:
@@ -47,6 +49,7 @@ def upgrade(db: Database) -> int:
         texts_before = tx.query_one("SELECT 1 FROM span_texts LIMIT 1") is not None
     done = trace_walk.walk(db, UPGRADED, _index_trace, lock=True)
     trace_walk.record(db, FACETED)
+    trace_walk.record(db, RESOURCED)
     if not texts_before:
         trace_walk.record(db, PREVIEWED)
         trace_walk.record(db, WORDED)
@@ -86,3 +89,14 @@ def facet(db: Database, progress: trace_walk.Progress | None = None) -> int:
     """Make every stored trace's documents of tokens anew from its spans; the traces
     gone through (0 when it was done before)."""
     return trace_walk.walk(db, FACETED, _facet_trace, lock=True, progress=progress)
+
+
+def resource(db: Database, progress: trace_walk.Progress | None = None) -> int:
+    """Make every stored trace's documents of tokens anew, with its resources'
+    attributes (documents made before held its spans' alone), by `facet` when they
+    have none; the traces gone through (0 when it was done before)."""
+    if trace_walk.needed(db, FACETED):
+        done = facet(db, progress)
+        trace_walk.record(db, RESOURCED)
+        return done
+    return trace_walk.walk(db, RESOURCED, _facet_trace, lock=True, progress=progress)

@@ -3,7 +3,8 @@
 transaction that writes the spans (storage/trace_index.py calls it).
 
 * `trace_facets`: one row (a document) for the spans a batch brings of a trace, of
-  tokens: one for each distinct (attribute key, value) of them, one for each key (what
+  tokens: one for each distinct (attribute key, value) of them and of their resources
+  (`service.name`: a resource's attributes are its spans'), one for each key (what
   `attr=key` asks), one for each span name. A token is a 64-bit hash of the project,
   the key and the value (`key_token(project, key) ^ value hash`, where the value hash
   is storage/attribute_hashes.py's), or of the project and a name (`name_token`): a token
@@ -36,7 +37,8 @@ import hashlib
 import struct
 from collections.abc import Collection, Iterable
 
-from storage.attribute_hashes import attribute_pairs
+from storage import shared_texts
+from storage.attribute_hashes import attribute_pairs, resource_pairs
 from storage.database import Transaction, arrays
 from storage.storable import key_text
 from storage.trace_texts import insert_indexed
@@ -113,21 +115,34 @@ def hex_tokens(tokens: bytes) -> str:
     return tokens.hex(" ", 8)
 
 
-def documents_of(spans: Iterable[tuple[str, str, str, str]]) -> list[Facets]:
-    """The document of each trace of `spans` (project, trace, name, attributes' stored
-    JSON text), in Python (the C row builder makes them as it builds the rows): a token
-    for each span name, each key, each (key, value); each distinct one once."""
+#: What a span gives its trace's document: project, trace, name, its attributes' stored
+#: JSON text, its resource's JSON text.
+Faceted = tuple[str, str, str, str, str]
+
+
+def documents_of(spans: Iterable[Faceted]) -> list[Facets]:
+    """The document of each trace of `spans`, in Python (the C row builder makes them as
+    it builds the rows): a token for each span name, each key, each (key, value), of the
+    spans' attributes and their resources' (what the `attr` filter finds:
+    `service.name`, `deployment.environment`); each distinct one once."""
     traces: dict[tuple[str, str], set[int]] = {}
-    for project, trace_id, name, attributes in spans:
+    resources: dict[str, list[tuple[str, int]]] = {}
+    given: set[tuple[str, str, str]] = set()  # (project, trace, resource) in the tokens
+    for project, trace_id, name, attributes, resource in spans:
         tokens = traces.get((project, trace_id))
         if tokens is None:
             tokens = traces[(project, trace_id)] = set()
         tokens.add(span_name_token(project, name))
-        if attributes != "[]":
-            for key, hashed in attribute_pairs(attributes):
-                keyed = key_token(project, key)
-                tokens.add(keyed)
-                tokens.add(keyed ^ hashed)
+        pairs = attribute_pairs(attributes) if attributes != "[]" else []
+        if resource != "{}" and (project, trace_id, resource) not in given:
+            given.add((project, trace_id, resource))
+            if resource not in resources:
+                resources[resource] = resource_pairs(resource) if resource[:1] == "{" else []
+            pairs += resources[resource]
+        for key, hashed in pairs:
+            keyed = key_token(project, key)
+            tokens.add(keyed)
+            tokens.add(keyed ^ hashed)
     return [(project, trace_id, packed(tokens)) for (project, trace_id), tokens in traces.items()]
 
 
@@ -190,16 +205,20 @@ def write(tx: Transaction, facets: list[Facets], names: list[Name]) -> None:
 
 
 _STORED = (
-    "SELECT project_id, trace_id, name, attributes FROM spans WHERE project_id = ? AND trace_id = ?"
+    "SELECT project_id, trace_id, name, attributes, resource FROM spans WHERE project_id = ? "
+    "AND trace_id = ?"
 )
 
 
 def rebuild(tx: Transaction, traces: Iterable[tuple[str, str]]) -> None:
     """Make the documents of these (project, trace) anew from the span rows stored."""
-    spans: list[tuple[str, str, str, str]] = []
+    spans: list[Faceted] = []
     for project, trace in sorted(set(traces)):
         tx.execute(
             "DELETE FROM trace_facets WHERE project_id = ? AND trace_id = ?", (project, trace)
         )
-        spans += tx.query(_STORED, (project, trace))
-    write(tx, documents_of(spans), names_of((p, name) for p, _, name, _ in spans))
+        rows = tx.query(_STORED, (project, trace))
+        keys = {row[4] for row in rows if shared_texts.is_key(row[4])}
+        bodies = shared_texts.bodies(tx, project, keys) if keys else {}
+        spans += [(*row[:4], shared_texts.text_of(row[4], bodies)) for row in rows]
+    write(tx, documents_of(spans), names_of((p, name) for p, _, name, _, _ in spans))

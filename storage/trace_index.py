@@ -61,17 +61,26 @@ def index_rows(rows: list[SpanRow], facets: list[trace_facets.Facets] | None = N
     return IndexRows(rows, *trace_texts.texts_of(rows), facets, names)
 
 
-#: What a row's documents of tokens are made of: project, trace, name, attributes.
+#: What a row's documents of tokens are made of: project, trace, name, attributes, and
+#: its resource's text (the key a worker's row holds carries it: storage/shared_texts.py).
 _FACETED = itemgetter(
     *(SpanRow._fields.index(f) for f in ("project_id", "trace_id", "name", "attributes"))
 )
+_RESOURCE = itemgetter(SpanRow._fields.index("resource"))
+
+
+def _faceted(row: SpanRow) -> trace_facets.Faceted:
+    resource = _RESOURCE(row)
+    return (*_FACETED(row), getattr(resource, "body", resource))
+
+
 _NAMED = itemgetter(SpanRow._fields.index("project_id"), SpanRow._fields.index("name"))
 
 
 def documents(rows: list[SpanRow]) -> list[trace_facets.Facets]:
     """The documents of tokens of the traces of `rows`, made in Python (where the C row
     builder made none)."""
-    return trace_facets.documents_of(map(_FACETED, rows))
+    return trace_facets.documents_of(map(_faceted, rows))
 
 
 def write(

@@ -14,7 +14,7 @@ import proto_json
 from genai import conventions
 from genai.prices import Pricer
 from genai.view import reading_plan
-from storage import attribute_hashes, span_genai, span_rows, trace_facets, trace_index
+from storage import attribute_hashes, span_genai, span_rows, trace_index
 from storage.span_genai import MARKED_NAMES, MARKED_PREFIXES, rows_with_views, with_views
 from storage.trace_facets import key_token, unpacked
 from tests.fuzz import FUZZ
@@ -86,8 +86,10 @@ def otlp_span(draw: st.DrawFn) -> dict[str, Any]:
     }
 
 
-def _body(spans: list[dict[str, Any]]) -> bytes:
+def _body(spans: list[dict[str, Any]], resource: list[dict[str, Any]] | None = None) -> bytes:
     request = {"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}
+    if resource is not None:  # its attributes give its spans' traces tokens
+        request["resourceSpans"][0]["resource"] = {"attributes": resource}
     conversion = proto_json.convert_otlp(orjson.dumps(request))
     assert conversion.accepted == len(spans), conversion.errors
     return conversion.payload
@@ -107,19 +109,22 @@ def same_rows(body: bytes) -> tuple[list[int], list[int]] | None:
     if facets is not None:
         made = {(p, t): sorted(unpacked(k)) for p, t, k in facets}
         assert len(made) == len(facets)  # a trace's document once
-        from_rows = trace_facets.documents_of((r[0], r[1], r.name, r.attributes) for r in rows)
+        from_rows = trace_index.documents(rows)
         assert made == {(p, t): sorted(unpacked(k)) for p, t, k in from_rows}
     built = FAST.span_rows_json(body, "p", 7, span_rows.SpanRow, span_genai._PLAN)
     return None if built is None else (built[1], built[2])
 
 
 @FUZZ
-@given(st.lists(otlp_span(), min_size=1, max_size=4))
-def test_any_attributes_give_the_same_facts(spans: list[dict[str, Any]]) -> None:
+@given(st.lists(otlp_span(), min_size=1, max_size=4), st.one_of(st.none(), ATTRIBUTES))
+def test_any_attributes_give_the_same_facts(
+    spans: list[dict[str, Any]], resource: list[dict[str, Any]] | None
+) -> None:
     """Whatever names and values a span's attributes hold (every name the reader
     looks at, marked ones, texts blank or not, counts in any form, repeated names,
-    nested pairs, native kinds, message events), the rows are those of Python's view."""
-    same_rows(_body(spans))
+    nested pairs, native kinds, message events), the rows are those of Python's view;
+    and their resource's attributes the same tokens."""
+    same_rows(_body(spans, resource))
 
 
 def test_the_ordinary_are_read_in_c() -> None:
@@ -187,7 +192,7 @@ def test_each_traces_tokens_are_made_once_whatever_order_its_spans_come_in() -> 
     body = _native_body(spans)
     rows, facets = rows_with_views(body, "p", 7, Pricer())
     assert facets is not None and [t for _, t, _ in facets] == [f"{n:032x}" for n in (1, 2, 3)]
-    from_rows = trace_facets.documents_of((r[0], r[1], r.name, r.attributes) for r in rows)
+    from_rows = trace_index.documents(rows)
     assert {t: sorted(unpacked(k)) for _, t, k in facets} == {
         t: sorted(unpacked(k)) for _, t, k in from_rows
     }

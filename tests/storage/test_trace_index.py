@@ -12,9 +12,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import proto_json
 from genai import view_of
 from storage import attribute_hashes, trace_query
-from storage.attribute_hashes import attribute_pairs, text_hash
+from storage.attribute_hashes import attribute_pairs, resource_pairs, text_hash
 from storage.database import Database
 from storage.erasure import Eraser
 from storage.index_filters import NAMES_MATCHED, name_tokens
@@ -66,11 +67,16 @@ def _expected(tx: Any) -> tuple[set[Any], dict[Any, set[str]], set[Any], set[Any
     names: set[Any] = set()
     rows = tx.query(
         "SELECT project_id, trace_id, span_id, start_day, name, kind, attributes, events, "
-        "llm_type FROM spans"
+        "llm_type, resource FROM spans"
     )
-    for project, trace, span, day, name, kind, attributes, events, llm_type in rows:
+    shared = {
+        (p, key): body
+        for p, key, body in tx.query("SELECT project_id, key, body FROM shared_texts")
+    }
+    for project, trace, span, day, name, kind, attributes, events, llm_type, resource in rows:
         names.add((project, key_text(name), name_token(project, key_text(name))))
-        for k, h in attribute_pairs(attributes):
+        resource = shared.get((project, resource), resource)  # its key's text, if a key
+        for k, h in attribute_pairs(attributes) + resource_pairs(resource):
             keyed = key_token(project, key_text(k))
             pairs.update(((project, trace, keyed), (project, trace, keyed ^ h)))
         pairs.add((project, trace, name_token(project, key_text(name))))
@@ -733,3 +739,78 @@ def test_long_values_are_hashed_without_being_kept() -> None:
         default=0,
     )
     assert kept <= attribute_hashes.KEPT_CHARS
+
+
+def _under_resource(trace: str, service: str, environment: str, received_ms: int = 1) -> bytes:
+    """The canonical body of a span of `trace` that an OTel SDK sends under its resource."""
+    resource = {
+        "attributes": [
+            {"key": "service.name", "value": {"stringValue": service}},
+            {"key": "deployment.environment", "value": {"stringValue": environment}},
+            {"key": "process.pid", "value": {"intValue": "4172"}},
+        ]
+    }
+    route = {"key": "http.route", "value": {"stringValue": f"/{received_ms}"}}
+    span = {"traceId": trace * 32, "spanId": "1" * 16, "name": "GET /orders", "kind": 2,
+            "startTimeUnixNano": "1764000000000000000", "endTimeUnixNano": "1764000000000000009",
+            "attributes": [route]}  # fmt: skip
+    request = {"resourceSpans": [{"resource": resource, "scopeSpans": [{"spans": [span]}]}]}
+    return proto_json.convert_otlp(orjson.dumps(request)).payload
+
+
+@pytest.mark.parametrize("builder", ["c", "python"])
+def test_a_resources_attributes_find_its_spans_traces(database: Database, builder: str) -> None:
+    """`attr=service.name=checkout-api`, `attr=deployment.environment`: a resource's
+    attributes are its spans', whichever builder made the documents; a span replaced
+    under another resource takes its trace out of the old one's."""
+    from genai.prices import Pricer
+    from storage.span_genai import rows_with_views
+
+    store = SpanStore(database)
+
+    def send(body: bytes, received_ms: int) -> None:
+        rows, facets = rows_with_views(body, "p", received_ms, Pricer())
+        assert (facets is not None) == span_rows_built()
+        store.upsert(store.prepared(rows, facets if builder == "c" else None), WINDOW_MS)
+
+    send(_under_resource("a", "checkout-api", "production"), 1)
+    send(_under_resource("b", "agent-app", "staging"), 1)
+    assert _find(database, attributes=(("service.name", "checkout-api"),)) == ["a" * 32]
+    assert _find(database, attributes=(("process.pid", "4172"),)) == ["b" * 32, "a" * 32]
+    assert _find(database, attributes=(("deployment.environment", None),)) == ["b" * 32, "a" * 32]
+    assert _find(database, attributes=(("service.name", "billing"),)) == []
+    assert_exact(database)
+    send(_under_resource("a", "billing", "production", WINDOW_MS + 2), WINDOW_MS + 2)
+    assert _find(database, attributes=(("service.name", "checkout-api"),)) == []
+    assert _find(database, attributes=(("service.name", "billing"),)) == ["a" * 32]
+    assert_exact(database)
+
+
+def span_rows_built() -> bool:
+    """Whether the C row builder (and its documents of tokens) is built here."""
+    from storage.span_genai import _MAKERS, _PLAN
+    from storage.span_rows import FAST_ROWS
+
+    return FAST_ROWS is not None and _PLAN is not None and _MAKERS is not None
+
+
+def test_traces_indexed_before_their_resources_were_get_their_tokens(database: Database) -> None:
+    """A store whose documents hold its spans' attributes alone (as builds before this
+    one wrote them): the walk makes them anew with the resources'; run again, nothing."""
+    from genai.prices import Pricer
+    from storage import find_upgrade, trace_facets
+    from storage.span_genai import rows_with_views
+
+    rows, _ = rows_with_views(_under_resource("a", "checkout-api", "production"), "p", 1, Pricer())
+    store = SpanStore(database)
+    store.upsert(store.prepared(rows), WINDOW_MS)
+    with database.transaction() as tx:
+        tx.execute("DELETE FROM trace_facets")
+        spans = [(r.project_id, r.trace_id, r.name, r.attributes, "{}") for r in rows]
+        trace_facets.write(tx, trace_facets.documents_of(spans), [])
+        tx.execute("DELETE FROM schema_migrations WHERE version = ?", (find_upgrade.RESOURCED,))
+    assert _find(database, attributes=(("service.name", "checkout-api"),)) == []
+    assert find_upgrade.resource(database) == 1
+    assert _find(database, attributes=(("service.name", "checkout-api"),)) == ["a" * 32]
+    assert_exact(database)
+    assert find_upgrade.resource(database) == 0
