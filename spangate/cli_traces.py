@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from datetime import UTC, datetime
 
 from spangate.cli_support import CommandError, fail, print_json, print_table, with_database
 from storage.database import Database
@@ -22,6 +23,11 @@ def _nanos_to_ms(start: int, end: int | None) -> str:
     return "" if end is None else f"{(end - start) / 1e6:.1f}"
 
 
+def _start(nanos: int) -> str:
+    """A start time for a terminal: UTC, to the second."""
+    return datetime.fromtimestamp(nanos // 10**9, UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
 def _list(args: argparse.Namespace) -> int:
     def action(db: Database) -> int:
         traces, _ = TraceSummaries(db).page(
@@ -37,6 +43,10 @@ def _list(args: argparse.Namespace) -> int:
                         "startTimeUnixNano": str(t.start_ns),
                         "endTimeUnixNano": None if t.end_ns is None else str(t.end_ns),
                         "receivedMs": t.received_ms,
+                        "errorCount": t.error_count,
+                        "models": t.models,
+                        "totalTokens": t.usage[2],
+                        "costUsd": t.usage[3],
                     }
                     for t in traces
                 ]
@@ -46,14 +56,28 @@ def _list(args: argparse.Namespace) -> int:
                 [
                     (
                         t.trace_id,
-                        str(t.span_count),
-                        t.root_name or "",
-                        str(t.start_ns),
+                        _start(t.start_ns),
                         _nanos_to_ms(t.start_ns, t.end_ns),
+                        str(t.span_count),
+                        str(t.error_count),
+                        ",".join(t.models),
+                        "" if t.usage[2] is None else str(t.usage[2]),
+                        "" if t.usage[3] is None else f"{t.usage[3]:.6g}",
+                        t.root_name or "",
                     )
                     for t in traces
                 ],
-                ("TRACE", "SPANS", "ROOT", "START_NS", "DURATION_MS"),
+                (
+                    "TRACE",
+                    "START_UTC",
+                    "DURATION_MS",
+                    "SPANS",
+                    "ERRORS",
+                    "MODELS",
+                    "TOKENS",
+                    "COST_USD",
+                    "ROOT",
+                ),  # fmt: skip
             )
         return 0
 

@@ -7,6 +7,7 @@ import io
 import os
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import orjson
@@ -68,6 +69,22 @@ def test_list_newest_first(capsys: pytest.CaptureFixture[str]) -> None:
         )
         == 1
     )
+
+
+def test_list_as_a_table_reads_like_the_dashboards(capsys: pytest.CaptureFixture[str]) -> None:
+    """Without --json: the start in UTC (not nanoseconds), duration, spans, errors,
+    models, tokens, cost and root, one trace a line under a header."""
+    code, out, _ = run(capsys, "traces", "list", "--project", "demo")
+    header, first, *_ = out.splitlines()
+    assert code == 0 and header.split() == [
+        "TRACE", "START_UTC", "DURATION_MS", "SPANS", "ERRORS", "MODELS", "TOKENS", "COST_USD",
+        "ROOT",
+    ]  # fmt: skip
+    listed = orjson.loads(run(capsys, "traces", "list", "--project", "demo", "--json")[1])[0]
+    start = int(listed["startTimeUnixNano"]) // 10**9
+    shown = datetime.fromtimestamp(start, UTC).strftime("%Y-%m-%d %H:%M:%S")
+    assert first.startswith(f"{listed['traceId']}  {shown}  ")
+    assert first.split()[-1] == listed["rootName"] and listed["errorCount"] == 0
 
 
 def test_show_as_stored(capsys: pytest.CaptureFixture[str]) -> None:
