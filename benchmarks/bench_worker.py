@@ -5,6 +5,7 @@ bulk insert of the same rows.
     python -m benchmarks.bench_worker --database postgresql://postgres@127.0.0.1/test \
         --entries 1000 --rounds 1 [--across 10]
     python -m benchmarks.bench_worker --genai [--database ...]
+    python -m benchmarks.bench_worker --resource  # bodies as an OTel SDK exports them
 
 `--genai` compares the worker with itself: OTel GenAI chat calls (a few KB of messages,
 token counts) against the same spans with those attributes renamed out of every LLM
@@ -48,7 +49,7 @@ import psycopg
 import redis
 
 import proto_json
-from benchmarks.payloads import TRACE_SPANS, native_spans_body
+from benchmarks.payloads import TRACE_SPANS, native_spans_body, under_sdk_resource
 from spangate.cli_serve import worker_process
 from spanqueue.layout import STREAMS_KEY, QueuedRequest, stream_key
 from storage.database import Database
@@ -68,16 +69,19 @@ def fill(
     spans: int,
     across: int = 1,
     genai: str | None = None,
+    resource: bool = False,
 ) -> list[bytes]:
     """Queue `entries` converted bodies of `spans` spans for `project`, each trace's
     spans in `across` consecutive bodies (GenAI chat calls under attribute prefix
-    `genai`, when given); the bodies."""
+    `genai`, when given; under an SDK's resource and scope, when `resource`); the bodies."""
     bodies = [
         proto_json.convert_spans(
             native_spans_body(spans, seed=i + 1, across=across, genai=genai)
         ).payload
         for i in range(entries)
     ]
+    if resource:
+        bodies = [under_sdk_resource(body) for body in bodies]
     enqueue(server, project, bodies, spans)
     return bodies
 
@@ -288,6 +292,12 @@ def main() -> None:
         "of a batch's traces are already stored, and the worker checks their spans)",
     )
     parser.add_argument(
+        "--resource",
+        action="store_true",
+        help="every body under the resource and scope an OpenTelemetry SDK exports "
+        "(15 attributes), as an exporter's; the native bodies have none",
+    )
+    parser.add_argument(
         "--genai",
         action="store_true",
         help="GenAI chat calls against their twins without GenAI attributes (the cost of "
@@ -316,7 +326,7 @@ def main() -> None:
         work = Path(tempfile.mkdtemp(prefix="spangate-worker-bench-"))
         server = RedisServer(work / "redis").start()
         project = f"bench{round_no}"
-        bodies = fill(server, project, args.entries, args.spans, args.across)
+        bodies = fill(server, project, args.entries, args.spans, args.across, None, args.resource)
         with ExitStack() as stack:
             if args.database:
                 url = stack.enter_context(postgres_schema(args.database))

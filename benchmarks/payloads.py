@@ -147,6 +147,36 @@ def native_traces_body(count: int, seed: int = 1) -> bytes:
     return orjson.dumps({"traces": [{"traceId": t, "spans": s} for t, s in traces.items()]})
 
 
+#: The resource and scope an OpenTelemetry SDK exports with every request: service, SDK,
+#: host, process and cloud attributes (15, about 1 KB of JSON), an instrumentation's scope.
+SDK_RESOURCE: dict[str, Any] = {
+    "attributes": [
+        {"key": key, "value": {"intValue" if key == "process.pid" else "stringValue": value}}
+        for key, value in (
+            ("service.name", "agent-app"), ("service.version", "1.4.2"),
+            ("deployment.environment.name", "production"), ("telemetry.sdk.language", "python"),
+            ("telemetry.sdk.name", "opentelemetry"), ("telemetry.sdk.version", "1.38.0"),
+            ("host.name", "ip-10-0-3-17.eu-west-1.compute.internal"), ("host.arch", "amd64"),
+            ("os.type", "linux"), ("process.pid", "41722"), ("process.runtime.name", "cpython"),
+            ("process.runtime.version", "3.12.7"),
+            ("process.executable.path", "/usr/local/bin/python3.12"),
+            ("cloud.provider", "aws"), ("cloud.region", "eu-west-1"),
+        )
+    ]
+}  # fmt: skip
+SDK_SCOPE = {"name": "opentelemetry.instrumentation.openai_v2", "version": "2.1b0"}
+
+
+def under_sdk_resource(payload: bytes) -> bytes:
+    """A canonical body with SDK_RESOURCE and SDK_SCOPE on its spans, as an exporter's."""
+    request = orjson.loads(payload)
+    for resource_spans in request["resourceSpans"]:
+        resource_spans["resource"] = SDK_RESOURCE
+        for scope_spans in resource_spans["scopeSpans"]:
+            scope_spans["scope"] = SDK_SCOPE
+    return orjson.dumps(request)
+
+
 def otlp_body(count: int, seed: int = 1) -> bytes:
     """An OTLP/JSON body carrying the same spans as `native_spans_body`, as an exporter would."""
     import proto_json  # the canonical form is valid OTLP/JSON; exporters add a resource
