@@ -272,6 +272,77 @@ def find_index_rounds(args: argparse.Namespace) -> None:
     print(f"ratio {ratio:.2f}; target >= {FIND_INDEX_TARGET}: {verdict}")
 
 
+def worker_rounds(args: argparse.Namespace) -> None:
+    """The default: the worker against a plain insert of the same rows, and what the
+    store holds a span."""
+    total = args.entries * args.spans
+    worker_rates, base_rates, sqlite_rates, stored = [], [], [], []
+    print(
+        f"{args.entries} entries x {args.spans} spans = {total:,} spans per round, "
+        f"{args.processes} worker process(es), each trace in {args.across} request(s)"
+    )
+    for round_no in range(args.rounds):
+        work = Path(tempfile.mkdtemp(prefix="spangate-worker-bench-"))
+        server = RedisServer(work / "redis").start()
+        project = f"bench{round_no}"
+        bodies = fill(server, project, args.entries, args.spans, args.across, None, args.resource)
+        with ExitStack() as stack:
+            if args.database:
+                url = stack.enter_context(postgres_schema(args.database))
+                plain_url = stack.enter_context(postgres_schema(args.database))
+            else:
+                url, plain_url = f"sqlite:///{work / 'worker.db'}", f"sqlite:///{work / 'plain.db'}"
+            db = Database(url)
+            migrate(db)
+            plain = Database(plain_url)
+            migrate(plain)
+
+            base = (
+                partial(postgres_baseline, plain_url, bodies, project, BATCH_ENTRIES)
+                if args.database
+                else partial(baseline, plain, bodies, project, BATCH_ENTRIES)
+            )
+            # alternate which goes first: the second one runs while the first one's
+            # database is still being written back to disk
+            if round_no % 2:
+                base_s = base()
+            worker_s = drain(server.url, url, args.processes)
+            assert SpanStore(db).count(project) == total
+            if not args.database:  # the store's file and its log, a span
+                stored.append(sum(f.stat().st_size for f in work.glob("worker.db*")) / total)
+            if not round_no % 2:
+                base_s = base()
+            worker_rates.append(total / worker_s)
+            base_rates.append(total / base_s)
+            db.close()
+            plain.close()
+            if args.database:  # the same bodies into SQLite, for comparison
+                enqueue(server, f"{project}-sqlite", bodies, args.spans)
+                sqlite_url = f"sqlite:///{work / 'sqlite.db'}"
+                migrate(Database(sqlite_url))
+                sqlite_rates.append(total / drain(server.url, sqlite_url, args.processes))
+        server.stop()
+    worker_rate, base_rate = statistics.median(worker_rates), statistics.median(base_rates)
+    print(f"worker(s)   {worker_rate:10,.0f} spans/s (median of {args.rounds})")
+    print("  rounds:", ", ".join(f"{rate:,.0f}" for rate in worker_rates))
+    print("  baseline rounds:", ", ".join(f"{rate:,.0f}" for rate in base_rates))
+    if stored:
+        print(f"stored      {statistics.median(stored):10,.0f} bytes a span (the file and its log)")
+    ratio = worker_rate / base_rate
+    if args.database:
+        print(f"COPY        {base_rate:10,.0f} spans/s (no key, no index, same rows, same batches)")
+        met = worker_rate >= 50_000 and ratio >= 0.5
+        sqlite_rate = statistics.median(sqlite_rates)
+        print(f"SQLite      {sqlite_rate:10,.0f} spans/s (the same worker(s), the same bodies)")
+        print(
+            f"ratio {ratio:.2f}; target >= 50,000 spans/s and >= 0.5: {'PASS' if met else 'FAIL'}"
+        )
+    else:
+        print(f"executemany {base_rate:10,.0f} spans/s (sqlite3 module, same rows, same batches)")
+        met = worker_rate >= 100_000
+        print(f"ratio {ratio:.2f}; target >= 100,000 spans/s: {'PASS' if met else 'FAIL'}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--entries", type=int, default=100)
@@ -316,68 +387,7 @@ def main() -> None:
     if args.genai:
         genai_rounds(args)
         return
-    total = args.entries * args.spans
-    worker_rates, base_rates, sqlite_rates = [], [], []
-    print(
-        f"{args.entries} entries x {args.spans} spans = {total:,} spans per round, "
-        f"{args.processes} worker process(es), each trace in {args.across} request(s)"
-    )
-    for round_no in range(args.rounds):
-        work = Path(tempfile.mkdtemp(prefix="spangate-worker-bench-"))
-        server = RedisServer(work / "redis").start()
-        project = f"bench{round_no}"
-        bodies = fill(server, project, args.entries, args.spans, args.across, None, args.resource)
-        with ExitStack() as stack:
-            if args.database:
-                url = stack.enter_context(postgres_schema(args.database))
-                plain_url = stack.enter_context(postgres_schema(args.database))
-            else:
-                url, plain_url = f"sqlite:///{work / 'worker.db'}", f"sqlite:///{work / 'plain.db'}"
-            db = Database(url)
-            migrate(db)
-            plain = Database(plain_url)
-            migrate(plain)
-
-            base = (
-                partial(postgres_baseline, plain_url, bodies, project, BATCH_ENTRIES)
-                if args.database
-                else partial(baseline, plain, bodies, project, BATCH_ENTRIES)
-            )
-            # alternate which goes first: the second one runs while the first one's
-            # database is still being written back to disk
-            if round_no % 2:
-                base_s = base()
-            worker_s = drain(server.url, url, args.processes)
-            assert SpanStore(db).count(project) == total
-            if not round_no % 2:
-                base_s = base()
-            worker_rates.append(total / worker_s)
-            base_rates.append(total / base_s)
-            db.close()
-            plain.close()
-            if args.database:  # the same bodies into SQLite, for comparison
-                enqueue(server, f"{project}-sqlite", bodies, args.spans)
-                sqlite_url = f"sqlite:///{work / 'sqlite.db'}"
-                migrate(Database(sqlite_url))
-                sqlite_rates.append(total / drain(server.url, sqlite_url, args.processes))
-        server.stop()
-    worker_rate, base_rate = statistics.median(worker_rates), statistics.median(base_rates)
-    print(f"worker(s)   {worker_rate:10,.0f} spans/s (median of {args.rounds})")
-    print("  rounds:", ", ".join(f"{rate:,.0f}" for rate in worker_rates))
-    print("  baseline rounds:", ", ".join(f"{rate:,.0f}" for rate in base_rates))
-    ratio = worker_rate / base_rate
-    if args.database:
-        print(f"COPY        {base_rate:10,.0f} spans/s (no key, no index, same rows, same batches)")
-        met = worker_rate >= 50_000 and ratio >= 0.5
-        sqlite_rate = statistics.median(sqlite_rates)
-        print(f"SQLite      {sqlite_rate:10,.0f} spans/s (the same worker(s), the same bodies)")
-        print(
-            f"ratio {ratio:.2f}; target >= 50,000 spans/s and >= 0.5: {'PASS' if met else 'FAIL'}"
-        )
-    else:
-        print(f"executemany {base_rate:10,.0f} spans/s (sqlite3 module, same rows, same batches)")
-        met = worker_rate >= 100_000
-        print(f"ratio {ratio:.2f}; target >= 100,000 spans/s: {'PASS' if met else 'FAIL'}")
+    worker_rounds(args)
 
 
 if __name__ == "__main__":
