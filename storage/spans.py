@@ -102,8 +102,7 @@ def stored_span(row: tuple[Any, ...], bodies: dict[str, str]) -> dict[str, Any]:
 
 def _stored_spans(tx: Transaction, project_id: str, rows: list[Any]) -> list[dict[str, Any]]:
     """`stored_span` of each row of a project's, their shared texts read in one query."""
-    keys = {value for row in rows for value in row[14:16] if shared_texts.is_key(value)}
-    bodies = shared_texts.bodies(tx, project_id, keys) if keys else {}
+    bodies = shared_texts.bodies(tx, project_id, (value for row in rows for value in row[14:16]))
     return [stored_span(row, bodies) for row in rows]
 
 

@@ -137,7 +137,8 @@ def documents_of(spans: Iterable[Faceted]) -> list[Facets]:
         if resource != "{}" and (project, trace_id, resource) not in given:
             given.add((project, trace_id, resource))
             if resource not in resources:
-                resources[resource] = resource_pairs(resource) if resource[:1] == "{" else []
+                known = not shared_texts.is_key(resource)  # a key: a text not at hand
+                resources[resource] = resource_pairs(resource) if known else []
             pairs += resources[resource]
         for key, hashed in pairs:
             keyed = key_token(project, key)
@@ -218,7 +219,6 @@ def rebuild(tx: Transaction, traces: Iterable[tuple[str, str]]) -> None:
             "DELETE FROM trace_facets WHERE project_id = ? AND trace_id = ?", (project, trace)
         )
         rows = tx.query(_STORED, (project, trace))
-        keys = {row[4] for row in rows if shared_texts.is_key(row[4])}
-        bodies = shared_texts.bodies(tx, project, keys) if keys else {}
+        bodies = shared_texts.bodies(tx, project, (row[4] for row in rows))
         spans += [(*row[:4], shared_texts.text_of(row[4], bodies)) for row in rows]
     write(tx, documents_of(spans), names_of((p, name) for p, _, name, _, _ in spans))
