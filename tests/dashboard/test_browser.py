@@ -417,3 +417,28 @@ def test_filter_sort_and_go_live(browser: Browser, dashboard_url: str, tmp_path:
     expect(page.get_by_role("link", name="Live: on (every 5 s)")).to_be_visible()
     assert page.locator('meta[http-equiv="refresh"]').count() == 1
     page.close()
+
+
+def test_a_phone_reads_every_page_without_scrolling_sideways(
+    browser: Browser, dashboard_url: str, tmp_path: Path
+) -> None:
+    """At 390 px the header's links wrap, a wide table scrolls in its own box, and the
+    trace page's span pane comes below its waterfall, not beside it."""
+    page = browser.new_page(viewport={"width": 390, "height": 844})
+    _sign_in(page, dashboard_url)
+    for path in (
+        "/projects/odd/traces",
+        f"/projects/odd/traces/{BUSY_TRACE}?span={'1' * 16}",
+        "/projects/odd/sessions",
+        "/projects/demo/agents",
+        "/projects/demo/ingestion",
+    ):
+        page.goto(f"{dashboard_url}{path}")
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390, path
+    page.goto(f"{dashboard_url}/projects/odd/traces/{BUSY_TRACE}?span={'1' * 16}")
+    waterfall = page.locator("ol.spans").bounding_box()
+    pane = page.locator("#detail").bounding_box()
+    assert waterfall is not None and pane is not None
+    assert pane["y"] >= waterfall["y"] + waterfall["height"] and pane["width"] > 300
+    page.screenshot(path=str(tmp_path / "phone-trace.png"), full_page=True)
+    page.close()
