@@ -33,10 +33,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from operator import itemgetter
+from typing import NamedTuple
 
 from storage.span_rows import SpanRow
 
 FIELDS = SpanRow._fields
+
+
+class Written(NamedTuple):
+    """What writing a batch by the rules did: the positions of the rows the window
+    refused, and of those that could meet a stored row (their trace had one before the
+    batch, or their span came earlier in it); the others were inserted."""
+
+    refused: list[int]
+    met: list[int]
+
+
 #: A stored row's key: a span has a row per UTC day of its start.
 KEY = ("project_id", "trace_id", "span_id", "start_day")
 INTEGER_COLUMNS = frozenset(

@@ -36,7 +36,7 @@ from typing import NamedTuple
 from storage import trace_summaries
 from storage.database import Transaction, arrays
 from storage.errors import WriteConflict
-from storage.resend import COLUMN_TYPES, FIELDS, KEY, refusal, spans_repeat
+from storage.resend import COLUMN_TYPES, FIELDS, KEY, Written, refusal, spans_repeat
 from storage.span_rows import SpanRow
 
 STAGE = "staged_spans"
@@ -145,14 +145,15 @@ class Batch(NamedTuple):
         return cls(rows, list(dict.fromkeys(map(_TRACE_KEY, rows))), occurrences, summaries)
 
 
-def write(tx: Transaction, batch: Batch, window_ms: int) -> list[int]:
+def write(tx: Transaction, batch: Batch, window_ms: int) -> Written:
     """Write a batch's rows in `tx` by the rules, and their traces' summaries; the
-    positions of the rows the window refused. WriteConflict: the server broke a deadlock
+    positions of the rows the window refused, and of those of the traces it checked
+    (stored before, or with a span sent twice). WriteConflict: the server broke a deadlock
     with another writer by ending this transaction, or a trace was erased while it was
     being locked (write the batch again, in a new transaction)."""
     rows, occurrences = batch.rows, batch.occurrences
     if not rows:
-        return []
+        return Written([], [])
     known = locked(tx, batch.traces)
     if len(known) < len(batch.traces):  # first, the new traces' summaries: their locks
         summaries = batch.summaries
@@ -172,8 +173,9 @@ def write(tx: Transaction, batch: Batch, window_ms: int) -> list[int]:
     if fresh:
         tx.copy(f"spans ({_COLUMNS})", _TYPES, fresh)
     if len(fresh) == len(rows):
-        return []
-    return _write_checked(tx, rows, occurrences, known, checked, window_ms)
+        return Written([], [])
+    met = [at for at, row in enumerate(rows) if _TRACE_KEY(row) in checked]
+    return Written(_write_checked(tx, rows, occurrences, known, checked, window_ms), met)
 
 
 def locked(tx: Transaction, traces: list[tuple[str, str]]) -> set[tuple[str, str]]:

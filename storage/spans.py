@@ -19,6 +19,7 @@ from storage.database import Database, Transaction
 from storage.resend import (
     SQLITE_STORED_TRACES,
     UPSERT,
+    Written,
     spans_repeat,
     sqlite_refusal,
     traces_asked,
@@ -159,18 +160,20 @@ class SpanStore:
         that took the write lock at its start: `transaction(immediate=True)`)."""
         batch = rows if isinstance(rows, Prepared) else self.prepared(rows)
         if batch.copy is not None:
-            refused = span_copy.write(tx, batch.copy, window_ms)
+            written = span_copy.write(tx, batch.copy, window_ms)
         else:
-            refused = self._write_sqlite(tx, batch.rows, window_ms)
+            written = self._write_sqlite(tx, batch.rows, window_ms)
         shared_texts.write(tx, batch.rows)
         if batch.found is not None:
             traces = batch.copy.traces if batch.copy is not None else ()
-            trace_index.write(tx, batch.found, batch.rows, refused, traces)
+            left_out = written.refused + trace_index.unchanged(tx, batch.rows, written.met)
+            trace_index.write(tx, batch.found, batch.rows, left_out, traces)
             session_summaries.refresh_stale(tx)
-        return [batch.rows[at] for at in refused]
+        return [batch.rows[at] for at in written.refused]
 
-    def _write_sqlite(self, tx: Transaction, rows: list[SpanRow], window_ms: int) -> list[int]:
-        """The rows written by the rules; the positions of those the window refused."""
+    def _write_sqlite(self, tx: Transaction, rows: list[SpanRow], window_ms: int) -> Written:
+        """The rows written by the rules; the positions of those the window refused, and
+        of those it checked."""
         stored = {
             trace
             for asked in traces_asked(rows)
@@ -188,7 +191,7 @@ class SpanStore:
             written = [rows[at][:4] for at in replacing if at not in refused]
             trace_texts.forget_previews(tx, written)
         trace_summaries.refresh_sqlite(tx, rows, stored, skipped, repeats)
-        return skipped
+        return Written(skipped, [at for at, check in enumerate(checked) if check])
 
     def trace(self, project_id: str, trace_id: str) -> list[dict[str, Any]]:
         """Every stored span of a trace, by start time."""

@@ -10,7 +10,9 @@ What a batch adds is made before its transaction (`index_rows`, on the worker's
 decoding thread), from the documents of tokens the C row builder gives where it built
 the rows (nothing parsed again), and written in the transaction that writes the spans.
 
-Exact under the re-sending rules: the rows the window refused add nothing; a stored
+Exact under the re-sending rules: the rows the window refused add nothing, nor do those
+that met a stored row of the same content sent before (a span sent again: it may come
+under another resource, which the content leaves out, and is stored as it was); a stored
 row replaced or deleted has its previews deleted and is noted stale with its start day,
 whose trace's documents of tokens, and whose trace's documents of words of that day,
 are made anew here from what is stored (`rebuild_stale`), in the same transaction, by
@@ -29,6 +31,7 @@ from typing import NamedTuple
 
 from storage import trace_facets, trace_texts
 from storage.database import Transaction, arrays
+from storage.resend import KEY
 from storage.span_rows import SpanRow
 
 
@@ -83,19 +86,85 @@ def documents(rows: list[SpanRow]) -> list[trace_facets.Facets]:
     return trace_facets.documents_of(map(_faceted, rows))
 
 
+#: A row's resource (what a span sent again may carry anew) and the columns that find
+#: its stored row, in SpanRow's order.
+_RESOURCE_AT = SpanRow._fields.index("resource")
+_SENT = itemgetter(
+    *(
+        SpanRow._fields.index(f)
+        for f in ("project_id", "trace_id", "span_id", "start_day", "received_ms", "content_hash")
+    )
+)
+_KEY = itemgetter(*map(SpanRow._fields.index, KEY))
+#: Of the rows asked (position, their key, receive time, content hash), those whose
+#: stored row holds the same content received at another time: they wrote nothing.
+_UNCHANGED_JOIN = (
+    " JOIN spans AS stored ON stored.project_id = asked.project_id AND stored.trace_id = "
+    "asked.trace_id AND stored.span_id = asked.span_id AND stored.start_day = asked.start_day "
+    "WHERE stored.content_hash = asked.content_hash AND stored.received_ms <> asked.received_ms"
+)
+_ASKED_COLUMNS = "at, project_id, trace_id, span_id, start_day, received_ms, content_hash"
+_UNCHANGED_POSTGRES = (
+    "SELECT asked.at FROM unnest(?::bigint[], ?::text[], ?::text[], ?::text[], ?::text[], "
+    f"?::bigint[], ?::text[]) AS asked ({_ASKED_COLUMNS})" + _UNCHANGED_JOIN
+)
+#: SQLite: rows asked a query (7 parameters each; old SQLite allows 999).
+_ASKED_ROWS = 140
+
+
+def unchanged(tx: Transaction, rows: list[SpanRow], met: list[int]) -> list[int]:
+    """Of the rows just written in `tx` at positions `met` (those that could meet a stored
+    row: their trace had one, or their span came earlier in the batch), those under a
+    resource whose stored row holds the same content received before: a span sent again
+    wrote nothing, and its resource, which its content leaves out, must not be indexed.
+    Reads nothing when none of them has a resource."""
+    asked = [(at, *_SENT(rows[at])) for at in met if rows[at][_RESOURCE_AT] != "{}"]
+    if not asked:
+        return []
+    found = _sent_before_in(rows)
+    if tx.postgres:
+        return found + [at for (at,) in tx.query(_UNCHANGED_POSTGRES, arrays(asked))]
+    for first in range(0, len(asked), _ASKED_ROWS):
+        part = asked[first : first + _ASKED_ROWS]
+        values = ", ".join("(?, ?, ?, ?, ?, ?, ?)" for _ in part)
+        found += [
+            at
+            for (at,) in tx.query(
+                f"WITH asked ({_ASKED_COLUMNS}) AS (VALUES {values}) SELECT asked.at FROM asked"
+                + _UNCHANGED_JOIN,
+                [value for row in part for value in row],
+            )
+        ]
+    return found
+
+
+def _sent_before_in(rows: list[SpanRow]) -> list[int]:
+    """The rows whose row (span, start day) came earlier in the batch with the same
+    content (the same span in two requests of a batch, or twice in one request)."""
+    first: dict[tuple[str, str, str, str], str] = {}
+    again: list[int] = []
+    for at, row in enumerate(rows):
+        key, content = _KEY(row), row.content_hash
+        if key not in first:
+            first[key] = content
+        elif first[key] == content:
+            again.append(at)
+    return again
+
+
 def write(
     tx: Transaction,
     index: IndexRows,
     rows: list[SpanRow],
-    refused: list[int],
+    left_out: list[int],
     traces: Collection[tuple[str, str]],
 ) -> None:
     """Index a batch just written in `tx` (`rows`, whose `index_rows` is `index`;
-    `refused`: the positions of those the window refused, not written), then make the
-    stale traces' indexes anew (`traces`: the rows' traces, which `tx` holds locked;
-    `rebuild_stale`)."""
-    if refused:  # rare: the batch indexed anew without the rows refused
-        gone = set(refused)
+    `left_out`: the positions of those that wrote nothing: the window refused them, or
+    they were `unchanged`), then make the stale traces' indexes anew (`traces`: the
+    rows' traces, which `tx` holds locked; `rebuild_stale`)."""
+    if left_out:  # rare: the batch indexed anew without those rows
+        gone = set(left_out)
         index = index_rows([row for at, row in enumerate(rows) if at not in gone])
     trace_texts.write(tx, index.previews, index.documents)
     trace_facets.write(tx, index.facets, index.names)

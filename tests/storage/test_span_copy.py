@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from storage import span_copy
 from storage.database import Database, Transaction
+from storage.resend import Written
 from storage.schema import migrate
 from storage.span_rows import SpanRow
 from storage.spans import SpanStore
@@ -92,7 +93,7 @@ def test_a_writer_meeting_a_new_trace_of_another_goes_on_without_starting_again(
         tx.execute("TRUNCATE spans, trace_summaries")
     transactions = []
 
-    def counted(tx: Transaction, batch: span_copy.Batch, window_ms: int) -> list[int]:
+    def counted(tx: Transaction, batch: span_copy.Batch, window_ms: int) -> Written:
         transactions.append(batch.rows)
         return write(tx, batch, window_ms)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import tempfile
 from datetime import date
+from functools import partial
 from typing import Any
 
 import orjson
@@ -741,8 +742,9 @@ def test_long_values_are_hashed_without_being_kept() -> None:
     assert kept <= attribute_hashes.KEPT_CHARS
 
 
-def _under_resource(trace: str, service: str, environment: str, received_ms: int = 1) -> bytes:
-    """The canonical body of a span of `trace` that an OTel SDK sends under its resource."""
+def _under_resource(trace: str, service: str, environment: str, route: int = 1) -> bytes:
+    """The canonical body of a span of `trace` that an OTel SDK sends under its resource
+    (its content changes with `route`)."""
     resource = {
         "attributes": [
             {"key": "service.name", "value": {"stringValue": service}},
@@ -750,10 +752,10 @@ def _under_resource(trace: str, service: str, environment: str, received_ms: int
             {"key": "process.pid", "value": {"intValue": "4172"}},
         ]
     }
-    route = {"key": "http.route", "value": {"stringValue": f"/{received_ms}"}}
+    routed = {"key": "http.route", "value": {"stringValue": f"/{route}"}}
     span = {"traceId": trace * 32, "spanId": "1" * 16, "name": "GET /orders", "kind": 2,
             "startTimeUnixNano": "1764000000000000000", "endTimeUnixNano": "1764000000000000009",
-            "attributes": [route]}  # fmt: skip
+            "attributes": [routed]}  # fmt: skip
     request = {"resourceSpans": [{"resource": resource, "scopeSpans": [{"spans": [span]}]}]}
     return proto_json.convert_otlp(orjson.dumps(request)).payload
 
@@ -763,26 +765,57 @@ def test_a_resources_attributes_find_its_spans_traces(database: Database, builde
     """`attr=service.name=checkout-api`, `attr=deployment.environment`: a resource's
     attributes are its spans', whichever builder made the documents; a span replaced
     under another resource takes its trace out of the old one's."""
-    from genai.prices import Pricer
-    from storage.span_genai import rows_with_views
-
-    store = SpanStore(database)
-
-    def send(body: bytes, received_ms: int) -> None:
-        rows, facets = rows_with_views(body, "p", received_ms, Pricer())
-        assert (facets is not None) == span_rows_built()
-        store.upsert(store.prepared(rows, facets if builder == "c" else None), WINDOW_MS)
-
-    send(_under_resource("a", "checkout-api", "production"), 1)
-    send(_under_resource("b", "agent-app", "staging"), 1)
+    send = partial(_send, SpanStore(database), builder)
+    send(_under_resource("a", "checkout-api", "production"))
+    send(_under_resource("b", "agent-app", "staging"))
     assert _find(database, attributes=(("service.name", "checkout-api"),)) == ["a" * 32]
     assert _find(database, attributes=(("process.pid", "4172"),)) == ["b" * 32, "a" * 32]
     assert _find(database, attributes=(("deployment.environment", None),)) == ["b" * 32, "a" * 32]
     assert _find(database, attributes=(("service.name", "billing"),)) == []
     assert_exact(database)
-    send(_under_resource("a", "billing", "production", WINDOW_MS + 2), WINDOW_MS + 2)
+    send(_under_resource("a", "billing", "production", 2), received_ms=WINDOW_MS + 2)
     assert _find(database, attributes=(("service.name", "checkout-api"),)) == []
     assert _find(database, attributes=(("service.name", "billing"),)) == ["a" * 32]
+    assert_exact(database)
+
+
+def _send(store: SpanStore, builder: str, *bodies: bytes, received_ms: int = 1) -> None:
+    """Store the bodies in one batch as the worker does, their documents of tokens made
+    by the C row builder (`builder` "c") or in Python from the rows."""
+    from genai.prices import Pricer
+    from storage.span_genai import rows_with_views
+
+    rows: list[SpanRow] = []
+    documents: list[Any] = []
+    for body in bodies:
+        made, facets = rows_with_views(body, "p", received_ms, Pricer())
+        assert (facets is not None) == span_rows_built()
+        rows += made
+        documents += facets or []
+    store.upsert(store.prepared(rows, documents if builder == "c" else None), WINDOW_MS)
+
+
+@pytest.mark.parametrize("builder", ["c", "python"])
+def test_a_span_sent_again_under_another_resource_is_found_by_its_first(
+    database: Database, builder: str
+) -> None:
+    """The same span sent again under another resource (its content leaves the resource
+    out: an exporter restarted, retrying): within the window, after it, and twice in one
+    batch, it is stored as it was, and the other resource finds nothing."""
+    store = SpanStore(database)
+    _send(store, builder, _under_resource("a", "checkout-api", "production"))
+    _send(store, builder, _under_resource("a", "billing", "staging"), received_ms=2)
+    _send(store, builder, _under_resource("a", "billing", "staging"), received_ms=WINDOW_MS + 5)
+    twice = (_under_resource("b", "agent-app", "production"), _under_resource("b", "x", "y"))
+    _send(store, builder, *twice, received_ms=3)
+    for service in ("billing", "x"):
+        assert _find(database, attributes=(("service.name", service),)) == []
+    assert _find(database, attributes=(("deployment.environment", "staging"),)) == []
+    assert _find(database, attributes=(("service.name", "checkout-api"),)) == ["a" * 32]
+    assert _find(database, attributes=(("service.name", "agent-app"),)) == ["b" * 32]
+    assert store.trace("p", "a" * 32)[0]["resource"]["attributes"][0]["value"] == {
+        "stringValue": "checkout-api"
+    }
     assert_exact(database)
 
 
