@@ -131,6 +131,13 @@ class Transaction:
         else:
             self._cursor.execute(*_sqlite_statement(sql, params))
 
+    def total_changes(self) -> int:
+        """SQLite: the rows inserted, updated or deleted on this connection since it opened
+        (a difference of two tells what the statements between them changed)."""
+        if self._postgres:
+            raise ValueError("total_changes is SQLite's")
+        return int(self._cursor.connection.total_changes)  # type: ignore[attr-defined]
+
     def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
         """Run one statement; the number of rows it changed."""
         self._run(sql, params)

@@ -42,8 +42,8 @@ FIELDS = SpanRow._fields
 
 class Written(NamedTuple):
     """What writing a batch by the rules did: the positions of the rows the window
-    refused, and of those that could meet a stored row (their trace had one before the
-    batch, or their span came earlier in it); the others were inserted."""
+    refused, and of rows that may have met a stored row of the same content, and so
+    written nothing (none when every row not refused wrote)."""
 
     refused: list[int]
     met: list[int]

@@ -78,8 +78,9 @@ _SAME_KEY = _SAME_SPAN + " AND {a}.start_day = {b}.start_day"
 def write_round(window_ms: int) -> str:
     """The statement of a round (parameter: its number): writes the round's rows that
     the window does not refuse, adds those it inserts to their stored traces' summaries,
-    and answers the spans (project, trace, span, refused) it refused or that replaced a
-    stored row. Its parts see the table as it was before the statement, which is exact:
+    and answers the spans (project, trace, span, refused, same) it refused or that met a
+    stored row of their key (same: of the same content, which wrote nothing; else they
+    replaced it). Its parts see the table as it was before the statement, which is exact:
     a round holds each span once. A row that may meet something stored (`known`: its
     trace has a stored span; or its span was sent earlier in the batch) is judged by the
     stored rows of its span, read once (`judged`): whether one refuses it, whether its
@@ -109,7 +110,8 @@ def write_round(window_ms: int) -> str:
         "inserted_of_stored AS (SELECT * FROM judged WHERE known AND NOT refuses "
         "AND NOT present), "
         f"merged AS ({trace_summaries.merged('inserted_of_stored')}) "
-        "SELECT project_id, trace_id, span_id, refuses FROM judged WHERE refuses OR changed"
+        "SELECT project_id, trace_id, span_id, refuses, present AND NOT changed AS same "
+        "FROM judged WHERE refuses OR present"
     )
 
 
@@ -174,8 +176,7 @@ def write(tx: Transaction, batch: Batch, window_ms: int) -> Written:
         tx.copy(f"spans ({_COLUMNS})", _TYPES, fresh)
     if len(fresh) == len(rows):
         return Written([], [])
-    met = [at for at, row in enumerate(rows) if _TRACE_KEY(row) in checked]
-    return Written(_write_checked(tx, rows, occurrences, known, checked, window_ms), met)
+    return _write_checked(tx, rows, occurrences, known, checked, window_ms)
 
 
 def locked(tx: Transaction, traces: list[tuple[str, str]]) -> set[tuple[str, str]]:
@@ -219,9 +220,10 @@ def _write_checked(
     known: set[tuple[str, str]],
     checked: set[tuple[str, str]],
     window_ms: int,
-) -> list[int]:
+) -> Written:
     """The rows of the `checked` traces, staged and then written round by round; the
-    positions of the rows refused, in queue order."""
+    positions of the rows refused, and of those that met a stored row of the same
+    content, in queue order."""
     sends = occurrences or [1] * len(rows)
     staged = [
         (*row, send, trace in known)
@@ -232,18 +234,21 @@ def _write_checked(
     tx.copy(f"{STAGE} ({_COLUMNS}, occurrence, known)", (*_TYPES, "bigint", "boolean"), staged)
     statement = write_round(window_ms)
     refused: set[tuple[int, tuple[str, str, str]]] = set()
+    unchanged: set[tuple[int, tuple[str, str, str]]] = set()
     replaced: set[tuple[str, str]] = set()  # stored traces with a stored row replaced
     for round_no in range(1, max(sends) + 1):
-        for project, trace, span, refuses in tx.query(statement, (round_no,)):
+        for project, trace, span, refuses, same in tx.query(statement, (round_no,)):
             if refuses:
                 refused.add((round_no, (project, trace, span)))
+            elif same:
+                unchanged.add((round_no, (project, trace, span)))
             elif (project, trace) in known:
                 replaced.add((project, trace))
     trace_summaries.refresh_staged(tx, STAGE, len(checked) > len(known), sorted(replaced))
-    if not refused:
-        return []
-    return [
-        at
-        for at, (row, send) in enumerate(zip(rows, sends, strict=True))
-        if (send, _SPAN_KEY(row)) in refused
-    ]
+    if not refused and not unchanged:
+        return Written([], [])
+    sent = [(send, _SPAN_KEY(row)) for row, send in zip(rows, sends, strict=True)]
+    return Written(
+        [at for at, key in enumerate(sent) if key in refused],
+        [at for at, key in enumerate(sent) if key in unchanged],
+    )

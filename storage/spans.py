@@ -173,7 +173,7 @@ class SpanStore:
 
     def _write_sqlite(self, tx: Transaction, rows: list[SpanRow], window_ms: int) -> Written:
         """The rows written by the rules; the positions of those the window refused, and
-        of those it checked."""
+        of those it checked when some row changed nothing."""
         stored = {
             trace
             for asked in traces_asked(rows)
@@ -185,13 +185,18 @@ class SpanStore:
         replacing = [at for at, check in enumerate(checked) if check] if self.find_index else []
         if replacing:
             trace_index.note_replaced(tx, [rows[at] for at in replacing])
+        before = tx.total_changes()
         skipped = tx.executemany(UPSERT, rows, sqlite_refusal(window_ms), checked)
+        # an upsert of the same content changes no row: when every row not refused
+        # changed one, none met a stored row of its content
+        wrote_all = tx.total_changes() - before == len(rows) - len(skipped)
         if replacing:
             refused = set(skipped)
             written = [rows[at][:4] for at in replacing if at not in refused]
             trace_texts.forget_previews(tx, written)
         trace_summaries.refresh_sqlite(tx, rows, stored, skipped, repeats)
-        return Written(skipped, [at for at, check in enumerate(checked) if check])
+        met = [] if wrote_all else [at for at, check in enumerate(checked) if check]
+        return Written(skipped, met)
 
     def trace(self, project_id: str, trace_id: str) -> list[dict[str, Any]]:
         """Every stored span of a trace, by start time."""

@@ -113,11 +113,12 @@ _ASKED_ROWS = 140
 
 
 def unchanged(tx: Transaction, rows: list[SpanRow], met: list[int]) -> list[int]:
-    """Of the rows just written in `tx` at positions `met` (those that could meet a stored
-    row: their trace had one, or their span came earlier in the batch), those under a
-    resource whose stored row holds the same content received before: a span sent again
-    wrote nothing, and its resource, which its content leaves out, must not be indexed.
-    Reads nothing when none of them has a resource."""
+    """Of the rows just written in `tx` at positions `met` (those that may have met a
+    stored row of the same content: `Written.met`), those under a resource that came
+    earlier in the batch with the same content, or whose stored row holds the same
+    content received at another time: a span sent again wrote nothing, and its resource,
+    which its content leaves out, must not be indexed. Reads nothing when none of them
+    has a resource."""
     asked = [(at, *_SENT(rows[at])) for at in met if rows[at][_RESOURCE_AT] != "{}"]
     if not asked:
         return []
