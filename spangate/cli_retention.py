@@ -38,7 +38,7 @@ def _retention(args: argparse.Namespace) -> int:
         return 0
 
     # no statement time limit: deleting a day's rows outside a partition may take long
-    return with_database(remove, statement_timeout_ms=0)
+    return with_database(remove, statement_timeout_ms=0, existing=True)
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -35,11 +35,19 @@ def load_settings() -> Settings:
     return Settings.from_env(os.environ)
 
 
+#: What moves the database a command asks, named where it found none of what it asked.
+_WHERE = "(SPANGATE_DATA_DIR, SPANGATE_DATABASE_URL)"
+
+
 def with_database(
-    action: Callable[[Database], int], statement_timeout_ms: int | None = None
+    action: Callable[[Database], int],
+    statement_timeout_ms: int | None = None,
+    existing: bool = False,
 ) -> int:
     """Run `action` against the migrated database (`statement_timeout_ms`: the setting's
-    when None; 0 for none); every failure becomes one line."""
+    when None; 0 for none; `existing`: a SQLite file must be there already, as the
+    commands that read or remove spans want: run from another directory, they made an
+    empty one); every failure becomes one line."""
     try:
         settings = load_settings()
     except SettingsError as e:
@@ -47,11 +55,15 @@ def with_database(
     if statement_timeout_ms is None:
         statement_timeout_ms = settings.database_statement_timeout_ms
     db = Database(settings.database_url, statement_timeout_ms)
+    path = db.sqlite_path
+    if existing and path is not None and not path.exists():
+        db.close()
+        return fail(f"no database at {path.resolve()} {_WHERE}")
     try:
         migrate(db)
         return action(db)
     except NotFound as e:  # a command run where another database is: say which this is
-        return fail(f"{e} in {db.display_url} (SPANGATE_DATA_DIR, SPANGATE_DATABASE_URL)")
+        return fail(f"{e} in {db.display_url} {_WHERE}")
     except (StoreError, CommandError, ValueError) as e:
         return fail(str(e))
     finally:

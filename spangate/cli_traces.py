@@ -81,7 +81,7 @@ def _list(args: argparse.Namespace) -> int:
             )
         return 0
 
-    return with_database(action)
+    return with_database(action, existing=True)
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -112,7 +112,7 @@ def _show(args: argparse.Namespace) -> int:
             )
         return 0
 
-    return with_database(action)
+    return with_database(action, existing=True)
 
 
 def _export(args: argparse.Namespace) -> int:
@@ -129,7 +129,7 @@ def _export(args: argparse.Namespace) -> int:
             sys.stdout.write(as_csv(traces))
         return 0
 
-    return with_database(action)
+    return with_database(action, existing=True)
 
 
 def _erase(args: argparse.Namespace) -> int:
@@ -155,7 +155,7 @@ def _erase(args: argparse.Namespace) -> int:
         print(f"erased {erased.spans} spans of {erased.traces} traces and {erased.scores} scores")
         return 0
 
-    return with_database(action)
+    return with_database(action, existing=True)
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -87,6 +87,18 @@ def test_list_as_a_table_reads_like_the_dashboards(capsys: pytest.CaptureFixture
     assert first.split()[-1] == listed["rootName"] and listed["errorCount"] == 0
 
 
+def test_a_command_run_where_no_database_is_makes_none(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Run from another directory (or with another URL), a command that reads spans says
+    where it looked, and leaves no empty database there."""
+    monkeypatch.setenv("SPANGATE_DATABASE_URL", f"sqlite:///{tmp_path}/elsewhere/spangate.db")
+    for command in (("traces", "list"), ("traces", "export", "--format", "json")):
+        code, _, err = run(capsys, *command, "--project", "demo")
+        assert code == 1 and f"no database at {tmp_path}/elsewhere/spangate.db" in err
+    assert not (tmp_path / "elsewhere").exists()
+
+
 def test_show_as_stored(capsys: pytest.CaptureFixture[str]) -> None:
     """traces show prints the stored spans: ids, SDK kind, status, times, attributes."""
     code, out, _ = run(capsys, "traces", "show", f"{1:032X}", "--project", "demo", "--json")
