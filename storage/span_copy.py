@@ -149,8 +149,8 @@ class Batch(NamedTuple):
 
 def write(tx: Transaction, batch: Batch, window_ms: int) -> Written:
     """Write a batch's rows in `tx` by the rules, and their traces' summaries; the
-    positions of the rows the window refused, and of those of the traces it checked
-    (stored before, or with a span sent twice). WriteConflict: the server broke a deadlock
+    positions of the rows the window refused, and of those that met a stored row of the
+    same content (and wrote nothing). WriteConflict: the server broke a deadlock
     with another writer by ending this transaction, or a trace was erased while it was
     being locked (write the batch again, in a new transaction)."""
     rows, occurrences = batch.rows, batch.occurrences

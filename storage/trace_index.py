@@ -104,27 +104,22 @@ _UNCHANGED_JOIN = (
     "WHERE stored.content_hash = asked.content_hash AND stored.received_ms <> asked.received_ms"
 )
 _ASKED_COLUMNS = "at, project_id, trace_id, span_id, start_day, received_ms, content_hash"
-_UNCHANGED_POSTGRES = (
-    "SELECT asked.at FROM unnest(?::bigint[], ?::text[], ?::text[], ?::text[], ?::text[], "
-    f"?::bigint[], ?::text[]) AS asked ({_ASKED_COLUMNS})" + _UNCHANGED_JOIN
-)
 #: SQLite: rows asked a query (7 parameters each; old SQLite allows 999).
 _ASKED_ROWS = 140
 
 
 def unchanged(tx: Transaction, rows: list[SpanRow], met: list[int]) -> list[int]:
     """Of the rows just written in `tx` at positions `met` (those that may have met a
-    stored row of the same content: `Written.met`), those under a resource that came
-    earlier in the batch with the same content, or whose stored row holds the same
-    content received at another time: a span sent again wrote nothing, and its resource,
-    which its content leaves out, must not be indexed. Reads nothing when none of them
-    has a resource."""
+    stored row of the same content: `Written.met`), those under a resource that wrote
+    nothing: a span sent again, whose resource, which its content leaves out, must not
+    be indexed. On PostgreSQL `met` names exactly those; on SQLite (the rows checked)
+    they are the rows that came earlier in the batch with the same content, or whose
+    stored row holds the same content received at another time. Reads nothing when none
+    of them has a resource."""
     asked = [(at, *_SENT(rows[at])) for at in met if rows[at][_RESOURCE_AT] != "{}"]
-    if not asked:
-        return []
+    if not asked or tx.postgres:  # PostgreSQL's rounds name exactly the rows that did
+        return [row[0] for row in asked]
     found = _sent_before_in(rows)
-    if tx.postgres:
-        return found + [at for (at,) in tx.query(_UNCHANGED_POSTGRES, arrays(asked))]
     for first in range(0, len(asked), _ASKED_ROWS):
         part = asked[first : first + _ASKED_ROWS]
         values = ", ".join("(?, ?, ?, ?, ?, ?, ?)" for _ in part)
