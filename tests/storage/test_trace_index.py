@@ -785,6 +785,8 @@ def _send(store: SpanStore, builder: str, *bodies: bytes, received_ms: int = 1) 
     from genai.prices import Pricer
     from storage.span_genai import rows_with_views
 
+    if builder == "c" and not span_rows_built():
+        pytest.skip("the C row builder is not built")
     rows: list[SpanRow] = []
     documents: list[Any] = []
     for body in bodies:
