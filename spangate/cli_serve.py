@@ -326,12 +326,17 @@ def _positive(text: str) -> int:
 _DEFAULTS = Settings()
 #: The settings a first run is moved with (the rest: docs/operations.md).
 _SETTINGS = "settings (environment variables):\n" + "\n".join(
-    f"  {name:<23}{default!s:<12}{meaning}"
+    f"  {name:<30}{default!s:<12}{meaning}"
     for name, default, meaning in (
         ("SPANGATE_HOST", _DEFAULTS.host, "the address every part listens on"),
         ("SPANGATE_INGEST_PORT", _DEFAULTS.ingest_port, "the collector (OTLP/HTTP /v1/traces)"),
         ("SPANGATE_API_PORT", _DEFAULTS.api_port, "the scores sidecar"),
         ("SPANGATE_APP_PORT", _DEFAULTS.app_port, "the dashboard"),
+        (
+            "SPANGATE_WORKER_METRICS_PORT",
+            _DEFAULTS.worker_metrics_port,
+            "the worker's Prometheus /metrics (0: none)",
+        ),
         ("SPANGATE_DATA_DIR", _DEFAULTS.data_dir, "the embedded Redis's files, SQLite's database"),
         ("SPANGATE_REDIS_URL", "unset", "the embedded Redis, or redis://..."),
         ("SPANGATE_DATABASE_URL", "unset", "SQLite in the data directory, or postgresql://..."),

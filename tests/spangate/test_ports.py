@@ -47,7 +47,11 @@ def test_serve_help_names_each_port_and_the_data_directory_with_its_default(
         main(["serve", "--help"])
     shown = dict(re.findall(r"^  (SPANGATE_\w+) +(\S+)", capsys.readouterr().out, re.M))
     fields = {variable: field for field, variable in PORTS.values()}
-    fields |= {"SPANGATE_HOST": "host", "SPANGATE_DATA_DIR": "data_dir"}
+    fields |= {
+        "SPANGATE_HOST": "host",
+        "SPANGATE_DATA_DIR": "data_dir",
+        "SPANGATE_WORKER_METRICS_PORT": "worker_metrics_port",
+    }
     assert {name: shown.get(name) for name in fields} == {
         name: str(getattr(Settings(), field)) for name, field in fields.items()
     }
