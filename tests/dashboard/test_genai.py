@@ -207,6 +207,21 @@ async def test_a_selected_model_call_shows_its_llm_view_escaped(site: Site) -> N
     assert "model ← <code>gen_ai.request.model</code>" in section
 
 
+async def test_a_tools_arguments_are_shown_as_its_input_without_a_role(site: Site) -> None:
+    """A tool's arguments and result are values: the pane shows them under Input and
+    Output, with no chat role (the view gives them `assistant` and `tool`)."""
+    store(site.db, site.demo, _run())
+    client = site.client()
+    await sign_in(client, "viewer@acme.test")
+    page = (
+        await (await client.get(f"/projects/demo/traces/{TRACE}?span={'2' * 16}")).get_data()
+    ).decode()
+    section = page.split('<section class="llm"', 1)[1].split("</section>", 1)[0]
+    assert '<h3 id="llm-heading">Tool</h3>' in section
+    assert "<h4>Input</h4>" in section and "&#34;order&#34;" in section
+    assert 'class="role"' not in section
+
+
 async def test_a_user_named_on_a_span_no_convention_describes_is_the_traces(site: Site) -> None:
     """`enduser.id` on the root alone (an application's span, of no LLM convention) and
     a model call that names no user: the trace's user, its session's, and the `user`
