@@ -343,6 +343,20 @@ async def test_a_time_preset_is_a_range_from_now_at_each_view(site: Site, client
     assert await _ids(client, typed) == [5, 4]
 
 
+async def test_a_pages_links_and_form_keep_the_page_size_asked_for(client: Client) -> None:
+    """`limit` given: the sortable headers, the time presets, Live, the filter form and
+    the next page keep it; given none, no link names one."""
+    page = (await (await client.get("/projects/demo/traces?limit=2&q=a")).get_data()).decode()
+    links = re.findall(r'<a (?:class="live" )?href="\?([^"]*)"', page)
+    kept = [q for q in links if "sort=" in q or "preset=" in q or "live=" in q or "cursor=" in q]
+    assert len(kept) == 4 + 5 + 1 + 1  # the headers, the presets, Live, the next page
+    assert all("limit=2" in q.split("&amp;") for q in kept), kept
+    assert '<input type="hidden" name="limit" value="2">' in page
+    page = (await (await client.get("/projects/demo/traces?q=a")).get_data()).decode()
+    assert "limit=" not in page.split("traces/export", 1)[0].split("<nav", 1)[1]
+    assert 'name="limit"' not in page
+
+
 @pytest.mark.parametrize(
     ("path", "named"),
     [
