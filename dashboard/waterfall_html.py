@@ -32,14 +32,18 @@ def _text(value: str) -> str:
 
 
 def _llm_facts(model: str | None, tokens_in: int | None, tokens_out: int | None) -> str:
-    """A model call's model and tokens (in → out), as its row shows them."""
+    """A model call's model and tokens (in → out; one count alone, an embedding's
+    input, without the arrow), as its row shows them."""
     if model is None and tokens_in is None and tokens_out is None:
         return ""
-    tokens = (
-        f" {count(tokens_in)}→{count(tokens_out)} tok"
-        if tokens_in is not None or tokens_out is not None
-        else ""
-    )
+    if tokens_in is not None and tokens_out is not None:
+        tokens = f" {count(tokens_in)}→{count(tokens_out)} tok"
+    elif tokens_in is not None:
+        tokens = f" {count(tokens_in)} tok in"
+    elif tokens_out is not None:
+        tokens = f" {count(tokens_out)} tok out"
+    else:
+        tokens = ""
     return f'<span class="llm-facts">{escape(model or "")}{tokens}</span> '
 
 

@@ -222,6 +222,21 @@ async def test_a_tools_arguments_are_shown_as_its_input_without_a_role(site: Sit
     assert 'class="role"' not in section
 
 
+async def test_an_embeddings_row_shows_its_input_tokens_alone(site: Site) -> None:
+    """An embedding reports input tokens only: its waterfall row says so, with no
+    arrow to an unknown output."""
+    embed = span(traceId="e" * 32, spanId="1" * 16, name="embeddings",
+                 startTime="2026-11-22T10:00:00Z", endTime="2026-11-22T10:00:01Z",
+                 attributes={"gen_ai.operation.name": "embeddings",
+                             "gen_ai.request.model": "text-embedding-3-small",
+                             "gen_ai.usage.input_tokens": 7})  # fmt: skip
+    store(site.db, site.demo, [embed])
+    client = site.client()
+    await sign_in(client, "viewer@acme.test")
+    page = (await (await client.get(f"/projects/demo/traces/{'e' * 32}")).get_data()).decode()
+    assert '<span class="llm-facts">text-embedding-3-small 7 tok in</span>' in page
+
+
 async def test_a_user_named_on_a_span_no_convention_describes_is_the_traces(site: Site) -> None:
     """`enduser.id` on the root alone (an application's span, of no LLM convention) and
     a model call that names no user: the trace's user, its session's, and the `user`
