@@ -58,6 +58,8 @@ async def test_agents_page_stats_and_topology(site: Site) -> None:
     rows = re.findall(r'kind=agent&amp;name=(\w+)">\w+</a></td>\s*<td class="num">(\d+)</td>'
                       r'<td class="num">(\d+)</td>', page)  # fmt: skip
     assert rows == [("planner", "2", "1"), ("researcher", "1", "0")]
+    # its tokens are not the waterfall's sums below an agent: the table says whose they are
+    assert "model calls each agent makes itself" in page.split("</caption>", 1)[0]
     nodes = set(re.findall(r'data-kind="(\w+)" data-name="([\w ]+)"', page))
     assert nodes == {
         ("agent", "planner"), ("agent", "researcher"), ("llm", "gpt"),
