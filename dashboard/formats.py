@@ -7,6 +7,8 @@ from datetime import UTC, datetime
 
 from markupsafe import Markup
 
+from genai.prices import settled
+
 
 def utc_text(value: int | str) -> str:
     """A Unix nanosecond time as UTC, to the microsecond."""
@@ -70,9 +72,7 @@ def usd(value: float | None) -> str:
     below it, written out; "—" when unknown."""
     if value is None:
         return "—"
-    # a sum's last bits depend on its order (a trace's total, a span's spans below):
-    # twelve significant places, so that equal costs show alike
-    value = float(f"{value:.12g}")
+    value = settled(value)
     if value == 0:
         return "$0"
     if abs(value) >= 1:

@@ -14,6 +14,7 @@ from typing import Any
 
 from dashboard.topology import Topology, agent_stats
 from genai import MODEL_TYPES, GenAIView, view_of
+from genai.prices import settled
 from storage.spans import SpanOutline
 from storage.trace_list import TraceSummary
 
@@ -29,7 +30,7 @@ def summary_genai_json(trace: TraceSummary) -> dict[str, Any]:
         "inputTokens": tokens_in,
         "outputTokens": tokens_out,
         "totalTokens": total,
-        "costUsd": cost,
+        "costUsd": settled(cost),
         "models": trace.models,
         "llmCalls": trace.llm_calls,
         "userId": trace.user_id,
@@ -68,7 +69,7 @@ def _view_json(
         "cacheReadTokens": view.cache_read_tokens,
         "cacheWriteTokens": view.cache_write_tokens,
         "reasoningTokens": view.reasoning_tokens,
-        "costUsd": cost[0],
+        "costUsd": settled(cost[0]),
         "costSource": cost[1],
         "inputMessages": [message.as_json() for message in view.input_messages],
         "outputMessages": [message.as_json() for message in view.output_messages],
@@ -105,8 +106,7 @@ def _sum_below(objects: list[dict[str, Any]], parents: Mapping[str, str | None])
         above = by_span.get(span_id)
         if above is None or above["type"] in MODEL_TYPES:
             continue
-        above.update(usage)
-        above["costSource"] = None
+        above.update(usage, costUsd=settled(usage["costUsd"]), costSource=None)
         for key in _USAGE:
             above["sources"].pop(key, None)
             if usage[key] is not None:
@@ -149,7 +149,7 @@ def agents_json(traces: dict[str, list[SpanOutline]], graph: Topology) -> dict[s
                 "p95Ms": a.p95_ms,
                 "inputTokens": a.input_tokens,
                 "outputTokens": a.output_tokens,
-                "costUsd": a.cost_usd,
+                "costUsd": settled(a.cost_usd),
             }
             for a in agent_stats(traces)
         ],

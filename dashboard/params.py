@@ -17,6 +17,7 @@ from werkzeug.datastructures import MultiDict
 
 from dashboard.errors import invalid
 from dashboard.genai_json import summary_genai_json
+from genai.prices import settled
 from storage.session_summaries import SessionCursor, SessionFilter, SessionSummary
 from storage.text_words import WORD
 from storage.trace_list import Cursor, TraceFilter, TraceOrder, TraceSummary
@@ -288,7 +289,7 @@ def session_json(session: SessionSummary) -> dict[str, Any]:
         "errorCount": session.error_count,
         "inputTokens": session.input_tokens,
         "outputTokens": session.output_tokens,
-        "costUsd": session.cost_usd,
+        "costUsd": settled(session.cost_usd),
         "userId": session.user_id,
     }
 

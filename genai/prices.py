@@ -20,12 +20,24 @@ import tomllib
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Any, Protocol
+from typing import Any, Protocol, overload
 
 import genai_prices
 from genai_prices import data_snapshot
 
 from genai.view import GenAIView
+
+
+@overload
+def settled(cost: float) -> float: ...
+@overload
+def settled(cost: float | None) -> float | None: ...
+def settled(cost: float | None) -> float | None:
+    """A cost, or a sum of them, to twelve significant places: a float sum's last bits
+    depend on the order it was added in (0.00058764 came out as 0.0005876400000000001),
+    and equal costs should read alike wherever they are shown."""
+    return None if cost is None else float(f"{cost:.12g}")
+
 
 _RATES = ("input_per_mtok", "output_per_mtok", "cache_read_per_mtok", "cache_write_per_mtok")
 _KEYS = frozenset(("match", "provider", *_RATES))

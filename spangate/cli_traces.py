@@ -6,6 +6,7 @@ import argparse
 import sys
 from datetime import UTC, datetime
 
+from genai.prices import settled
 from spangate.cli_support import CommandError, fail, print_json, print_table, with_database
 from storage.database import Database
 from storage.erasure import Eraser
@@ -46,7 +47,7 @@ def _list(args: argparse.Namespace) -> int:
                         "errorCount": t.error_count,
                         "models": t.models,
                         "totalTokens": t.usage[2],
-                        "costUsd": t.usage[3],
+                        "costUsd": settled(t.usage[3]),
                     }
                     for t in traces
                 ]

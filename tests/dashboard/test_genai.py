@@ -237,6 +237,36 @@ async def test_an_embeddings_row_shows_its_input_tokens_alone(site: Site) -> Non
     assert '<span class="llm-facts">text-embedding-3-small 7 tok in</span>' in page
 
 
+async def test_costs_read_alike_whatever_order_their_sum_was_added_in(site: Site) -> None:
+    """0.1 + 0.2 is 0.30000000000000004 in floats: the list, the trace's totals and its
+    agent's sum, the session and the agents JSON say 0.3."""
+    base = {
+        "traceId": "c" * 32,
+        "startTime": "2026-11-22T10:00:00Z",
+        "endTime": "2026-11-22T10:00:01Z",
+    }
+    agent = span(
+        **base, spanId="a" * 16, name="agent", kind="agent", attributes={"session.id": "s-1"}
+    )
+    calls = [span(**base, spanId=str(n) * 16, parentSpanId="a" * 16, name="chat",
+                  attributes={"gen_ai.operation.name": "chat", "gen_ai.request.model": "m",
+                              "gen_ai.usage.cost": cost})
+             for n, cost in ((1, 0.1), (2, 0.2))]  # fmt: skip
+    store(site.db, site.demo, [agent, *calls])
+    client = site.client()
+    await sign_in(client, "viewer@acme.test")
+
+    async def got(path: str) -> Any:
+        return orjson.loads(await (await client.get(f"/api/v1/projects/demo/{path}")).get_data())
+
+    assert (await got("traces"))["traces"][0]["costUsd"] == 0.3
+    trace = await got(f"traces/{'c' * 32}")
+    assert trace["totals"]["costUsd"] == 0.3
+    assert {g["spanId"]: g["costUsd"] for g in trace["genai"]}["a" * 16] == 0.3
+    assert (await got("sessions"))["sessions"][0]["costUsd"] == 0.3
+    assert (await got("agents"))["agents"][0]["costUsd"] == 0.3
+
+
 async def test_a_user_named_on_a_span_no_convention_describes_is_the_traces(site: Site) -> None:
     """`enduser.id` on the root alone (an application's span, of no LLM convention) and
     a model call that names no user: the trace's user, its session's, and the `user`
