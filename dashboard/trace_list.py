@@ -93,7 +93,7 @@ class TraceList(View[TracePage]):
     async def export(self, project: str) -> Response:
         """`GET /api/v1/projects/{p}/traces/export`: the list's page, with its spans."""
         args = resolved(request.args)
-        form = args.get("format", "json")
+        form = params.one(args, "format") or "json"
         if form not in ("csv", "json"):
             raise invalid("format must be csv or json")
         asked = params.list_query(args, MAX_EXPORT_TRACES, MAX_EXPORT_TRACES)

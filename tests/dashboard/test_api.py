@@ -234,7 +234,13 @@ async def test_export(site: Site) -> None:
     assert {r["traceId"] for r in rows} == {f"{2:032x}", f"{4:032x}"} and len(rows) == 4
     assert "error" in {r["status"] for r in rows} and "2" not in {r["status"] for r in rows}
     assert all(isinstance(orjson.loads(r["attributes"]), dict) for r in rows)
-    for bad in ("limit=101", "format=xml", "limit=0"):
+    for bad in (
+        "limit=101",
+        "format=xml",
+        "limit=0",
+        "format=json&format=xml",
+        "format=csv&format=json",
+    ):
         response = await client.get(f"{base}?{bad}")
         assert response.status_code == 400
         assert orjson.loads(await response.get_data())["error"]["code"] == "VALIDATION_ERROR"
