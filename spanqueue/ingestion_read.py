@@ -33,6 +33,16 @@ from spanqueue.layout import (
 
 #: Dead-letter notes shown.
 DEAD_NOTES_SHOWN = 10
+#: Requests read beyond the `limit` asked for in the first round trip: records written
+#: late (a refusal's up to 50 ms after later requests', a timeout's a minute after its
+#: `at`) take places of the newest `limit` by stream order.
+READ_AHEAD = 200
+#: Entries a further round trip reads.
+READ_MORE = 1000
+#: How far a collector's clock may run ahead of the Redis clock that stamps a stream
+#: entry's id: a record is written after its `at`, give or take this. A read goes this
+#: far back in writes beyond the newest `limit` (all of a project's record at most).
+CLOCK_SKEW_MS = 1_000
 T = TypeVar("T")
 
 
@@ -80,6 +90,30 @@ def _entries(reply: Any, read: Callable[[dict[bytes, bytes]], T]) -> tuple[T, ..
 
 def _at(record: RequestRecord) -> int:
     return record.at_ms
+
+
+def _newest_requests(
+    client: redis.Redis | redis.RedisCluster, key: str, limit: int, first: Any
+) -> tuple[RequestRecord, ...]:
+    """The `limit` requests of newest `at`, newest first, from the stream's entries read
+    newest written first (`first`: the first round trip's, limit + READ_AHEAD of them).
+    A record is written after its `at`, and an entry written before another has an
+    `at` before that one's id (give or take CLOCK_SKEW_MS): the read goes on while an
+    entry written earlier could still be among the newest, or until the stream ends."""
+    page, asked = first or [], limit + READ_AHEAD
+    records: list[RequestRecord] = []
+    while True:
+        records += _entries(page, RequestRecord.from_fields)
+        records.sort(key=_at, reverse=True)
+        del records[limit:]
+        if len(page) < asked:
+            return tuple(records)
+        oldest = page[-1][0].decode()
+        written_ms = int(oldest.partition("-")[0])
+        if len(records) == limit and written_ms + CLOCK_SKEW_MS < records[-1].at_ms:
+            return tuple(records)
+        asked = READ_MORE
+        page = client.xrevrange(key, max=f"({oldest}", count=asked) or []
 
 
 def _lags(samples: list[bytes], now_ms: int) -> list[int]:
@@ -130,7 +164,7 @@ def read_ingestion(
     today = day_of(now_ms)
     days = sorted({today, day_of(now_ms - (minutes - 1) * 60_000)})
     reads: Any = client.pipeline(transaction=False)
-    reads.xrevrange(requests_key(project_id), count=limit)
+    reads.xrevrange(requests_key(project_id), count=limit + READ_AHEAD)
     reads.xrevrange(refused_key(project_id), count=limit)
     reads.xlen(dead_letter_key(project_id))
     reads.xrevrange(dead_notes_key(project_id), count=DEAD_NOTES_SHOWN)
@@ -145,10 +179,7 @@ def read_ingestion(
     except ValueError:
         queue_depth = 0
     return IngestionView(
-        # by time: a refusal's record is written up to 50 ms after later requests' records
-        requests=tuple(
-            sorted(_entries(requests, RequestRecord.from_fields), key=_at, reverse=True)
-        ),
+        requests=_newest_requests(client, requests_key(project_id), limit, requests),
         refused=_entries(refused, RefusedSpan.from_fields),
         dead_letters=int(dead),
         dead_notes=_entries(notes, DeadLetterNote.from_fields),

@@ -188,6 +188,36 @@ async def test_the_requests_kept_are_capped(tenant: Tenant) -> None:
     assert [r.accepted for r in newest] == [KEEP + 999, KEEP + 998, KEEP + 997]
 
 
+async def test_a_reader_is_given_the_newest_requests_whatever_was_written_after_them(
+    tenant: Tenant,
+) -> None:
+    """Records written after newer ones (a refusal's up to 50 ms late, a timeout's a
+    minute after its `at`): `limit=N` is the N of newest `at`, exactly as a reading of
+    everything would give, however many late ones came after."""
+    link = QueueLink(tenant.redis_url, 5.0, 1.0)
+    script = Script.of(RECORDS)
+    now = int(time.time() * 1000)
+
+    def made(ats: range, status: int) -> list[RequestRecord]:
+        return [RequestRecord(at, "/v1/spans", status, None, 1, 0, 0, 10, "sgk_abcdefgh")
+                for at in ats]  # fmt: skip
+
+    written = made(range(now - 10_000, now - 9_500), 200) + made(
+        range(now - 60_000, now - 58_700), 408
+    )
+    try:
+        for first in range(0, len(written), 100):
+            args = [
+                value for record in written[first : first + 100] for value in record.field_values()
+            ]
+            await link.evalsha(script, record_keys(tenant.project_id, now), args)
+    finally:
+        await link.close()
+    everything = sorted(written, key=lambda r: r.at_ms, reverse=True)
+    for limit in (1, 10, 500, 1000):
+        assert list(view(tenant, limit=limit).requests) == everything[:limit]
+
+
 async def test_ready_asks_for_a_worker_when_told(settings: Settings, tmp_path: Path) -> None:
     """/health/ready?workers=1 is 503 while no worker beats and 200 once one does; plain
     /health/ready does not ask."""
