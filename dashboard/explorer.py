@@ -24,17 +24,22 @@ from storage.scores import Score, ScoreStore
 from storage.session_summaries import (
     SessionCursor,
     SessionSummary,
+    session_summary,
     sessions_page,
 )
 from storage.spans import SpanOutline, SpanStore
 from storage.trace_list import (
     Cursor,
+    TraceFilter,
+    TraceOrder,
     TraceSummaries,
     TraceSummary,
 )
 
 _TRACE_ID = re.compile(r"[0-9a-fA-F]{32}")
+#: A page of a session's traces (its page, its JSON): at most, and unless asked fewer.
 SESSION_TRACES_SHOWN = 1000
+IN_TIME = TraceOrder("start", descending=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,12 +162,18 @@ class Explorer:
         """A page of the project's sessions, latest activity first, and the next's cursor."""
         return sessions_page(self.db, project.id, asked.filters, asked.limit, asked.after)
 
-    def session(self, project: Project, session_id: str) -> list[TraceSummary]:
-        """A session's traces in time order; NotFound for a session with none."""
-        traces = self.summaries.of_session(project.id, session_id, SESSION_TRACES_SHOWN)
-        if not traces:
+    def session(
+        self, project: Project, session_id: str, limit: int, after: Cursor | None
+    ) -> tuple[SessionSummary, list[TraceSummary], Cursor | None]:
+        """A session's summary, and a page of its traces in time order with the next
+        page's cursor; NotFound for a session with none."""
+        summary = session_summary(self.db, project.id, session_id)
+        if summary is None:
             raise NotFound(f"no session {session_id}")
-        return traces
+        traces, cursor = self.summaries.page(
+            project.id, TraceFilter(session=session_id), limit, after, order=IN_TIME
+        )
+        return summary, traces, cursor
 
     def export(self, project: Project, asked: ListQuery) -> list[dict[str, Any]]:
         """The page of the list `asked` names (at most 100 traces), with their spans."""

@@ -1,7 +1,9 @@
 """The sessions list and a session (the conversation it was: each trace's input and
 output in time order, with the session's totals), each a page and its JSON from one view:
-`GET /api/v1/projects/{p}/sessions` and `.../sessions/{id}` → `{"sessionId", "traces":
-[...]}`, the trace items as the trace list gives them."""
+`GET /api/v1/projects/{p}/sessions` and `.../sessions/{id}?limit&cursor` →
+`{"sessionId", "traces": [...], "next"}`, the trace items as the trace list gives them,
+a page of at most SESSION_TRACES_SHOWN; the totals are the session's summary's, whatever
+page is shown."""
 
 from __future__ import annotations
 
@@ -13,53 +15,11 @@ from urllib.parse import urlencode
 from quart import render_template, request
 
 from dashboard import params
-from dashboard.explorer import Explorer, signed_in_project
+from dashboard.explorer import IN_TIME, SESSION_TRACES_SHOWN, Explorer, signed_in_project
 from dashboard.views import View
 from storage.identity import Project
 from storage.session_summaries import SessionCursor, SessionSummary
-from storage.trace_list import TraceSummary
-
-
-def _plus(total: float | None, value: float | None) -> float | None:
-    return total if value is None else value if total is None else total + value
-
-
-@dataclass(frozen=True, slots=True)
-class SessionTotals:
-    """What a session's traces add up to (tokens and cost: None when none is known)."""
-
-    traces: int
-    errors: int
-    input_tokens: int | None
-    output_tokens: int | None
-    cost_usd: float | None
-    start_ns: int
-    end_ns: int
-
-    @property
-    def duration_ms(self) -> float:
-        """From the first trace's start to the last one's end."""
-        return (self.end_ns - self.start_ns) / 1e6
-
-    @classmethod
-    def of(cls, traces: list[TraceSummary]) -> SessionTotals:
-        """The totals of a session's traces (at least one)."""
-        tokens_in: float | None = None
-        tokens_out: float | None = None
-        cost: float | None = None
-        for trace in traces:
-            usage = trace.usage
-            tokens_in, tokens_out = _plus(tokens_in, usage[0]), _plus(tokens_out, usage[1])
-            cost = _plus(cost, usage[3])
-        return cls(
-            len(traces),
-            sum(trace.error_count for trace in traces),
-            None if tokens_in is None else int(tokens_in),
-            None if tokens_out is None else int(tokens_out),
-            cost,
-            min(trace.start_ns for trace in traces),
-            max(trace.end_ns or trace.start_ns for trace in traces),
-        )
+from storage.trace_list import Cursor, TraceSummary
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,11 +71,14 @@ class SessionList(View[SessionsPage]):
 
 @dataclass(frozen=True, slots=True)
 class SessionTraces:
-    """A session's traces, in time order."""
+    """A session's summary and a page of its traces, in time order."""
 
     project: Project
     session_id: str
+    summary: SessionSummary
     traces: list[TraceSummary]
+    after: Cursor | None
+    cursor: Cursor | None
 
 
 class Session(View[SessionTraces]):
@@ -125,9 +88,14 @@ class Session(View[SessionTraces]):
         self.explorer = explorer
 
     async def context(self, project: str, session_id: str) -> SessionTraces:
+        args = request.args
+        limit = params.limit_of(args, SESSION_TRACES_SHOWN, SESSION_TRACES_SHOWN)
+        after = params.cursor_of(args, IN_TIME)
         found = await signed_in_project(self.explorer, project)
-        traces = await asyncio.to_thread(self.explorer.session, found, session_id)
-        return SessionTraces(found, session_id, traces)
+        summary, traces, cursor = await asyncio.to_thread(
+            self.explorer.session, found, session_id, limit, after
+        )
+        return SessionTraces(found, session_id, summary, traces, after, cursor)
 
     async def page(self, context: SessionTraces) -> str:
         scores = await asyncio.to_thread(self.explorer.scores, context.project, context.traces)
@@ -137,11 +105,21 @@ class Session(View[SessionTraces]):
             session_id=context.session_id,
             traces=context.traces,
             scores=scores,
-            totals=SessionTotals.of(context.traces),
+            totals=context.summary,
+            next_query=None
+            if context.cursor is None
+            else urlencode([("cursor", context.cursor.encode()), *_kept_limit()]),
+            first_query=urlencode(_kept_limit()) if context.after is not None else None,
         )
 
     async def data(self, context: SessionTraces) -> dict[str, Any]:
         return {
             "sessionId": context.session_id,
             "traces": [params.summary_json(t) for t in context.traces],
+            "next": None if context.cursor is None else context.cursor.encode(),
         }
+
+
+def _kept_limit() -> list[tuple[str, str]]:
+    limit = request.args.get("limit", "")
+    return [("limit", limit)] if limit else []

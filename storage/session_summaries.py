@@ -169,6 +169,20 @@ def sessions_query(
     return sql, [*params, limit]
 
 
+def _summary(row: Any) -> SessionSummary:
+    return SessionSummary(*row[1:11])
+
+
+def session_summary(db: Database, project_id: str, session_id: str) -> SessionSummary | None:
+    """One session's summary (its id compared as stored: storage/storable.py), or None."""
+    with db.transaction() as tx:
+        row = tx.query_one(
+            f"SELECT {_COLUMNS} FROM session_summaries WHERE project_id = ? AND session_id = ?",
+            (project_id, id_text(session_id)),
+        )
+    return None if row is None else _summary(row)
+
+
 def sessions_page(
     db: Database,
     project_id: str,
@@ -180,10 +194,7 @@ def sessions_page(
     page's cursor (None when this page is the last)."""
     with db.transaction() as tx:
         rows = tx.query(*sessions_query(project_id, filters, limit + 1, after))
-    found = [
-        SessionSummary(r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10])
-        for r in rows[:limit]
-    ]
+    found = [_summary(r) for r in rows[:limit]]
     if len(rows) <= limit:
         return found, None
     return found, SessionCursor(found[-1].last_ns, found[-1].session_id)

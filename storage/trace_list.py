@@ -15,7 +15,6 @@ from genai import view_of
 from storage import find_upgrade, summary_genai, trace_walk
 from storage.database import Database, Transaction
 from storage.index_filters import name_tokens
-from storage.storable import id_text
 from storage.trace_query import (
     NULLABLE,
     Cursor,
@@ -310,16 +309,6 @@ class TraceSummaries:
             return traces, None
         last = rows[limit - 1]
         return traces, Cursor(last[-1], last[0], order.sort, order.descending)
-
-    def of_session(self, project_id: str, session_id: str, limit: int) -> list[TraceSummary]:
-        """The first `limit` traces of a session, in time order (its id compared as
-        stored: storage/storable.py)."""
-        with self.db.transaction() as tx:
-            rows = tx.query(
-                f"{_SELECT} AND session_id = ? ORDER BY sort_ns, trace_id LIMIT ?",
-                (project_id, id_text(session_id), limit),
-            )
-            return summaries_of(tx, project_id, rows)
 
     def recent_facets(self, project_id: str, traces: int) -> list[tuple[str | None, str | None]]:
         """The models (as stored) and user of the newest `traces` traces: the filter

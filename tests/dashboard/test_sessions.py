@@ -123,6 +123,51 @@ async def test_a_sessions_traces_in_time_order(client: Client) -> None:
     assert (await client.get(f"{SESSIONS}/nothing")).status_code == 404
 
 
+async def test_a_long_sessions_traces_page_and_its_totals_are_the_whole_sessions(
+    site: Site, client: Client
+) -> None:
+    """A session of more traces than a page: its JSON pages by cursor in time order,
+    each trace once; its page's totals are the whole session's on every page, and it
+    links the later traces."""
+    for n in range(5):
+        store(site.db, site.demo, [
+            span(traceId=f"{n + 100:032x}", spanId="a" * 16, name="chat",
+                 startTime=f"2026-11-22T11:0{n}:00Z", endTime=f"2026-11-22T11:0{n}:01Z",
+                 status="error" if n == 4 else None,
+                 attributes={"session.id": "long", "gen_ai.operation.name": "chat",
+                             "gen_ai.request.model": "m", "gen_ai.usage.input_tokens": 10,
+                             "gen_ai.usage.output_tokens": 1, "gen_ai.usage.cost": 0.01}),
+        ])  # fmt: skip
+    seen, query = [], "limit=2"
+    while True:
+        found = orjson.loads(await (await client.get(f"{SESSIONS}/long?{query}")).get_data())
+        assert len(found["traces"]) <= 2
+        seen += [t["traceId"] for t in found["traces"]]
+        if found["next"] is None:
+            break
+        query = f"limit=2&cursor={found['next']}"
+    assert seen == [f"{n + 100:032x}" for n in range(5)]
+    whole = orjson.loads(await (await client.get(f"{SESSIONS}/long")).get_data())
+    assert [t["traceId"] for t in whole["traces"]] == seen and whole["next"] is None
+    page = (await (await client.get("/projects/demo/sessions/long?limit=2")).get_data()).decode()
+    totals = page.split('aria-label="Session totals">', 1)[1].split("</dl>", 1)[0]
+    assert "<dt>Traces</dt><dd>5</dd>" in totals and "50 in, 5 out" in totals
+    assert '<span class="status-error">1</span>' in totals and "$0.05" in totals
+    assert "Later traces" in page and "cursor=" in page and "First traces" not in page
+    later = page.split('rel="next"', 1)[0].rsplit('href="?', 1)[1].split('"', 1)[0]
+    last = (await (await client.get(f"/projects/demo/sessions/long?{later}".replace("&amp;", "&")))
+            .get_data()).decode()  # fmt: skip
+    assert "<dt>Traces</dt><dd>5</dd>" in last and "First traces" in last
+    listed = orjson.loads(await (await client.get(f"{SESSIONS}/long?limit=1")).get_data())
+    wrong = orjson.loads(
+        await (await client.get("/api/v1/projects/demo/traces?limit=1")).get_data()
+    )
+    for bad in ("limit=0", "limit=1001", "cursor=abc", f"cursor={wrong['next']}"):
+        response = await client.get(f"{SESSIONS}/long?{bad}")
+        assert response.status_code == 400, bad
+    assert listed["next"] is not None
+
+
 async def test_the_sessions_page_lists_and_pages(client: Client) -> None:
     """The page shows the sessions with their sums and a next-page link keeping the
     filters."""
