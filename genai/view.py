@@ -501,11 +501,13 @@ def _given(best: dict[str, tuple[int, Any, str]]) -> list[tuple[int, Any, str]]:
     return [best[field] for field in ("inputValue", "outputValue") if field in best]
 
 
-def user_of(attributes: Any) -> str | None:
-    """The user a span's attributes name (`user.id`, `enduser.id`), read as its view
-    reads it: for a span no convention describes (a trace's user is often set on its
-    root alone, an application's span, whatever convention its model calls use)."""
-    return _Reader(attributes).text("userId")
+def user_and_session_of(attributes: Any) -> tuple[str | None, str | None]:
+    """The user (`user.id`, `enduser.id`) and session (`session.id`,
+    `gen_ai.conversation.id`) a span's attributes name, read as its view reads them:
+    for a span no convention describes (a trace's user is often set on its root alone,
+    an application's span, whatever convention its model calls use)."""
+    reader = _Reader(attributes)
+    return reader.text("userId"), reader.text("sessionId")
 
 
 def _view(

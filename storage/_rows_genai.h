@@ -492,9 +492,13 @@ static int genai_facts(const Plan *p, const Scan *s, uint32_t list, uint32_t age
                                                                                  : GENAI_FILLED;
     }
     /* a span no convention describes keeps the user its attributes name (the view's
-     * reading of user.id and enduser.id: span_genai.with_user) */
+     * reading of user.id and enduser.id), and the session (gen_ai.conversation.id)
+     * when it has none: span_genai.with_user */
     if (result == GENAI_NONE && b[F_USER].value != NULL &&
         put_field(row, R_USER, view_text(b[F_USER].value)) < 0)
+        result = -1;
+    if (result == GENAI_NONE && PyTuple_GET_ITEM(row, R_SESSION) == Py_None &&
+        b[F_SESSION].value != NULL && put_field(row, R_SESSION, view_text(b[F_SESSION].value)) < 0)
         result = -1;
     for (int f = 0; f < NFIELDS; f++) Py_XDECREF(read.best[f].value);
     return result;

@@ -19,7 +19,7 @@ import orjson
 
 from genai import conventions, view_of
 from genai.prices import Pricer
-from genai.view import GenAIView, reading_plan, user_of
+from genai.view import GenAIView, reading_plan, user_and_session_of
 from proto_json import fastpath
 from storage.attribute_hashes import text_hash
 from storage.llm_text import EVENT_MARKER, gen_ai_events
@@ -123,28 +123,40 @@ def with_views(rows: list[SpanRow], pricer: Pricer) -> list[SpanRow]:
     return rows
 
 
-#: The user attributes as the canonical text writes their keys.
+#: The user and session attributes as the canonical text writes their keys.
 _USER_KEYS = tuple(f'"key":"{key}"' for key in conventions.USER)
+_SESSION_KEYS = tuple(f'"key":"{key}"' for key in conventions.SESSION)
 
 
 def with_user(row: SpanRow) -> SpanRow:
     """A row no convention describes, with the user its attributes name (`user.id`,
-    `enduser.id`; the same row when they name none): a trace's user is the least of its
-    spans' (storage/summary_genai.py), whichever spans carry it."""
-    user = stored_user(row.attributes)
+    `enduser.id`) and, when it has none, the session (`gen_ai.conversation.id`, as for
+    a described span); the same row when they name neither. A trace's user is the
+    least of its spans' (storage/summary_genai.py), whichever spans carry it."""
+    user, session = stored_ids(row.attributes, row.session_id is None)
+    if session is not None:
+        return row._replace(user_id=user, session_id=session)
     return row if user is None else row._replace(user_id=user)
 
 
 def stored_user(attributes: str) -> str | None:
-    """The user a span's attributes (their stored JSON text) name, as its view reads it;
-    None when they name none."""
-    if not any(key in attributes for key in _USER_KEYS):
-        return None
+    """The user a span's attributes (their stored JSON text) name, as its view reads
+    it; None when they name none."""
+    return stored_ids(attributes, False)[0]
+
+
+def stored_ids(attributes: str, session: bool) -> tuple[str | None, str | None]:
+    """The user and (when `session`) the session a span's attributes (their stored
+    JSON text) name, as its view reads them; None for each they name none of."""
+    keys = (*_USER_KEYS, *_SESSION_KEYS) if session else _USER_KEYS
+    if not any(key in attributes for key in keys):
+        return None, None
     try:
-        return user_of(orjson.loads(attributes))
+        user, named = user_and_session_of(orjson.loads(attributes))
     except Exception:  # a span is stored whatever its attributes make of it
         log.exception("span's user failed; stored without it")
-        return None
+        return None, None
+    return user, named if session else None
 
 
 def _plan() -> object:

@@ -295,6 +295,37 @@ async def test_a_user_named_on_a_span_no_convention_describes_is_the_traces(site
     assert [(s["sessionId"], s["userId"]) for s in sessions["sessions"]] == [("s-plain", "u-plain")]
 
 
+async def test_a_conversation_id_on_a_span_no_convention_describes_is_its_session(
+    site: Site,
+) -> None:
+    """`gen_ai.conversation.id` on a plain root (with no `session.id`) is its trace's
+    session, as on a model call; a `session.id` beside it wins. (The C row builder's
+    reading: tests/storage/test_rows_genai.py.)"""
+    base = {"startTime": "2026-11-22T11:00:00Z", "endTime": "2026-11-22T11:00:02Z"}
+    store(site.db, site.demo, [
+        span(**base, traceId="6" * 32, spanId="a" * 16, name="handle request",
+             attributes={"gen_ai.conversation.id": "conv-plain", "user.id": "u-1"}),
+        span(**base, traceId="7" * 32, spanId="a" * 16, name="handle request",
+             attributes={"gen_ai.conversation.id": "conv-other", "session.id": "s-given"}),
+    ])  # fmt: skip
+    client = site.client()
+    await sign_in(client, "viewer@acme.test")
+
+    async def got(path: str) -> Any:
+        return orjson.loads(await (await client.get(f"/api/v1/projects/demo/{path}")).get_data())
+
+    listed = await got("traces")
+    assert {t["traceId"]: (t["sessionId"], t["userId"]) for t in listed["traces"]} == {
+        "6" * 32: ("conv-plain", "u-1"),
+        "7" * 32: ("s-given", None),
+    }
+    assert [t["traceId"] for t in (await got("traces?session=conv-plain"))["traces"]] == ["6" * 32]
+    assert {s["sessionId"] for s in (await got("sessions"))["sessions"]} == {
+        "conv-plain",
+        "s-given",
+    }
+
+
 async def test_a_root_of_no_kind_gives_its_openinference_input_and_output(site: Site) -> None:
     """A trace of one root carrying OpenInference's `input.value` and `output.value`
     without a span kind: a chain, whose input and output are the trace's, found by the

@@ -159,6 +159,18 @@ def test_the_ordinary_are_read_in_c() -> None:
     assert same_rows(body) == ([0, 1, 3], [])
 
 
+def test_a_plain_spans_conversation_id_is_its_session_in_c() -> None:
+    """A span of no convention with `gen_ai.conversation.id` and no session is read in
+    C, which gives it that session, as Python's reading does; a `session.id` wins."""
+    body = _native_body([
+        ("1" * 32, "handle", {"http.method": "GET", "gen_ai.conversation.id": "conv-1"}),
+        ("1" * 32, "other", {"gen_ai.conversation.id": "conv-2", "session.id": "s-2"}),
+    ])  # fmt: skip
+    assert same_rows(body) == ([], [])
+    rows, _ = rows_with_views(body, "p", 7, Pricer())
+    assert [row.session_id for row in rows] == ["conv-1", "s-2"]
+
+
 def _native_body(spans: list[tuple[str, str, dict[str, Any]]]) -> bytes:
     """The canonical body of native spans (trace id, name, attributes)."""
     return proto_json.convert_spans(
