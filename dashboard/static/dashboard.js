@@ -3,6 +3,9 @@
 // Select: a span's details are fetched and shown beside the waterfall, without a reload.
 "use strict";
 
+// The controls that need a script are shown only where one runs (dashboard.css).
+document.documentElement.classList.remove("no-js");
+
 function rowsUnder(row) {
   const depth = Number(row.dataset.depth);
   const under = [];

@@ -35,6 +35,8 @@ ODD_SESSION = "x/../../settings"
 RIGHT_TO_LEFT = "\u202eevil name"  # a right-to-left override, never closed
 LONG_NAME = "batch-" + "x" * 200  # no space to break it at
 LONG_USER = "user-" + "u" * 125
+NOJS_TRACE = "0f" * 16
+LONG_TEXT = " ".join(f"word{n}" for n in range(400)) + " THE-END"
 
 if not CHROMIUM.exists():
     if os.environ.get("CI") == "true":
@@ -151,6 +153,12 @@ def served(tmp_path_factory: pytest.TempPathFactory, redis_url: str) -> Iterator
         given = NewScore(BUSY_TRACE, None, name, value, None, "ui")
         ScoreStore(db).create_by_user(odd.id, owner.id, given)
     store(db, IdentityStore(db).create_project("llm", "acme"), llm_run())
+    store(db, IdentityStore(db).create_project("nojs", "acme"), [
+        span(traceId=NOJS_TRACE, spanId="1" * 16, name="root", startTime="2026-11-22T15:00:00Z",
+             endTime="2026-11-22T15:00:02Z", attributes={"prompt": LONG_TEXT}),
+        span(traceId=NOJS_TRACE, spanId="2" * 16, parentSpanId="1" * 16, name="child",
+             status="error", startTime="2026-11-22T15:00:01Z", endTime="2026-11-22T15:00:02Z"),
+    ])  # fmt: skip
     db.close()
     try:
         with dashboard_and_collector(root, url, redis_url) as urls:
@@ -389,6 +397,37 @@ def test_an_llm_run_shows_its_models_tokens_cost_and_messages(
     if os.environ.get("SPANGATE_SCREENSHOTS"):  # to look at them: a directory to copy to
         for shot in tmp_path.glob("llm-*.png"):
             (Path(os.environ["SPANGATE_SCREENSHOTS"]) / shot.name).write_bytes(shot.read_bytes())
+
+
+def test_without_javascript_no_control_needs_it_and_long_texts_show_whole(
+    browser: Browser, dashboard_url: str
+) -> None:
+    """A trace page read with scripts off: the waterfall's and the pane's controls that
+    need a script (zoom, collapse, errors, find, the rows' toggles, Raw, Show all) are
+    not shown, and a long attribute shows whole; with scripts on, they are there."""
+    path = f"/projects/nojs/traces/{NOJS_TRACE}?span={'1' * 16}"
+    for scripts in (False, True):
+        context = browser.new_context(java_script_enabled=scripts)
+        page = context.new_page()
+        _sign_in(page, dashboard_url)
+        page.goto(f"{dashboard_url}{path}")
+        controls = [
+            page.get_by_role("button", name="Zoom in"),
+            page.get_by_label("Collapse to depth"),
+            page.get_by_role("button", name="Next error"),
+            page.get_by_role("searchbox", name="Find in trace"),
+            page.get_by_role("button", name="Collapse root"),
+            page.get_by_role("button", name=re.compile("^Show all")),
+        ]
+        for control in controls:
+            expect(control).to_be_visible(visible=scripts)
+        fold = page.locator(".fold", has_text="THE-END")
+        clipped = "e => e.scrollHeight > e.clientHeight + 1"
+        assert fold.evaluate(clipped) == scripts  # folded to a few lines where it unfolds
+        if scripts:
+            page.get_by_role("button", name=re.compile("^Show all")).click()
+            assert not fold.evaluate(clipped)
+        context.close()
 
 
 def test_filter_sort_and_go_live(browser: Browser, dashboard_url: str, tmp_path: Path) -> None:
