@@ -10,7 +10,7 @@ from genai.prices import settled
 from spangate.cli_support import CommandError, fail, print_json, print_table, with_database
 from storage.database import Database
 from storage.erasure import Eraser
-from storage.export import MAX_EXPORT_TRACES, as_csv, check_limit, export_traces
+from storage.export import MAX_EXPORT_TRACES, as_csv, check_limit, export_traces, status_name
 from storage.identity import IdentityStore
 from storage.spans import SpanStore
 from storage.trace_list import TraceFilter, TraceSummaries
@@ -100,7 +100,7 @@ def _show(args: argparse.Namespace) -> int:
                         s["parentSpanId"] or "",
                         s["name"],
                         s["kind"],
-                        str(s["status"]["code"]),
+                        status_name(s["status"]),
                         s["startTimeUnixNano"],
                         _nanos_to_ms(
                             int(s["startTimeUnixNano"]),

@@ -79,6 +79,12 @@ def neutralised(text: str) -> str:
 STATUS_NAMES = ("unset", "ok", "error")
 
 
+def status_name(status: dict[str, Any]) -> str:
+    """A span's status code by name (`unset`, `ok`, `error`; another code as it is)."""
+    code = status.get("code", 0)
+    return STATUS_NAMES[code] if code in (0, 1, 2) else str(code)
+
+
 def _plain(value: dict[str, Any]) -> Any:
     """An OTLP AnyValue as the plain JSON value it stands for."""
     for member, given in value.items():
@@ -100,8 +106,7 @@ def _object(pairs: list[dict[str, Any]]) -> dict[str, Any]:
 def _csv_cell(span: dict[str, Any], column: str) -> str:
     value = span.get(column)
     if column == "status":
-        code = span["status"].get("code", 0)
-        return STATUS_NAMES[code] if code in (0, 1, 2) else str(code)
+        return status_name(span["status"])
     if column == "attributes":
         value = _object(value or [])
     elif column == "events":

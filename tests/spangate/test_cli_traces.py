@@ -109,6 +109,10 @@ def test_show_as_stored(capsys: pytest.CaptureFixture[str]) -> None:
     assert child["kind"] == "tool_call" and child["status"] == {"code": 0}
     assert root["startTimeUnixNano"] == "1795341600000000000"
     assert {"key": "n", "value": {"intValue": "0"}} in root["attributes"]
+    code, out, _ = run(capsys, "traces", "show", f"{1:032x}", "--project", "demo")
+    header, *rows = out.splitlines()
+    assert header.split()[3:5] == ["KIND", "STATUS"]
+    assert [row.split()[-4:-2] for row in rows] == [["agent", "unset"], ["tool_call", "unset"]]
     code, _, err = run(capsys, "traces", "show", "f" * 32, "--project", "demo")
     assert code == 1 and "no stored spans" in err
 
