@@ -19,6 +19,7 @@ from dashboard.genai_json import genai_json, totals_json
 from dashboard.views import View
 from dashboard.waterfall import PAGE_ROWS, Row, Waterfall, lay_out
 from dashboard.waterfall_html import rows_html
+from genai import MODEL_TYPES
 from storage.errors import NotFound
 from storage.identity import Project
 from storage.scores import Score
@@ -55,6 +56,18 @@ class Laid:
     chosen: Row | None
     span: dict[str, Any] | None
     datasets: list[str]
+
+
+def unpriced(detail: TraceOutline) -> int:
+    """The trace's model calls that report tokens and have no cost: its cost leaves
+    them out."""
+    return sum(
+        1
+        for s in detail.spans
+        if s.llm_type in MODEL_TYPES
+        and s.cost_usd is None
+        and (s.input_tokens is not None or s.output_tokens is not None)
+    )
 
 
 class Trace(View[TraceAsked]):
@@ -102,6 +115,7 @@ class Trace(View[TraceAsked]):
             span=laid.span,
             datasets=laid.datasets,
             errors=[[at, span_id, at // PAGE_ROWS + 1] for at, span_id in waterfall.errors()],
+            unpriced=unpriced(laid.detail),
         )
 
     async def data(self, context: TraceAsked) -> dict[str, Any]:

@@ -267,6 +267,35 @@ async def test_costs_read_alike_whatever_order_their_sum_was_added_in(site: Site
     assert (await got("agents"))["agents"][0]["costUsd"] == 0.3
 
 
+async def test_a_traces_cost_says_how_many_calls_it_leaves_out(site: Site) -> None:
+    """A model call with tokens and no price known: the header's cost, the sum of the
+    known ones, says one call is not priced; a call without tokens is not counted."""
+    client = site.client()
+    await sign_in(client, "viewer@acme.test")
+
+    async def cost() -> str:
+        page = (await (await client.get(f"/projects/demo/traces/{TRACE}")).get_data()).decode()
+        return page.split("<dt>Cost</dt>", 1)[1].split("</dd>", 1)[0]
+
+    store(site.db, site.demo, _run())
+    assert "not priced" not in await cost()
+    base = {
+        "traceId": TRACE,
+        "parentSpanId": "a" * 16,
+        "startTime": "2026-11-22T10:00:04Z",
+        "endTime": "2026-11-22T10:00:05Z",
+    }
+    store(site.db, site.demo, [
+        span(**base, spanId="4" * 16, name="chat private",
+             attributes={"gen_ai.operation.name": "chat", "gen_ai.request.model": "no-such",
+                         "gen_ai.usage.input_tokens": 9}),
+        span(**base, spanId="5" * 16, name="chat refused",
+             attributes={"gen_ai.operation.name": "chat", "gen_ai.request.model": "no-such"}),
+    ])  # fmt: skip
+    shown = await cost()
+    assert re.search(r"\$0\.5\d*", shown) and "+ 1 call not priced" in shown
+
+
 async def test_a_user_named_on_a_span_no_convention_describes_is_the_traces(site: Site) -> None:
     """`enduser.id` on the root alone (an application's span, of no LLM convention) and
     a model call that names no user: the trace's user, its session's, and the `user`
