@@ -30,7 +30,7 @@ class SegmentConverter(BaseConverter):
     """`<segment:name>`: any text, one segment in links, the rest of the path in routes."""
 
     part_isolating = False
-    regex = ".+"
+    regex = "(?s:.+)"  # a newline too: span text may hold one
     weight = 200
 
     def to_url(self, value: object) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import orjson
 import pytest
 from quart.typing import TestClientProtocol as Client
@@ -166,6 +168,21 @@ async def test_a_long_sessions_traces_page_and_its_totals_are_the_whole_sessions
         response = await client.get(f"{SESSIONS}/long?{bad}")
         assert response.status_code == 400, bad
     assert listed["next"] is not None
+
+
+async def test_a_session_id_with_a_newline_opens(site: Site, client: Client) -> None:
+    """A session id holding a newline (span text may): its page and JSON, by the link
+    the sessions page gives."""
+    store(site.db, site.demo, [
+        span(traceId="f" * 32, spanId="a" * 16, name="turn", startTime="2026-11-22T12:00:00Z",
+             endTime="2026-11-22T12:00:01Z", attributes={"session.id": "line1\nline2"}),
+    ])  # fmt: skip
+    listing = (await (await client.get("/projects/demo/sessions")).get_data()).decode()
+    link = re.search(r'href="(/projects/demo/sessions/line1[^"]*)"', listing)[1]  # type: ignore[index]
+    assert link == "/projects/demo/sessions/line1%0Aline2"
+    assert (await client.get(link)).status_code == 200
+    found = orjson.loads(await (await client.get(f"{SESSIONS}/line1%0Aline2")).get_data())
+    assert found["sessionId"] == "line1\nline2" and len(found["traces"]) == 1
 
 
 async def test_the_sessions_page_lists_and_pages(client: Client) -> None:
