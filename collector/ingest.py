@@ -243,6 +243,8 @@ class Ingest:
                 body_error=True,
             ) from e
         except RequestEntityTooLarge as e:
+            # read no further once past the limit: the record says the least it was
+            incoming.received = self.max_body_bytes + 1
             raise GatewayError(
                 413,
                 "PAYLOAD_TOO_LARGE",

@@ -135,6 +135,24 @@ async def test_refusals_before_the_body_and_for_too_many_spans(
     assert (by_code["TOO_MANY_SPANS"].rejected, by_code["TOO_MANY_SPANS"].accepted) == (2, 0)
 
 
+async def test_a_body_without_a_length_past_the_limit_records_more_than_it(
+    settings: Settings, tenant: Tenant
+) -> None:
+    """A body sent in chunks (no Content-Length) that grows past the limit is refused
+    with 413 (no body); its record's bytes say it was over, not 0."""
+    async with make_app(settings, max_body_bytes=1000).test_app() as app:
+        client = app.test_client()
+        async with client.request("/v1/spans", method="POST", headers=tenant.auth()) as sending:
+            for _ in range(3):
+                await sending.send(b"x" * 600)
+            await sending.send_complete()
+            await sending.receive()
+        assert sending.status_code == 413  # type: ignore[attr-defined]
+        (found,) = await records(tenant, 1)
+    assert (found.code, found.rejected) == ("PAYLOAD_TOO_LARGE", None)
+    assert found.body_bytes > 1000
+
+
 async def test_requests_without_a_valid_key_are_not_recorded(
     settings: Settings, tenant: Tenant
 ) -> None:
