@@ -11,7 +11,7 @@ from werkzeug.exceptions import HTTPException
 from dashboard.cookies import Signer, session_secret
 from dashboard.errors import DashboardError
 from dashboard.explorer import Explorer
-from dashboard.formats import NO_COST, count, iso, millis, nanos, usd
+from dashboard.formats import NO_COST, count, iso, millis, model_html, nanos, usd
 from dashboard.genai_json import span_view
 from dashboard.ingestion import iso_ms
 from dashboard.routes import Views, install_routes, route_table
@@ -142,6 +142,7 @@ def create_app(settings: Settings) -> Quart:
     app.add_template_filter(millis)
     app.add_template_filter(count)
     app.add_template_filter(usd)
+    app.add_template_filter(model_html)
     app.add_template_filter(span_view, "llm_view")
     app.jinja_env.globals["no_cost"] = NO_COST
     for text_filter in (attribute_rows, message_sources, message_texts, content_html,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from datetime import UTC, datetime
 
 from markupsafe import Markup
@@ -41,6 +42,20 @@ def iso(value: str | None) -> Markup | str:
         moment = moment.replace(tzinfo=UTC)
     seconds = int(moment.timestamp())
     return nanos(seconds * 10**9 + moment.microsecond * 1000)
+
+
+#: A model name's date, as providers suffix them: gpt-4o-2024-08-06, claude-3-5-sonnet-20241022.
+_DATED = re.compile(r"(.+?)(-\d{4}-\d{2}-\d{2}|-\d{8})$")
+
+
+def model_html(model: str) -> Markup:
+    """A model's name in a narrow column: its name and its date each on one line, the
+    line broken, when it must be, before the date alone (not at each hyphen)."""
+    dated = _DATED.fullmatch(model)
+    parts = dated.groups() if dated else (model,)
+    return Markup('<span class="model" title="{}">{}</span>').format(
+        model, Markup("<wbr>").join(Markup('<span class="part">{}</span>').format(p) for p in parts)
+    )
 
 
 def millis(value: float | None) -> str:

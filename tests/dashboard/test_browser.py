@@ -361,6 +361,16 @@ def test_the_trace_list_fits_a_laptops_width_whatever_its_texts(
     busy = page.get_by_role("row").filter(has_text="invoke_agent support-agent")
     expect(busy.locator(".io .said")).to_have_count(2)  # the question and the answer
     expect(busy.locator(".score").first).to_have_text("0.80 helpfulness")  # its value first
+    parts = busy.locator(".model .part")  # a name and its date, each on one line
+    expect(parts).to_have_count(4)
+    assert parts.evaluate_all(
+        "ps => ps.every(p => p.getClientRects().length === 1 && "
+        "p.offsetHeight < 1.8 * parseFloat(getComputedStyle(p).fontSize))"
+    )
+    for width in (900, 1100):  # the header's links wrap rather than run off the page
+        page.set_viewport_size({"width": width, "height": 800})
+        assert page.evaluate("document.documentElement.scrollWidth <= innerWidth"), width
+    page.set_viewport_size({"width": 1280, "height": 800})
     picker = page.get_by_label("User").bounding_box()
     assert picker is not None and picker["width"] <= 14 * 16 + 1
     label = page.locator('label[for="user"]').bounding_box()

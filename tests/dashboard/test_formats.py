@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from dashboard.formats import millis, usd
+from dashboard.formats import millis, model_html, usd
 
 
 @pytest.mark.parametrize(
@@ -49,3 +51,17 @@ def test_a_sum_shows_alike_whatever_order_it_was_added_in() -> None:
 )
 def test_a_duration_reads_in_the_unit_that_suits_it(ms: float | None, text: str) -> None:
     assert millis(ms) == text
+
+
+def test_a_models_name_breaks_before_its_date_alone() -> None:
+    """A provider's date suffix (2024-08-06 or 20241022) is its own part; a name without
+    one is one part; the text is escaped."""
+    parts = re.compile(r'<span class="part">([^<]*)</span>')
+    assert parts.findall(model_html("gpt-4o-2024-08-06")) == ["gpt-4o", "-2024-08-06"]
+    assert parts.findall(model_html("claude-3-5-sonnet-20241022")) == [
+        "claude-3-5-sonnet",
+        "-20241022",
+    ]
+    assert parts.findall(model_html("gpt-4o-mini")) == ["gpt-4o-mini"]
+    assert parts.findall(model_html("<b>-2024-01-01")) == ["&lt;b&gt;", "-2024-01-01"]
+    assert 'title="&lt;b&gt;-2024-01-01"' in model_html("<b>-2024-01-01")
