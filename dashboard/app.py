@@ -19,6 +19,7 @@ from dashboard.segments import SegmentConverter
 from dashboard.signin import SignIn, is_api
 from dashboard.span_pane import attribute_rows, conversation_ends, message_sources, message_texts
 from dashboard.span_text import arguments_html, content_html, plain_html
+from genai.view import PREVIEW_CHARS
 from service.framing import FramingGuard
 from service.settings import Settings
 from service.web import (
@@ -145,6 +146,7 @@ def create_app(settings: Settings) -> Quart:
     app.add_template_filter(model_html)
     app.add_template_filter(span_view, "llm_view")
     app.jinja_env.globals["no_cost"] = NO_COST
+    app.jinja_env.globals["preview_chars"] = PREVIEW_CHARS
     for text_filter in (attribute_rows, message_sources, message_texts, content_html,
                         arguments_html, plain_html, iso_ms, conversation_ends):  # fmt: skip
         app.add_template_filter(text_filter)

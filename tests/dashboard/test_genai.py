@@ -162,8 +162,10 @@ async def test_the_pages_show_models_tokens_and_cost(site: Site) -> None:
     for header in ("Model", "Tokens", "Cost", "User"):
         # the sortable columns' headers are links
         assert re.search(f'<th scope="col">(<a [^>]*>)?{header}( [▲▼])?(</a>)?</th>', listing)
-    models = ('<span class="model" title="gpt-4o"><span class="part">gpt-4o</span></span>, '
-              '<span class="model" title="my-model"><span class="part">my-model</span></span>')  # fmt: skip
+    models = (
+        '<span class="model" title="gpt-4o"><span class="part">gpt-4o</span></span>, '
+        '<span class="model" title="my-model"><span class="part">my-model</span></span>'
+    )
     assert models in listing and ">175<" in listing and "cust-42" in listing
     # the conversation's ends under the root span's name, as Langfuse and Phoenix list them
     ends = r'<span class="muted">in</span> Where is my order\?</div>\s*<div class="said">'

@@ -185,6 +185,26 @@ async def test_a_session_id_with_a_newline_opens(site: Site, client: Client) -> 
     assert found["sessionId"] == "line1\nline2" and len(found["traces"]) == 1
 
 
+async def test_a_turn_cut_to_its_preview_says_so_and_links_its_trace(
+    site: Site, client: Client
+) -> None:
+    """A question longer than the previews keep (500 characters): its turn says it shows
+    the first 500 and links the trace; a short turn says nothing of the kind."""
+    long = "word " * 200
+    for n, question in ((1, long), (2, "short question")):
+        store(site.db, site.demo, [
+            span(traceId=f"{n:x}" * 32, spanId="a" * 16, name="turn",
+                 startTime=f"2026-11-22T12:0{n}:00Z", endTime=f"2026-11-22T12:0{n}:01Z",
+                 attributes={"session.id": f"cut-{n}", "openinference.span.kind": "AGENT",
+                             "input.value": question}),
+        ])  # fmt: skip
+    page = (await (await client.get("/projects/demo/sessions/cut-1")).get_data()).decode()
+    note = page.split('<p class="muted cut">', 1)[1].split("</p>", 1)[0]
+    assert "first 500 characters" in note and f'/traces/{"1" * 32}"' in note
+    page = (await (await client.get("/projects/demo/sessions/cut-2")).get_data()).decode()
+    assert 'class="muted cut"' not in page
+
+
 async def test_the_sessions_page_lists_and_pages(client: Client) -> None:
     """The page shows the sessions with their sums and a next-page link keeping the
     filters."""
