@@ -124,14 +124,12 @@ class Cursor:
             and sort in SORTS
             and isinstance(descending, bool)
             and isinstance(trace_id, str)
-            and (value is None or type(value) is float or fits_int64(value))
+            # a cost is a float, every other sort's value an integer the store holds
+            and (value is None or (type(value) is float if sort == "cost" else fits_int64(value)))
             and (value is not None or sort in NULLABLE)
-            and (sort != "cost" or not isinstance(value, int) or value is None)
         )
         if not valid:
             raise ValueError("cursor is not one this list gave")
-        if sort == "cost" and isinstance(value, int):
-            value = float(value)
         return cls(value, trace_id, sort, descending)
 
 

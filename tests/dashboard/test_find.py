@@ -291,7 +291,15 @@ async def test_a_bound_past_the_stores_integers_answers_as_it_would(
 
 @pytest.mark.parametrize(
     "raw",
-    [["start", True, 2**63, "a"], ["tokens", True, 2**64 - 1, "a"], [2**64 - 1, "s"]],
+    [
+        ["start", True, 2**63, "a"],
+        ["tokens", True, 2**64 - 1, "a"],
+        [2**64 - 1, "s"],
+        ["start", True, 1.5, "a"],  # a time is an integer
+        ["start", True, 2**70, "a"],  # which a JSON parser may make a float
+        ["duration", True, 2.0, "a"],
+        ["cost", True, 1, "a"],  # a cost, a float
+    ],
 )
 async def test_a_cursor_past_the_stores_integers_is_a_400(
     client: Client, raw: list[object]
@@ -300,7 +308,7 @@ async def test_a_cursor_past_the_stores_integers_is_a_400(
     text = base64.urlsafe_b64encode(json.dumps(raw).encode()).decode().rstrip("=")
     path = LIST if len(raw) == 4 else "/api/v1/projects/demo/sessions"
     response = await client.get(
-        f"{path}?cursor={text}" + ("&sort=tokens" if raw[0] == "tokens" else "")
+        f"{path}?cursor={text}" + (f"&sort={raw[0]}" if raw[0] != "start" and len(raw) == 4 else "")
     )
     assert response.status_code == 400
     assert orjson.loads(await response.get_data())["error"]["message"].startswith("cursor")
