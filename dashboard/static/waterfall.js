@@ -227,6 +227,12 @@ document.addEventListener("DOMContentLoaded", () => {
   }
   applyZoom();
   dragToZoom(document.querySelector(".axis[data-duration-ms]"));
+  // gone to on another page (an error, a match): its row in view beside its details,
+  // where the two stand side by side (stacked, the link's #detail shows the details)
+  const selected = waterfall.list().querySelector(".span-row.selected");
+  if (location.hash === "#detail" && selected && matchMedia("(min-width: 761px)").matches) {
+    selected.scrollIntoView({block: "center"});
+  }
   tools.addEventListener("click", (event) => {
     const zoom = event.target.closest("[data-zoom]");
     if (zoom) {

@@ -175,6 +175,7 @@ def test_next_and_previous_error_cross_pages(browser: Browser, base: str) -> Non
         expect(page).to_have_url(re.compile(f"page={_page_of(last)}"))
     expect(page.locator("#detail h2")).to_have_text(f"task {last}")
     expect(_row(page, last)).to_have_class(re.compile("selected"))
+    expect(_row(page, last)).to_be_in_viewport()  # the row gone to, not the page's top
     page.close()
 
 
