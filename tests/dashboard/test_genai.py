@@ -194,12 +194,7 @@ async def test_a_selected_model_call_shows_its_llm_view_escaped(site: Site) -> N
         '[{"role":"user","parts":[{"type":"text","content":"<script>alert(1)</script>\\nok"}]}]'
     )
     store(site.db, site.demo, run)
-    client = site.client()
-    await sign_in(client, "viewer@acme.test")
-    page = (
-        await (await client.get(f"/projects/demo/traces/{TRACE}?span={'1' * 16}")).get_data()
-    ).decode()
-    section = page.split('<section class="llm"', 1)[1].split("</section>", 1)[0]
+    page, section = await _pane(site, "1" * 16)
     assert '<h3 id="llm-heading">LLM call</h3>' in section
     assert "No messages were recorded" not in section
     assert "<dt>Model</dt><dd>gpt-4o (openai)</dd>" in section
@@ -210,16 +205,27 @@ async def test_a_selected_model_call_shows_its_llm_view_escaped(site: Site) -> N
     assert "model ← <code>gen_ai.request.model</code>" in section
 
 
+async def _api(client: Any, path: str) -> Any:
+    """The JSON of `GET /api/v1/projects/demo/{path}`."""
+    return orjson.loads(await (await client.get(f"/api/v1/projects/demo/{path}")).get_data())
+
+
+async def _pane(site: Site, span_id: str) -> tuple[str, str]:
+    """TRACE's page with a span selected, as a viewer reads it, and its pane's section
+    of the span's type."""
+    client = site.client()
+    await sign_in(client, "viewer@acme.test")
+    page = (
+        await (await client.get(f"/projects/demo/traces/{TRACE}?span={span_id}")).get_data()
+    ).decode()
+    return page, page.split('<section class="llm"', 1)[1].split("</section>", 1)[0]
+
+
 async def test_a_tools_arguments_are_shown_as_its_input_without_a_role(site: Site) -> None:
     """A tool's arguments and result are values: the pane shows them under Input and
     Output, with no chat role (the view gives them `assistant` and `tool`)."""
     store(site.db, site.demo, _run())
-    client = site.client()
-    await sign_in(client, "viewer@acme.test")
-    page = (
-        await (await client.get(f"/projects/demo/traces/{TRACE}?span={'2' * 16}")).get_data()
-    ).decode()
-    section = page.split('<section class="llm"', 1)[1].split("</section>", 1)[0]
+    _, section = await _pane(site, "2" * 16)
     assert '<h3 id="llm-heading">Tool</h3>' in section
     assert "<h4>Input</h4>" in section and "&#34;order&#34;" in section
     assert 'class="role"' not in section
@@ -259,15 +265,12 @@ async def test_costs_read_alike_whatever_order_their_sum_was_added_in(site: Site
     client = site.client()
     await sign_in(client, "viewer@acme.test")
 
-    async def got(path: str) -> Any:
-        return orjson.loads(await (await client.get(f"/api/v1/projects/demo/{path}")).get_data())
-
-    assert (await got("traces"))["traces"][0]["costUsd"] == 0.3
-    trace = await got(f"traces/{'c' * 32}")
+    assert (await _api(client, "traces"))["traces"][0]["costUsd"] == 0.3
+    trace = await _api(client, f"traces/{'c' * 32}")
     assert trace["totals"]["costUsd"] == 0.3
     assert {g["spanId"]: g["costUsd"] for g in trace["genai"]}["a" * 16] == 0.3
-    assert (await got("sessions"))["sessions"][0]["costUsd"] == 0.3
-    assert (await got("agents"))["agents"][0]["costUsd"] == 0.3
+    assert (await _api(client, "sessions"))["sessions"][0]["costUsd"] == 0.3
+    assert (await _api(client, "agents"))["agents"][0]["costUsd"] == 0.3
 
 
 async def test_a_traces_cost_says_how_many_calls_it_leaves_out(site: Site) -> None:
@@ -299,63 +302,43 @@ async def test_a_traces_cost_says_how_many_calls_it_leaves_out(site: Site) -> No
     assert re.search(r"\$0\.5\d*", shown) and "+ 1 call not priced" in shown
 
 
-async def test_a_user_named_on_a_span_no_convention_describes_is_the_traces(site: Site) -> None:
-    """`enduser.id` on the root alone (an application's span, of no LLM convention) and
-    a model call that names no user: the trace's user, its session's, and the `user`
-    filter's."""
-    trace = "6" * 32
-    base = {
-        "traceId": trace,
-        "startTime": "2026-11-22T11:00:00Z",
-        "endTime": "2026-11-22T11:00:02Z",
-    }
-    store(site.db, site.demo, [
-        span(**base, spanId="a" * 16, name="handle request",
-             attributes={"enduser.id": "u-plain", "session.id": "s-plain"}),
-        span(**base, spanId="b" * 16, parentSpanId="a" * 16, name="chat",
-             attributes={"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o"}),
-    ])  # fmt: skip
-    client = site.client()
-    await sign_in(client, "viewer@acme.test")
-    listed = orjson.loads(
-        await (await client.get("/api/v1/projects/demo/traces?user=u-plain")).get_data()
-    )
-    assert [(t["traceId"], t["userId"]) for t in listed["traces"]] == [(trace, "u-plain")]
-    sessions = orjson.loads(
-        await (await client.get("/api/v1/projects/demo/sessions?user=u-plain")).get_data()
-    )
-    assert [(s["sessionId"], s["userId"]) for s in sessions["sessions"]] == [("s-plain", "u-plain")]
-
-
-async def test_a_conversation_id_on_a_span_no_convention_describes_is_its_session(
+async def test_a_user_and_session_named_on_a_span_no_convention_describes_are_the_traces(
     site: Site,
 ) -> None:
-    """`gen_ai.conversation.id` on a plain root (with no `session.id`) is its trace's
-    session, as on a model call; a `session.id` beside it wins. (The C row builder's
-    reading: tests/storage/test_rows_genai.py.)"""
+    """`enduser.id` on the root alone (an application's span, of no LLM convention) and
+    a model call that names no user: the trace's user, its session's, and the `user`
+    filter's. `gen_ai.conversation.id` on such a root with no `session.id` is its
+    trace's session, as on a model call; a `session.id` beside it wins. (The C row
+    builder's reading: tests/storage/test_rows_genai.py.)"""
+    trace = "6" * 32
     base = {"startTime": "2026-11-22T11:00:00Z", "endTime": "2026-11-22T11:00:02Z"}
     store(site.db, site.demo, [
-        span(**base, traceId="6" * 32, spanId="a" * 16, name="handle request",
-             attributes={"gen_ai.conversation.id": "conv-plain", "user.id": "u-1"}),
+        span(**base, traceId=trace, spanId="a" * 16, name="handle request",
+             attributes={"enduser.id": "u-plain", "session.id": "s-plain"}),
+        span(**base, traceId=trace, spanId="b" * 16, parentSpanId="a" * 16, name="chat",
+             attributes={"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o"}),
         span(**base, traceId="7" * 32, spanId="a" * 16, name="handle request",
+             attributes={"gen_ai.conversation.id": "conv-plain", "user.id": "u-1"}),
+        span(**base, traceId="8" * 32, spanId="a" * 16, name="handle request",
              attributes={"gen_ai.conversation.id": "conv-other", "session.id": "s-given"}),
     ])  # fmt: skip
     client = site.client()
     await sign_in(client, "viewer@acme.test")
-
-    async def got(path: str) -> Any:
-        return orjson.loads(await (await client.get(f"/api/v1/projects/demo/{path}")).get_data())
-
-    listed = await got("traces")
+    listed = await _api(client, "traces?user=u-plain")
+    assert [(t["traceId"], t["userId"]) for t in listed["traces"]] == [(trace, "u-plain")]
+    sessions = await _api(client, "sessions?user=u-plain")
+    assert [(s["sessionId"], s["userId"]) for s in sessions["sessions"]] == [("s-plain", "u-plain")]
+    listed = await _api(client, "traces")
     assert {t["traceId"]: (t["sessionId"], t["userId"]) for t in listed["traces"]} == {
-        "6" * 32: ("conv-plain", "u-1"),
-        "7" * 32: ("s-given", None),
+        trace: ("s-plain", "u-plain"),
+        "7" * 32: ("conv-plain", "u-1"),
+        "8" * 32: ("s-given", None),
     }
-    assert [t["traceId"] for t in (await got("traces?session=conv-plain"))["traces"]] == ["6" * 32]
-    assert {s["sessionId"] for s in (await got("sessions"))["sessions"]} == {
-        "conv-plain",
-        "s-given",
-    }
+    assert [t["traceId"] for t in (await _api(client, "traces?session=conv-plain"))["traces"]] == [
+        "7" * 32
+    ]
+    named = {s["sessionId"] for s in (await _api(client, "sessions"))["sessions"]}
+    assert named == {"s-plain", "conv-plain", "s-given"}
 
 
 async def test_a_root_of_no_kind_gives_its_openinference_input_and_output(site: Site) -> None:
