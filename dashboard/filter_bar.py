@@ -15,7 +15,7 @@ from urllib.parse import urlencode
 
 from dashboard.errors import invalid
 from dashboard.explorer import Explorer
-from dashboard.params import Args, ListQuery, kept_params
+from dashboard.params import Args, ListQuery, asked_limit, kept_params
 from storage.export import MAX_EXPORT_TRACES
 from storage.identity import Project
 from storage.summary_genai import models_of
@@ -71,13 +71,6 @@ def _facets_of(explorer: Explorer, project: Project) -> tuple[list[tuple[str, in
     return found
 
 
-def _asked_limit(args: Args) -> list[tuple[str, str]]:
-    """The page size a request asked for, which the page's links keep (none: the
-    default's)."""
-    limit = args.get("limit", "")
-    return [("limit", limit)] if limit else []
-
-
 def _query(pairs: list[tuple[str, str]], **changed: str | None) -> str:
     kept = [(k, v) for k, v in pairs if k not in changed]
     return urlencode(kept + [(k, v) for k, v in changed.items() if v is not None])
@@ -110,7 +103,7 @@ def resolved(args: Args, checked: bool = True) -> Args:
 def filter_bar(explorer: Explorer, project: Project, args: Args, asked: ListQuery) -> FilterBar:
     """The bar of a request whose list query is `asked`."""
     pairs = kept_params(args)
-    linked = pairs + _asked_limit(args)
+    linked = pairs + asked_limit(args)
     chosen = _preset(args) or ("All" if not args.get("from") and not args.get("to") else None)
     presets = [
         Link(label, _query(linked, **{"from": None, "to": None, "preset": label}), label == chosen)
@@ -120,7 +113,7 @@ def filter_bar(explorer: Explorer, project: Project, args: Args, asked: ListQuer
     single = {name: args.get(name, "") for name, _ in pairs if name not in ("attr", "score")}
     if chosen is not None and chosen != "All":
         single["preset"] = chosen
-    single.update(_asked_limit(args))
+    single.update(asked_limit(args))
     return FilterBar(
         values=single,
         attributes=args.getlist("attr"),
@@ -149,7 +142,7 @@ class PageLinks:
 def page_links(args: Args, asked: ListQuery, cursor: Cursor | None) -> PageLinks:
     """The links of a page of the list."""
     preset = _preset(args)
-    pairs = kept_params(args) + ([("preset", preset)] if preset else []) + _asked_limit(args)
+    pairs = kept_params(args) + ([("preset", preset)] if preset else []) + asked_limit(args)
     limit = str(asked.limit)
     sorts = {}
     for header, sort in SORTED_COLUMNS.items():

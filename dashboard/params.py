@@ -294,6 +294,13 @@ def session_json(session: SessionSummary) -> dict[str, Any]:
     }
 
 
+def asked_limit(args: Args) -> list[tuple[str, str]]:
+    """The page size a request asked for, which its page's links keep (none: the
+    default's)."""
+    limit = args.get("limit", "")
+    return [("limit", limit)] if limit else []
+
+
 def kept_params(args: Args) -> list[tuple[str, str]]:
     """The list's parameters a request gave (not its cursor or limit), for links."""
     return [(name, value) for name in FILTER_PARAMS for value in args.getlist(name) if value]

@@ -99,6 +99,7 @@ class Session(View[SessionTraces]):
 
     async def page(self, context: SessionTraces) -> str:
         scores = await asyncio.to_thread(self.explorer.scores, context.project, context.traces)
+        sized = params.asked_limit(request.args)
         return await render_template(
             "session.html",
             project=context.project,
@@ -108,8 +109,8 @@ class Session(View[SessionTraces]):
             totals=context.summary,
             next_query=None
             if context.cursor is None
-            else urlencode([("cursor", context.cursor.encode()), *_kept_limit()]),
-            first_query=urlencode(_kept_limit()) if context.after is not None else None,
+            else urlencode([("cursor", context.cursor.encode()), *sized]),
+            first_query=urlencode(sized) if context.after is not None else None,
         )
 
     async def data(self, context: SessionTraces) -> dict[str, Any]:
@@ -118,8 +119,3 @@ class Session(View[SessionTraces]):
             "traces": [params.summary_json(t) for t in context.traces],
             "next": None if context.cursor is None else context.cursor.encode(),
         }
-
-
-def _kept_limit() -> list[tuple[str, str]]:
-    limit = request.args.get("limit", "")
-    return [("limit", limit)] if limit else []
