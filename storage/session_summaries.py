@@ -99,6 +99,11 @@ class SessionSummary:
     user_id: str | None = None
 
     @property
+    def duration_ms(self) -> float:
+        """From its first trace's start to its last end (0 while none has ended)."""
+        return ((self.end_ns or self.start_ns) - self.start_ns) / 1e6
+
+    @property
     def total_tokens(self) -> int | None:
         """Input and output tokens; None while neither is known."""
         if self.input_tokens is None and self.output_tokens is None:
