@@ -154,6 +154,7 @@ async def test_a_long_sessions_traces_page_and_its_totals_are_the_whole_sessions
     page = (await (await client.get("/projects/demo/sessions/long?limit=2")).get_data()).decode()
     totals = page.split('aria-label="Session totals">', 1)[1].split("</dl>", 1)[0]
     assert "<dt>Traces</dt><dd>5</dd>" in totals and "50 in, 5 out" in totals
+    assert "<dt>Duration</dt><dd>4 min 1 s</dd>" in totals  # 11:00:00 to 11:04:01
     assert '<span class="status-error">1</span>' in totals and "$0.05" in totals
     assert "Later traces" in page and "cursor=" in page and "First traces" not in page
     later = page.split('rel="next"', 1)[0].rsplit('href="?', 1)[1].split('"', 1)[0]
