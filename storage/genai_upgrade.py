@@ -29,6 +29,9 @@ REDESCRIBED = 1022
 #: The version recorded once every stored model call stored without a model has the one
 #: its parameters name (genai/view.py: a call that failed before an answer).
 MODELLED = 1023
+#: The version recorded once every stored trace with a model call under a model call
+#: has its summary counting the provider call's usage alone (genai/counting.py).
+COUNTED_ONCE = 1024
 
 log = logging.getLogger("spangate.worker")
 
@@ -37,12 +40,6 @@ _UPDATE = (
     f"UPDATE spans SET {_SET}, session_id = COALESCE(session_id, ?) WHERE project_id = ? "
     "AND trace_id = ? AND span_id = ? AND start_day = ? AND content_hash = ?"
 )
-_REFRESH = {
-    postgres: trace_summaries.refresh_statement(
-        "s.project_id = ? AND s.trace_id = ?", postgres=postgres
-    )
-    for postgres in (False, True)
-}
 
 
 def _upgrade_trace(tx: Transaction, project_id: str, trace_id: str, pricer: Pricer) -> None:
@@ -70,7 +67,7 @@ def _upgrade_trace(tx: Transaction, project_id: str, trace_id: str, pricer: Pric
                 content_hash,
             ),
         )
-    tx.execute(_REFRESH[tx.postgres], (project_id, trace_id))
+    trace_summaries.refresh(tx, project_id, trace_id)
 
 
 def upgrade(db: Database, pricer: Pricer, progress: trace_walk.Progress | None = None) -> int:
@@ -115,7 +112,7 @@ def _redescribe_trace(
             given = True
     if not given:
         return
-    tx.execute(_REFRESH[tx.postgres], (project_id, trace_id))
+    trace_summaries.refresh(tx, project_id, trace_id)
     if typed:  # its texts: the documents of its words, and its ends' previews
         trace_texts.rebuild_trace(tx, project_id, trace_id)
     # PostgreSQL notes an updated span's trace for its indexes, as a replaced one's
@@ -151,3 +148,26 @@ def remodel(db: Database, pricer: Pricer, progress: trace_walk.Progress | None =
     summaries anew; the traces gone through (0 when it was done before)."""
     work = partial(_redescribe_trace, pricer=pricer, spans=_MODELLESS)
     return trace_walk.walk(db, MODELLED, work, lock=True, progress=progress)
+
+
+#: Whether a trace has a model call whose parent is a model call.
+_NESTED = (
+    "SELECT 1 FROM spans AS c JOIN spans AS p ON p.project_id = c.project_id "
+    "AND p.trace_id = c.trace_id AND p.span_id = c.parent_span_id "
+    "WHERE c.project_id = ? AND c.trace_id = ? AND c.llm_type IN ('llm', 'embedding') "
+    "AND p.llm_type IN ('llm', 'embedding') LIMIT 1"
+)
+
+
+def _recount_nested(tx: Transaction, project_id: str, trace_id: str) -> None:
+    if tx.query_one(_NESTED, (project_id, trace_id)) is None:
+        return
+    trace_summaries.refresh(tx, project_id, trace_id)
+    session_summaries.refresh_stale(tx)
+
+
+def count_once(db: Database, progress: trace_walk.Progress | None = None) -> int:
+    """Make anew the summaries of the traces stored with a model call under a model
+    call, which counted a framework's wrapper beside its provider call, and their
+    sessions'; the traces gone through (0 when it was done before)."""
+    return trace_walk.walk(db, COUNTED_ONCE, _recount_nested, lock=True, progress=progress)

@@ -24,8 +24,10 @@ In the batch's transaction:
    Round k holds the k-th send of each span in the batch, so a span sent twice in one
    batch is judged against its first send, as the rules want. The rows a round inserts
    are added to their stored traces' summaries by the same statement; the summaries of
-   the new traces among them, and of the traces where a stored row was replaced, are
-   then recomputed from what is stored (storage/trace_summaries.py).
+   the new traces among them, of the traces where a stored row was replaced, and of
+   those that gained a model call (whose count depends on its trace's other calls:
+   genai/counting.py), are then recomputed from what is stored
+   (storage/trace_summaries.py).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from __future__ import annotations
 from operator import itemgetter
 from typing import NamedTuple
 
+from genai import MODEL_TYPES
 from storage import trace_summaries
 from storage.database import Transaction, arrays
 from storage.errors import WriteConflict
@@ -244,6 +247,11 @@ def _write_checked(
                 unchanged.add((round_no, (project, trace, span)))
             elif (project, trace) in known:
                 replaced.add((project, trace))
+    # a model call added to a stored trace may wrap a stored one or be a wrapper
+    # (genai/counting.py), which adding its row to the summary cannot tell
+    replaced.update(
+        trace for row in rows if row.llm_type in MODEL_TYPES and (trace := _TRACE_KEY(row)) in known
+    )
     trace_summaries.refresh_staged(tx, STAGE, len(checked) > len(known), sorted(replaced))
     if not refused and not unchanged:
         return Written([], [])

@@ -3,10 +3,12 @@ same transaction), and a trace's stored spans."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 import orjson
 
+from genai.counting import reports, wrappers
 from storage import (
     session_summaries,
     shared_texts,
@@ -47,12 +49,23 @@ class SpanOutline(NamedTuple):
     input_tokens: int | None = None
     output_tokens: int | None = None
     cost_usd: float | None = None
+    total_tokens: int | None = None
 
 
 _OUTLINE = (
     "span_id, parent_span_id, name, kind, status_code, start_ns, end_ns, llm_type, llm_name, "
-    "model, input_tokens, output_tokens, cost_usd"
+    "model, input_tokens, output_tokens, cost_usd, total_tokens"
 )
+
+
+def wrappers_of(spans: Iterable[SpanOutline]) -> frozenset[str]:
+    """The span ids of a trace's model calls that wrap a provider call, whose usage the
+    trace counts instead (genai/counting.py)."""
+    return wrappers(
+        (s.span_id, s.parent_span_id, s.llm_type, reports(s.input_tokens, s.output_tokens,
+                                                          s.total_tokens, s.cost_usd))
+        for s in spans
+    )  # fmt: skip
 
 
 def stored_span(row: tuple[Any, ...], bodies: dict[str, str]) -> dict[str, Any]:

@@ -65,10 +65,27 @@ _BASE_AGGREGATE = (
 _GROUPED = " FROM spans s WHERE {where} GROUP BY s.project_id, s.trace_id"
 
 
+#: The wrappers (genai/counting.py) among the spans `{where}` names (formatted with
+#: `s` as `c.`): the parents of their model calls that report usage, each once.
+_WRAPPED = (
+    "LEFT JOIN (SELECT DISTINCT c.project_id, c.trace_id, c.parent_span_id AS span_id "
+    "FROM spans c WHERE {where} AND "
+    + summary_genai.WRAPPING.format(c="c.")
+    + ") AS w ON w.project_id = s.project_id AND w.trace_id = s.trace_id "
+    "AND w.span_id = s.span_id"
+)
+
+
 def aggregate(where: str, postgres: bool) -> str:
-    """The summary rows (every column) of the traces `where` names, from their spans."""
-    genai = ", ".join(summary_genai.aggregates("s.", postgres))
-    return f"{_BASE_AGGREGATE}, {genai}{_GROUPED.format(where=where)}"
+    """The summary rows (every column) of the traces `where` names, from their spans.
+    `where` is a template of the spans' prefix `{s}`, which the statement holds twice:
+    its parameters are given twice, unless numbered (`?N`, SQLite)."""
+    genai = ", ".join(summary_genai.aggregates("s.", postgres, "w.span_id IS NULL"))
+    wrapped = _WRAPPED.format(where=where.format(s="c."))
+    grouped = (
+        f" FROM spans s {wrapped} WHERE {where.format(s='s.')} GROUP BY s.project_id, s.trace_id"
+    )
+    return f"{_BASE_AGGREGATE}, {genai}{grouped}"
 
 
 _KEEP_SORT = ", ".join(
@@ -89,7 +106,7 @@ def refresh_statement(where: str, update: str = _KEEP_SORT, postgres: bool = Tru
 
 
 SQLITE_TRACES = (
-    "s.project_id = ?1 AND s.trace_id IN ("
+    "{s}project_id = ?1 AND {s}trace_id IN ("
     + ", ".join(f"?{n}" for n in range(2, STORED_TRACES_ASKED + 2))
     + ")"
 )
@@ -100,10 +117,20 @@ BACKFILL_SUMMARIES = (
     f"INSERT INTO trace_summaries ({_BASE_COLUMNS}) {_BASE_AGGREGATE}"
     + _GROUPED.format(where="1 = 1")
 )
-_ONE_TRACE = "s.project_id = ? AND s.trace_id = ?"
+_ONE_TRACE = "{s}project_id = ? AND {s}trace_id = ?"
 _RECOUNT = {
     postgres: refresh_statement(_ONE_TRACE, _SET_ALL, postgres) for postgres in (False, True)
 }
+_REFRESH_ONE = {
+    postgres: refresh_statement(_ONE_TRACE, postgres=postgres) for postgres in (False, True)
+}
+
+
+def refresh(tx: Transaction, project_id: str, trace_id: str) -> None:
+    """The summary of a trace made anew from its stored spans, keeping its order."""
+    tx.execute(_REFRESH_ONE[tx.postgres], (project_id, trace_id) * 2)
+
+
 _NOTHING_LEFT = (
     "DELETE FROM trace_summaries WHERE project_id = ? AND trace_id = ? AND NOT EXISTS "
     "(SELECT 1 FROM spans WHERE project_id = ? AND trace_id = ?)"
@@ -116,7 +143,7 @@ def recount(tx: Transaction, project_id: str, trace_ids: set[str]) -> None:
     deleted and inserted anew while its trace has spans: a transaction waiting for its
     lock (storage/span_copy.py) then locks it as updated, where it would find it gone."""
     for trace_id in sorted(trace_ids):
-        tx.execute(_RECOUNT[tx.postgres], (project_id, trace_id))
+        tx.execute(_RECOUNT[tx.postgres], (project_id, trace_id) * 2)
         tx.execute(_NOTHING_LEFT, (project_id, trace_id, project_id, trace_id))
 
 
@@ -129,10 +156,11 @@ def refresh_staged(tx: Transaction, stage: str, new: bool, changed: list[tuple[s
     stored traces' summaries were added to as their rows were inserted (`merged`)."""
     if new:
         traces = f"SELECT project_id, trace_id FROM {stage} WHERE NOT known"
-        tx.execute(refresh_statement(f"(s.project_id, s.trace_id) IN ({traces})", _SET_ALL))
+        tx.execute(refresh_statement(f"({{s}}project_id, {{s}}trace_id) IN ({traces})", _SET_ALL))
     if changed:
         traces = "SELECT * FROM unnest(?::text[], ?::text[])"
-        tx.execute(refresh_statement(f"(s.project_id, s.trace_id) IN ({traces})"), arrays(changed))
+        statement = refresh_statement(f"({{s}}project_id, {{s}}trace_id) IN ({traces})")
+        tx.execute(statement, arrays(changed) * 2)
 
 
 def merged(rows: str) -> str:
@@ -142,8 +170,9 @@ def merged(rows: str) -> str:
     would give, without reading the trace's other rows, which a long trace sent in many
     requests would make cost its length each time; only a root among `rows` has the
     trace's stored roots read, for the earliest's name. The statement sees the span
-    table as it was before it. A row it replaces is not accounted for: that trace's
-    summary must be recomputed after it (`refresh_staged`)."""
+    table as it was before it. A row it replaces is not accounted for, nor whether a
+    model call it adds is a wrapper or makes one (genai/counting.py): those traces'
+    summaries must be recomputed after it (`refresh_staged`)."""
     roots = (
         'SELECT root.name FROM (SELECT r.start_ns, r.span_id COLLATE "C" AS span_id, '
         'r.start_day COLLATE "C" AS start_day, r.name '

@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import proto_json
+from storage import session_summaries
 from storage.database import Database, Transaction
 from storage.identity import IdentityStore
 from storage.schema import migrate
@@ -74,6 +75,82 @@ def test_summary_of_a_trace_sent_in_parts(database: Database) -> None:
     assert after.start_ns < first.start_ns and after.duration_ms == 3000.0
     assert after.session_id == "s1" and after.received_ms == 2
     assert after.sort_ns == first.sort_ns  # the list's order never moves
+
+
+#: A framework's model call (`y`: an LLM call reporting 10 + 5 tokens and $0.25), the
+#: provider call below it reporting the same (`y`), and one reporting nothing (`v`).
+_WRAPPER = {"span": "1", "content": "y", "start": 10}
+_PROVIDER_CALL = {"span": "2", "content": "y", "root": False, "parent": "1", "start": 11}
+_SILENT_CALL = {"span": "2", "content": "v", "root": False, "parent": "1", "start": 11}
+
+
+@pytest.mark.parametrize(
+    ("sends", "calls", "usage"),
+    [
+        ([[_WRAPPER, _PROVIDER_CALL]], 1, (10, 5, 15, 0.25)),
+        ([[_PROVIDER_CALL], [_WRAPPER]], 1, (10, 5, 15, 0.25)),
+        ([[_WRAPPER], [_PROVIDER_CALL]], 1, (10, 5, 15, 0.25)),
+        ([[_WRAPPER], [_PROVIDER_CALL], [{**_SILENT_CALL, "received_ms": WINDOW_MS}]], 2,
+         (10, 5, 15, 0.25)),
+        ([[_WRAPPER, _SILENT_CALL]], 2, (10, 5, 15, 0.25)),
+        ([[_WRAPPER, {**_PROVIDER_CALL, "span": "3"}, {**_PROVIDER_CALL, "span": "4"}]], 2,
+         (20, 10, 30, 0.5)),
+        ([[_WRAPPER, {**_PROVIDER_CALL, "parent": "0"}]], 2, (20, 10, 30, 0.5)),
+    ],
+    ids=["together", "provider-call-first", "wrapper-first", "replaced-silent", "silent-child",
+         "two-children", "siblings"],
+)  # fmt: skip
+def test_a_model_call_wrapping_a_provider_call_is_counted_once(
+    database: Database, sends: list[list[dict[str, Any]]], calls: int, usage: tuple[object, ...]
+) -> None:
+    """A framework's LLM span over the provider call its instrumentation records (both
+    reporting the usage): the trace counts the provider call's usage and one LLM call,
+    whichever arrives first; a wrapper's own usage counts when no call below reports any
+    (also once the call below is replaced by one that reports none), and two calls that
+    are siblings both count."""
+    project = IdentityStore(database).create_project("wrapped").id
+    for rows in sends:
+        SpanStore(database).upsert(
+            [span_row(project=project, trace=TRACE, **row) for row in rows], WINDOW_MS
+        )
+    found = _summary(database, project)
+    assert (found.llm_calls, found.usage) == (calls, usage)
+
+
+def test_traces_stored_counting_a_wrapper_are_counted_anew(database: Database) -> None:
+    """A trace stored by a build that counted a framework's model call beside the provider
+    call below it: the walk makes its summary and its session's count the usage once, and
+    leaves a trace with no call under a call as it is; run again, it does nothing."""
+    from storage.genai_upgrade import COUNTED_ONCE, count_once
+
+    project = IdentityStore(database).create_project("stored-twice").id
+    rows = [
+        span_row(project=project, trace=TRACE, session="s1", **_WRAPPER),
+        span_row(project=project, trace=TRACE, session="s1", **_PROVIDER_CALL),
+        span_row(project=project, trace="cd" * 16, content="y", session="s1"),
+    ]
+    SpanStore(database).upsert(rows, WINDOW_MS)
+    with database.transaction() as tx:  # as the build before counted them
+        tx.execute(
+            "UPDATE trace_summaries SET llm_calls = 2, input_tokens = 20, output_tokens = 10, "
+            "total_tokens = 30, cost_usd = 0.5 WHERE trace_id = ?",
+            (TRACE,),
+        )
+        tx.execute("UPDATE trace_summaries SET llm_calls = 7 WHERE trace_id <> ?", (TRACE,))
+        tx.execute("DELETE FROM schema_migrations WHERE version = ?", (COUNTED_ONCE,))
+        session_summaries.refresh_stale(tx)
+        assert tx.query("SELECT input_tokens, cost_usd FROM session_summaries") == [(30, 0.75)]
+    assert count_once(database) == 2
+    found = _summary(database, project)
+    assert (found.llm_calls, found.usage) == (1, (10, 5, 15, 0.25))
+    with database.transaction() as tx:
+        assert tx.query("SELECT llm_calls FROM trace_summaries WHERE trace_id <> ?", (TRACE,)) == [
+            (7,)
+        ]
+        assert tx.query("SELECT trace_count, input_tokens, cost_usd FROM session_summaries") == [
+            (2, 20, 0.5)
+        ]
+    assert count_once(database) == 0
 
 
 @pytest.mark.parametrize("walked", [False, True])

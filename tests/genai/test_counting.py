@@ -1,0 +1,31 @@
+"""Which model calls a trace counts: a wrapper's usage is its provider call's."""
+
+from __future__ import annotations
+
+from genai.counting import reports, wrappers
+
+
+def test_a_model_call_with_a_model_call_reporting_usage_below_it_is_a_wrapper() -> None:
+    """The LLM span over the provider call is a wrapper; the agent above it, the call
+    itself, and a call over a child that reports nothing are not."""
+    spans = [
+        ("agent", None, "agent", True),
+        ("wrapper", "agent", "llm", True),
+        ("call", "wrapper", "llm", True),
+        ("outer", "agent", "llm", True),
+        ("silent", "outer", "embedding", False),
+        ("tool-caller", "agent", "llm", True),
+        ("tool", "tool-caller", "tool", True),
+    ]
+    assert wrappers(spans) == {"wrapper"}
+
+
+def test_a_span_named_as_its_own_parent_does_not_wrap_itself() -> None:
+    """A client's mistake (a span its own parent) leaves the call counted."""
+    assert wrappers([("loop", "loop", "llm", True)]) == frozenset()
+
+
+def test_usage_is_reported_by_any_count_or_a_cost() -> None:
+    """A zero is a count reported; nothing known is none."""
+    assert reports(None, 0, None) and reports(None, None, 0.5)
+    assert not reports(None, None, None, None)
