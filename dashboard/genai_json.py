@@ -3,8 +3,9 @@ LLM fields, the agents' JSON (names as the dashboard's contract fixes them).
 
 A span's `genai` object is its view (genai/) read again from its stored attributes
 and events, for the messages and the sources; its cost is the one the worker gave it as
-it stored it. A span with model calls below it (an agent, a chain) shows their sums,
-never its own usage on top; its own counts only when nothing below reports any.
+it stored it. A span with model calls below it (an agent, a chain, a model call that
+wraps a provider call: genai/counting.py) shows their sums, never its own usage on top;
+its own counts only when nothing below reports any.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 from dashboard.topology import Topology, agent_stats
 from genai import MODEL_TYPES, GenAIView, view_of
+from genai.counting import reports, wrappers
 from genai.prices import settled
 from storage.spans import SpanOutline
 from storage.trace_list import TraceSummary
@@ -87,13 +89,26 @@ def _plus(total: Any, value: Any) -> Any:
     return total if value is None else value if total is None else total + value
 
 
-def _sum_below(objects: list[dict[str, Any]], parents: Mapping[str, str | None]) -> None:
-    """Give each span that is no model call the sums of the model calls below it, where
-    any reports usage (in place)."""
+def _sum_below(
+    objects: list[dict[str, Any]],
+    parents: Mapping[str, str | None],
+    totals: Mapping[str, int | None],
+) -> None:
+    """Give each span that is no model call, and each wrapper (genai/counting.py) of a
+    call that reports usage, the sums of the model calls below it, where any reports
+    usage (in place); `totals`: each span's total tokens, which no object shows."""
     by_span = {item["spanId"]: item for item in objects}
+    wrapping = wrappers(
+        (item["spanId"], parents.get(item["spanId"]), item["type"],
+         reports(item["inputTokens"], item["outputTokens"], item["costUsd"],
+                 totals.get(item["spanId"])))
+        for item in objects
+    )  # fmt: skip
     sums: dict[str, dict[str, Any]] = {}
     for item in objects:
         if item["type"] not in MODEL_TYPES or not any(item[k] is not None for k in _USAGE):
+            continue
+        if item["spanId"] in wrapping.usage:
             continue
         seen, parent = set(), parents.get(item["spanId"])
         while parent is not None and parent not in seen:
@@ -104,7 +119,7 @@ def _sum_below(objects: list[dict[str, Any]], parents: Mapping[str, str | None])
             parent = parents.get(parent)
     for span_id, usage in sums.items():
         above = by_span.get(span_id)
-        if above is None or above["type"] in MODEL_TYPES:
+        if above is None or above["type"] in MODEL_TYPES and span_id not in wrapping.usage:
             continue
         above.update(usage, costUsd=settled(usage["costUsd"]), costSource=None)
         for key in _USAGE:
@@ -117,17 +132,18 @@ def genai_json(
     spans: list[dict[str, Any]], costs: Mapping[str, tuple[float | None, str | None]]
 ) -> list[dict[str, Any]]:
     """One object for each span of a trace that a convention describes, by start."""
-    objects, parents = [], {}
+    objects, parents, totals = [], {}, {}
     for span in spans:
         parents[span["spanId"]] = span.get("parentSpanId")
         view = view_of(span.get("attributes"), span.get("events"), span["name"], span["kind"])
         if view is None:
             continue
+        totals[span["spanId"]] = view.total_tokens
         cost = costs.get(span["spanId"], (None, None))
         if cost == (None, None) and view.client_cost is not None:
             cost = (view.client_cost, "client")
         objects.append(_view_json(span["spanId"], view, cost))
-    _sum_below(objects, parents)
+    _sum_below(objects, parents, totals)
     return objects
 
 

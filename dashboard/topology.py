@@ -6,7 +6,9 @@ the tool's name; an LLM or embedding call, by its model; a retrieval, by its spa
 An edge runs from the nearest agent above a span (through any spans between, such as a
 chain or a delegation) to that span's node; it counts the spans it stands for and those
 of them that ended in error. An agent under an agent is a delegation. An agent's tokens
-and cost are those of the LLM and embedding calls it is the nearest agent of.
+and cost are those of the LLM and embedding calls it is the nearest agent of. A model
+call that wraps a provider call (genai/counting.py) is neither a node nor counted: the
+call below it is.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import statistics
 from dataclasses import dataclass
 
 from genai.conventions import NATIVE_TYPES
-from storage.spans import SpanOutline
+from storage.spans import SpanOutline, wrappers_of
 
 AGENT = "agent"
 NODE_KINDS = (AGENT, "tool", "retrieval", "llm", "embedding")
@@ -107,9 +109,10 @@ def topology(traces: dict[str, list[SpanOutline]]) -> Topology:
     nodes: dict[Node, set[str]] = {}
     edges: dict[tuple[Node, Node], Edge] = {}
     for trace_id, spans in traces.items():
+        wrapping = wrappers_of(spans)  # no provider calls: their calls below are
         for span, agent in zip(spans, _nearest_agents(spans), strict=True):
             node = node_of(span)
-            if node is None:
+            if node is None or node[0] in _MODEL_CALLS and span.span_id in wrapping.calls:
                 continue
             nodes.setdefault(node, set()).add(trace_id)
             caller = None if agent is None else node_of(agent)
@@ -136,8 +139,11 @@ def _usage(traces: dict[str, list[SpanOutline]]) -> dict[str, list[float | None]
     """Each agent's model calls' input and output tokens and cost."""
     usage: dict[str, list[float | None]] = {}
     for spans in traces.values():
+        wrapping = wrappers_of(spans)
         for span, agent in zip(spans, _nearest_agents(spans), strict=True):
             if agent is None or span_type(span) not in _MODEL_CALLS:
+                continue
+            if span.span_id in wrapping.usage:
                 continue
             name = (node_of(agent) or (AGENT, agent.name))[1]
             sums = usage.setdefault(name, [None, None, None])

@@ -23,6 +23,7 @@ from genai import MODEL_TYPES
 from storage.errors import NotFound
 from storage.identity import Project
 from storage.scores import Score
+from storage.spans import SpanOutline, wrappers_of
 
 
 def score_json(score: Score) -> dict[str, Any]:
@@ -56,18 +57,33 @@ class Laid:
     chosen: Row | None
     span: dict[str, Any] | None
     datasets: list[str]
+    #: whether that span is a model call wrapping a provider call (genai/counting.py):
+    #: `usage` when the call below reports usage, `call` when it reports none
+    wrapper: str | None = None
 
 
 def unpriced(detail: TraceOutline) -> int:
     """The trace's model calls that report tokens and have no cost: its cost leaves
-    them out."""
+    them out (a wrapper's usage is its provider call's, counted there)."""
+    wrapping = wrappers_of(detail.spans)
     return sum(
         1
         for s in detail.spans
         if s.llm_type in MODEL_TYPES
+        and s.span_id not in wrapping.usage
         and s.cost_usd is None
         and (s.input_tokens is not None or s.output_tokens is not None)
     )
+
+
+def _wrapper(span: SpanOutline, spans: list[SpanOutline]) -> str | None:
+    """Whether `span` wraps a provider call, and of what (Laid.wrapper)."""
+    if span.llm_type not in MODEL_TYPES:
+        return None
+    found = wrappers_of(spans)
+    if span.span_id in found.usage:
+        return "usage"
+    return "call" if span.span_id in found.calls else None
 
 
 class Trace(View[TraceAsked]):
@@ -84,11 +100,12 @@ class Trace(View[TraceAsked]):
         detail = self.explorer.outline(asked.project, asked.trace_id)
         waterfall = lay_out(detail.spans)
         chosen = waterfall.find(span_id) if span_id else None
-        span, datasets = None, []
+        span, datasets, wrapper = None, [], None
         if chosen is not None:
             span = self.explorer.span(asked.project, detail.trace_id, chosen.span.span_id)
             datasets = self.explorer.dataset_names(asked.project)
-        return Laid(detail, waterfall, chosen, span, datasets)
+            wrapper = _wrapper(chosen.span, detail.spans)
+        return Laid(detail, waterfall, chosen, span, datasets, wrapper)
 
     async def page(self, context: TraceAsked) -> str:
         laid = await asyncio.to_thread(self._lay_out, context, request.args.get("span"))
@@ -114,6 +131,7 @@ class Trace(View[TraceAsked]):
             row=chosen,
             span=laid.span,
             datasets=laid.datasets,
+            wrapper=laid.wrapper,
             errors=[[at, span_id, at // PAGE_ROWS + 1] for at, span_id in waterfall.errors()],
             unpriced=unpriced(laid.detail),
         )
@@ -141,4 +159,5 @@ class Trace(View[TraceAsked]):
             row=laid.chosen,
             span=laid.span,
             datasets=laid.datasets,
+            wrapper=laid.wrapper,
         )

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from genai import MODEL_TYPES
-from storage.spans import SpanOutline
+from storage.spans import SpanOutline, wrappers_of
 
 
 class Row(NamedTuple):
@@ -99,8 +99,10 @@ class Waterfall:
 
     def subtrees(self) -> list[Subtree]:
         """For each position in tree order, the totals of the spans below it (the model
-        calls' tokens and cost only, as the trace's totals count them)."""
+        calls' tokens and cost only, as the trace's totals count them: a wrapper's own
+        not on top of its provider call's)."""
         order, spans = self.order, self.spans
+        wrapping = wrappers_of(spans)
         parents: list[int] = []
         ancestors: list[int] = []
         for position, placed in enumerate(order):
@@ -118,7 +120,8 @@ class Waterfall:
             span = spans[order[position].at]
             count[parent] += count[position] + 1
             errors[parent] += errors[position] + (span.status_code == _ERROR)
-            own_tokens, own_cost = _usage(span)
+            counted = span.span_id not in wrapping.usage
+            own_tokens, own_cost = _usage(span) if counted else (None, None)
             tokens[parent] = _plus(_plus(tokens[parent], tokens[position]), own_tokens)
             cost[parent] = _plus(_plus(cost[parent], cost[position]), own_cost)
         return [Subtree(*totals) for totals in zip(count, errors, tokens, cost, strict=True)]

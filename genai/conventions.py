@@ -38,6 +38,7 @@ TYPE_ATTRIBUTES: tuple[tuple[str, dict[str, str]], ...] = (
             "execute_tool": "tool",
             "invoke_agent": "agent",
             "create_agent": "agent",
+            "invoke_workflow": "chain",
         },
     ),
     (  # OpenInference: openinference.span.kind

@@ -100,7 +100,8 @@ def upgrade_stored_spans(db: Database, pricer: Pricer) -> None:
     their attributes' documents (storage/find_upgrade.py); and the spans stored with
     no convention's facts those a convention gives them now, and their users; and the
     model calls stored without a model the one their parameters name; and the traces
-    stored with a model call under a model call their summaries counting it once."""
+    stored with a model call under a model call their summaries counting it once,
+    and the OTel GenAI workflows stored the facts of a chain."""
 
     def progress(done: int, total: int) -> None:
         end = "\n" if done >= total else ""
@@ -119,4 +120,4 @@ def upgrade_stored_spans(db: Database, pricer: Pricer) -> None:
     find_upgrade.resource(db, progress)
     genai_upgrade.redescribe(db, pricer, progress)
     genai_upgrade.remodel(db, pricer, progress)
-    genai_upgrade.count_once(db, progress)
+    genai_upgrade.count_once(db, pricer, progress)

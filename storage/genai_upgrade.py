@@ -30,7 +30,9 @@ REDESCRIBED = 1022
 #: its parameters name (genai/view.py: a call that failed before an answer).
 MODELLED = 1023
 #: The version recorded once every stored trace with a model call under a model call
-#: has its summary counting the provider call's usage alone (genai/counting.py).
+#: has its summary counting each provider call once (genai/counting.py), and every
+#: stored OTel GenAI workflow (`invoke_workflow`) is a chain (it was a model call when
+#: it carried messages, and nothing without them).
 COUNTED_ONCE = 1024
 
 log = logging.getLogger("spangate.worker")
@@ -95,12 +97,18 @@ _MODELLESS = (
 
 
 def _redescribe_trace(
-    tx: Transaction, project_id: str, trace_id: str, pricer: Pricer, spans: str = _UNDESCRIBED
+    tx: Transaction,
+    project_id: str,
+    trace_id: str,
+    pricer: Pricer,
+    spans: str = _UNDESCRIBED,
+    also: tuple[str, ...] = (),
 ) -> None:
-    """Give the trace's spans `spans` selects the facts their views give now."""
+    """Give the trace's spans `spans` selects (its parameters: the project, the trace and
+    `also`) the facts their views give now."""
     typed = given = False
     for span_id, day, name, kind, attributes, events, content_hash in tx.query(
-        spans, (project_id, trace_id)
+        spans, (project_id, trace_id, *also)
     ):
         key = (project_id, trace_id, span_id, day, content_hash)
         view = _view(name, kind, attributes, events)
@@ -159,15 +167,25 @@ _NESTED = (
 )
 
 
-def _recount_nested(tx: Transaction, project_id: str, trace_id: str) -> None:
+#: A trace's spans that may be OTel GenAI workflows.
+_WORKFLOWS = (
+    "SELECT span_id, start_day, name, kind, attributes, events, content_hash FROM spans "
+    "WHERE project_id = ? AND trace_id = ? AND attributes LIKE ?"
+)
+
+
+def _count_once(tx: Transaction, project_id: str, trace_id: str, pricer: Pricer) -> None:
+    _redescribe_trace(tx, project_id, trace_id, pricer, _WORKFLOWS, ("%invoke_workflow%",))
     if tx.query_one(_NESTED, (project_id, trace_id)) is None:
         return
     trace_summaries.refresh(tx, project_id, trace_id)
     session_summaries.refresh_stale(tx)
 
 
-def count_once(db: Database, progress: trace_walk.Progress | None = None) -> int:
-    """Make anew the summaries of the traces stored with a model call under a model
-    call, which counted a framework's wrapper beside its provider call, and their
-    sessions'; the traces gone through (0 when it was done before)."""
-    return trace_walk.walk(db, COUNTED_ONCE, _recount_nested, lock=True, progress=progress)
+def count_once(db: Database, pricer: Pricer, progress: trace_walk.Progress | None = None) -> int:
+    """Give the stored OTel GenAI workflows the facts of a chain, and make anew the
+    summaries of the traces stored with a model call under a model call, which counted
+    a framework's wrapper beside its provider call, and their sessions'; the traces
+    gone through (0 when it was done before)."""
+    work = partial(_count_once, pricer=pricer)
+    return trace_walk.walk(db, COUNTED_ONCE, work, lock=True, progress=progress)

@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from genai.counting import reports, wrappers
+from genai.counting import Wrappers, reports, wrappers
 from storage import (
     session_summaries,
     shared_texts,
@@ -58,9 +58,8 @@ _OUTLINE = (
 )
 
 
-def wrappers_of(spans: Iterable[SpanOutline]) -> frozenset[str]:
-    """The span ids of a trace's model calls that wrap a provider call, whose usage the
-    trace counts instead (genai/counting.py)."""
+def wrappers_of(spans: Iterable[SpanOutline]) -> Wrappers:
+    """A trace's model calls that wrap a provider call (genai/counting.py)."""
     return wrappers(
         (s.span_id, s.parent_span_id, s.llm_type, reports(s.input_tokens, s.output_tokens,
                                                           s.total_tokens, s.cost_usd))

@@ -2,9 +2,9 @@
 user, tokens and cost, and which spans give its input and output.
 
 Counting, so that nothing is counted twice: a trace's tokens and cost are those of its
-model calls (spans of GenAI type `llm` or `embedding`, one per provider call), less the
-wrappers (genai/counting.py: a framework's model call whose child is the provider call
-reporting the same usage), which are no calls of `llm_calls` either; the usage other
+model calls (spans of GenAI type `llm` or `embedding`, one per provider call): a
+wrapper (genai/counting.py: a framework's model call over the provider call) is no call
+of `llm_calls`, and its usage counts only when no call below it reports any; the usage other
 spans report of their own (an agent's, a chain's) is kept apart and shown only when no
 model call of the trace reports any. A sum is None while nothing is known.
 
@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-from genai.counting import reports, wrappers
+from genai.counting import NONE, Wrappers, reports, wrappers
 from storage.span_rows import SpanRow
 
 #: The columns, after trace_summaries' own, with their PostgreSQL types.
@@ -53,16 +53,19 @@ KEY_LENGTH = 20 + 16 + 10  # start (decimal, zero-padded), span id, start day
 #: Of span rows `{c}`, those that make their parent a wrapper when it is a model call.
 WRAPPING = (
     f"{{c}}llm_type IN {_IN} AND {{c}}parent_span_id IS NOT NULL "
-    "AND {c}parent_span_id <> {c}span_id AND ({c}input_tokens IS NOT NULL "
-    "OR {c}output_tokens IS NOT NULL OR {c}total_tokens IS NOT NULL "
-    "OR {c}cost_usd IS NOT NULL)"
+    "AND {c}parent_span_id <> {c}span_id"
+)
+#: Whether a span row `{c}` reports usage.
+REPORTS = (
+    "({c}input_tokens IS NOT NULL OR {c}output_tokens IS NOT NULL "
+    "OR {c}total_tokens IS NOT NULL OR {c}cost_usd IS NOT NULL)"
 )
 
 
-def aggregates(s: str, postgres: bool, unwrapped: str = "") -> list[str]:
+def aggregates(s: str, postgres: bool, calls: str = "", usage: str = "") -> list[str]:
     """SQL aggregates of span rows (`s`: the prefix of their columns, `s.` or empty)
-    giving NAMES, in order; `unwrapped`, a condition true of a row that is no wrapper
-    (none: every model call counts)."""
+    giving NAMES, in order; `calls`, a condition true of a model call that is a provider
+    call, `usage` of one whose usage counts (genai/counting.py; none: every one)."""
     start = f"lpad({s}start_ns::text, 20, '0')" if postgres else f"printf('%020d', {s}start_ns)"
     exact = ' COLLATE "C"' if postgres else ""
     key = f"({start} || {s}span_id || {s}start_day){exact}"
@@ -79,9 +82,10 @@ def aggregates(s: str, postgres: bool, unwrapped: str = "") -> list[str]:
             "AND x.trace_id = s.trace_id AND x.model IS NOT NULL ORDER BY m)) END"
         )
     llm, root = f"{s}llm_type = 'llm'", f"{s}parent_span_id IS NULL"
-    counted = f" AND {unwrapped}" if unwrapped else ""
+    call = f" AND {calls}" if calls else ""
+    counted = f" AND {usage}" if usage else ""
     return [
-        f"SUM(CASE WHEN {llm}{counted} THEN 1 ELSE 0 END)",
+        f"SUM(CASE WHEN {llm}{call} THEN 1 ELSE 0 END)",
         models,
         f"MIN({s}user_id)",
         *(f"SUM(CASE WHEN {s}llm_type IN {_IN}{counted} THEN {s}{c} END)" for c in USAGE),
@@ -158,14 +162,14 @@ def summary_of(spans: list[SpanRow]) -> tuple[object, ...]:
             root = order if root is None or order < root else root
         if kind is None:
             continue
-        wrapper = kind in _MODEL_CALLS and row.span_id in wrapping
-        if not wrapper:
-            sums = calls if kind in _MODEL_CALLS else others
+        call = kind in _MODEL_CALLS
+        if not (call and row.span_id in wrapping.usage):
+            sums = calls if call else others
             for at, value in enumerate(_usage(row)):
                 if value is not None:
                     sums[at] = value if sums[at] is None else sums[at] + value
         if kind == "llm":
-            llm_calls += not wrapper
+            llm_calls += row.span_id not in wrapping.calls
             order = (row.start_ns, row.span_id, row.start_day)
             first = order if first is None or order < first else first
             last = order if last is None or order > last else last
@@ -179,12 +183,12 @@ def summary_of(spans: list[SpanRow]) -> tuple[object, ...]:
     )
 
 
-def _wrappers(spans: list[SpanRow]) -> frozenset[str]:
+def _wrappers(spans: list[SpanRow]) -> Wrappers:
     """genai/counting.py's wrappers among a trace's rows; first, cheaply, none where no
     row's parent is a model call (most traces)."""
     calls = {row.span_id for row in spans if row.llm_type in _MODEL_CALLS}
     if not calls or not any(row.parent_span_id in calls for row in spans):
-        return frozenset()
+        return NONE
     return wrappers(
         (row.span_id, row.parent_span_id, row.llm_type, reports(*_usage(row))) for row in spans
     )

@@ -66,13 +66,15 @@ _GROUPED = " FROM spans s WHERE {where} GROUP BY s.project_id, s.trace_id"
 
 
 #: The wrappers (genai/counting.py) among the spans `{where}` names (formatted with
-#: `s` as `c.`): the parents of their model calls that report usage, each once.
+#: `s` as `c.`): the parents of their model calls, each once, and whether one of those
+#: calls reports usage.
 _WRAPPED = (
-    "LEFT JOIN (SELECT DISTINCT c.project_id, c.trace_id, c.parent_span_id AS span_id "
+    "LEFT JOIN (SELECT c.project_id, c.trace_id, c.parent_span_id AS span_id, "
+    f"MAX(CASE WHEN {summary_genai.REPORTS.format(c='c.')} THEN 1 ELSE 0 END) AS reported "
     "FROM spans c WHERE {where} AND "
     + summary_genai.WRAPPING.format(c="c.")
-    + ") AS w ON w.project_id = s.project_id AND w.trace_id = s.trace_id "
-    "AND w.span_id = s.span_id"
+    + " GROUP BY c.project_id, c.trace_id, c.parent_span_id) AS w "
+    "ON w.project_id = s.project_id AND w.trace_id = s.trace_id AND w.span_id = s.span_id"
 )
 
 
@@ -80,7 +82,11 @@ def aggregate(where: str, postgres: bool) -> str:
     """The summary rows (every column) of the traces `where` names, from their spans.
     `where` is a template of the spans' prefix `{s}`, which the statement holds twice:
     its parameters are given twice, unless numbered (`?N`, SQLite)."""
-    genai = ", ".join(summary_genai.aggregates("s.", postgres, "w.span_id IS NULL"))
+    genai = ", ".join(
+        summary_genai.aggregates(
+            "s.", postgres, "w.span_id IS NULL", "(w.span_id IS NULL OR w.reported = 0)"
+        )
+    )
     wrapped = _WRAPPED.format(where=where.format(s="c."))
     grouped = (
         f" FROM spans s {wrapped} WHERE {where.format(s='s.')} GROUP BY s.project_id, s.trace_id"

@@ -21,8 +21,9 @@ def is_error(at: int) -> bool:
 
 
 def is_model_call(at: int) -> bool:
-    """Every 5th span is a model call of 10 + 5 tokens."""
-    return at > 0 and at % 5 == 0
+    """Every 5th span is a model call of 10 + 5 tokens, unless its parent is one: no
+    call wraps another (genai/counting.py), each counts."""
+    return at > 0 and at % 5 == 0 and not is_model_call((at - 1) // FANOUT)
 
 
 def big_run(trace_id: str, count: int, needle_at: int) -> list[dict[str, Any]]:

@@ -258,6 +258,26 @@ def test_openllmetry_workflow_and_agent() -> None:
     assert workflow.type == "chain"
 
 
+def test_an_otel_workflow_with_messages_is_a_chain_not_a_model_call() -> None:
+    """OTel GenAI's `invoke_workflow` (OpenTelemetry's LangChain instrumentation names a
+    chain so) is a chain whatever it carries: its messages make it no model call, which
+    would count as a call of its trace, and one wrapping the calls below it."""
+    workflow = view_of(
+        attrs(
+            {
+                "gen_ai.operation.name": "invoke_workflow",
+                "gen_ai.input.messages": dumps([{"role": "user", "parts": [
+                    {"type": "text", "content": "plan a trip"}]}]),
+            }
+        )
+    )  # fmt: skip
+    bare = view_of(attrs({"gen_ai.operation.name": "invoke_workflow"}))
+    assert workflow is not None and bare is not None
+    assert (workflow.type, workflow.sources["type"], bare.type) == (
+        "chain", "gen_ai.operation.name", "chain")  # fmt: skip
+    assert workflow.input_messages[0].content == "plan a trip"
+
+
 def test_vercel_ai_sdk_provider_call_and_outer_call() -> None:
     """The Vercel AI SDK: doGenerate is the model call (messages, text, tool calls,
     usage); the outer generateText a chain."""

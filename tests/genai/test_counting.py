@@ -5,9 +5,10 @@ from __future__ import annotations
 from genai.counting import reports, wrappers
 
 
-def test_a_model_call_with_a_model_call_reporting_usage_below_it_is_a_wrapper() -> None:
-    """The LLM span over the provider call is a wrapper; the agent above it, the call
-    itself, and a call over a child that reports nothing are not."""
+def test_a_model_call_with_a_model_call_below_it_is_a_wrapper() -> None:
+    """The LLM span over the provider call is a wrapper, of its usage too; one over a
+    call that reports nothing is a wrapper whose own usage counts; the agent above, the
+    provider calls, and a call over a tool are none."""
     spans = [
         ("agent", None, "agent", True),
         ("wrapper", "agent", "llm", True),
@@ -17,12 +18,13 @@ def test_a_model_call_with_a_model_call_reporting_usage_below_it_is_a_wrapper() 
         ("tool-caller", "agent", "llm", True),
         ("tool", "tool-caller", "tool", True),
     ]
-    assert wrappers(spans) == {"wrapper"}
+    found = wrappers(spans)
+    assert (found.calls, found.usage) == ({"wrapper", "outer"}, {"wrapper"})
 
 
 def test_a_span_named_as_its_own_parent_does_not_wrap_itself() -> None:
     """A client's mistake (a span its own parent) leaves the call counted."""
-    assert wrappers([("loop", "loop", "llm", True)]) == frozenset()
+    assert wrappers([("loop", "loop", "llm", True)]) == (frozenset(), frozenset())
 
 
 def test_usage_is_reported_by_any_count_or_a_cost() -> None:

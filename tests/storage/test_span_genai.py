@@ -308,6 +308,40 @@ def test_model_calls_stored_without_a_model_get_the_one_their_parameters_name(
     assert remodel(database, Pricer()) == 0
 
 
+def test_workflows_stored_as_model_calls_become_chains(database: Database) -> None:
+    """An OTel GenAI workflow with messages, stored by a build that read it as a model
+    call over the two calls below it: the walk makes it a chain, and its trace counts
+    two calls; run again, it does nothing."""
+    from proto_json import convert_spans
+    from storage.genai_upgrade import COUNTED_ONCE, count_once
+    from storage.span_genai import with_views
+
+    said = '[{"role": "user", "parts": [{"type": "text", "content": "plan"}]}]'
+    workflow = span(
+        traceId=TRACE,
+        spanId="f" * 16,
+        name="invoke_workflow plan",
+        attributes={"gen_ai.operation.name": "invoke_workflow", "gen_ai.input.messages": said},
+    )
+    calls = [span(traceId=TRACE, spanId=str(n) * 16, parentSpanId="f" * 16, name="chat",
+                  attributes={"gen_ai.operation.name": "chat", "gen_ai.request.model": "m",
+                              "gen_ai.usage.input_tokens": 10})
+             for n in (1, 2)]  # fmt: skip
+    request = convert_spans(orjson.dumps({"spans": [workflow, *calls]})).request
+    rows = with_views(rows_of(request, "p", 5), Pricer())
+    assert [row.llm_type for row in rows] == ["chain", "llm", "llm"]
+    SpanStore(database).upsert([rows[0]._replace(llm_type="llm"), *rows[1:]], 1000)
+    with database.transaction() as tx:  # the three calls the build before counted
+        tx.execute("UPDATE trace_summaries SET llm_calls = 3")
+        tx.execute("DELETE FROM schema_migrations WHERE version = ?", (COUNTED_ONCE,))
+    assert count_once(database, Pricer()) == 1
+    found = _summary(database, "p")
+    assert (found.llm_calls, found.usage[0]) == (2, 20)
+    with database.transaction() as tx:
+        assert tx.query("SELECT llm_type FROM spans WHERE span_id = ?", ("f" * 16,)) == [("chain",)]
+    assert count_once(database, Pricer()) == 0
+
+
 _KEYS = st.sampled_from(
     [
         "gen_ai.operation.name", "gen_ai.request.model", "gen_ai.response.model",
