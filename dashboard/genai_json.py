@@ -97,7 +97,9 @@ def _sum_below(
     """Give each span that is no model call, and each wrapper (genai/counting.py) of a
     call that reports usage, the sums of the model calls below it, where any reports
     usage (in place); `totals`: each span's total tokens, which no object shows."""
-    by_span = {item["spanId"]: item for item in objects}
+    by_span: dict[str, list[dict[str, Any]]] = {}  # a span stored on two days: two
+    for item in objects:
+        by_span.setdefault(item["spanId"], []).append(item)
     wrapping = wrappers(
         (item["spanId"], parents.get(item["spanId"]), item["type"],
          reports(item["inputTokens"], item["outputTokens"], item["costUsd"],
@@ -118,14 +120,18 @@ def _sum_below(
                 sum_of[key] = _plus(sum_of[key], item[key])
             parent = parents.get(parent)
     for span_id, usage in sums.items():
-        above = by_span.get(span_id)
-        if above is None or above["type"] in MODEL_TYPES and span_id not in wrapping.usage:
-            continue
-        above.update(usage, costUsd=settled(usage["costUsd"]), costSource=None)
-        for key in _USAGE:
-            above["sources"].pop(key, None)
-            if usage[key] is not None:
-                above["sources"][key] = BELOW
+        for above in by_span.get(span_id, ()):
+            if above["type"] not in MODEL_TYPES or span_id in wrapping.usage:
+                _show_below(above, usage)
+
+
+def _show_below(item: dict[str, Any], usage: dict[str, Any]) -> None:
+    """A span's object shows `usage`, the sums of the model calls below it."""
+    item.update(usage, costUsd=settled(usage["costUsd"]), costSource=None)
+    for key in _USAGE:
+        item["sources"].pop(key, None)
+        if usage[key] is not None:
+            item["sources"][key] = BELOW
 
 
 def genai_json(

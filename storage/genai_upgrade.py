@@ -33,7 +33,7 @@ MODELLED = 1023
 #: has its summary counting each provider call once (genai/counting.py), and every
 #: stored OTel GenAI workflow (`invoke_workflow`) is a chain (it was a model call when
 #: it carried messages, and nothing without them).
-COUNTED_ONCE = 1024
+COUNTED_ONCE = 1025
 
 log = logging.getLogger("spangate.worker")
 

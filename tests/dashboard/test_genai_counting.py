@@ -121,3 +121,25 @@ async def test_a_wrapper_over_a_call_that_reports_no_usage_is_one_call_of_its_us
     path = f"/projects/demo/traces/{TRACE}?span={WRAPPER}"
     page = (await (await client.get(path)).get_data()).decode()
     assert "which reports no usage" in page
+
+
+async def test_a_wrapper_stored_on_two_days_shows_the_sums_below_it_on_both(
+    site: Site,
+) -> None:
+    """A wrapper sent again with a start a day earlier (two stored rows of one span):
+    both of its objects show the sums below it, neither its own usage."""
+    store(site.db, site.demo, _run())
+    again = _run()[1]
+    again.update(startTime="2026-11-21T10:00:00Z", endTime="2026-11-21T10:00:09Z")
+    again["attributes"]["llm.token_count.prompt"] = 300
+    store(site.db, site.demo, [again], received_ms=10**10)  # after the window: kept
+    client = site.client()
+    await sign_in(client, "viewer@acme.test")
+
+    trace = await _json(client, f"traces/{TRACE}")
+    wrapper = [g for g in trace["genai"] if g["spanId"] == WRAPPER]
+    assert [(g["inputTokens"], g["sources"]["inputTokens"]) for g in wrapper] == [
+        (100, "spans below"),
+        (100, "spans below"),
+    ]
+    assert trace["totals"]["inputTokens"] == 150

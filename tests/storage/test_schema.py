@@ -80,3 +80,17 @@ def test_a_store_a_newer_build_migrated_is_refused(database: Database) -> None:
         )
     with pytest.raises(StoreError, match=f"version {len(MIGRATIONS) + 1}, newer than"):
         refuse_newer(database)
+
+
+def test_every_walk_has_a_version_of_its_own() -> None:
+    """Two walks recorded under one version: a store the first one recorded (any store
+    it walked, however empty) would never have the second done."""
+    from storage import find_upgrade, genai_upgrade
+
+    versions = [
+        value
+        for module in (find_upgrade, genai_upgrade)
+        for name, value in vars(module).items()
+        if name.isupper() and isinstance(value, int) and value >= WALKS_FROM
+    ]
+    assert len(versions) >= 9 and len(versions) == len(set(versions))

@@ -122,6 +122,7 @@ def test_traces_stored_counting_a_wrapper_are_counted_anew(database: Database) -
     """A trace stored by a build that counted a framework's model call beside the provider
     call below it: the walk makes its summary and its session's count the usage once, and
     leaves a trace with no call under a call as it is; run again, it does nothing."""
+    from spangate.cli_support import upgrade_stored_spans
     from storage.genai_upgrade import COUNTED_ONCE, count_once
 
     project = IdentityStore(database).create_project("stored-twice").id
@@ -131,6 +132,7 @@ def test_traces_stored_counting_a_wrapper_are_counted_anew(database: Database) -
         span_row(project=project, trace="cd" * 16, content="y", session="s1"),
     ]
     SpanStore(database).upsert(rows, WINDOW_MS)
+    upgrade_stored_spans(database, Pricer())  # every walk done and recorded
     with database.transaction() as tx:  # as the build before counted them
         tx.execute(
             "UPDATE trace_summaries SET llm_calls = 2, input_tokens = 20, output_tokens = 10, "
@@ -141,7 +143,7 @@ def test_traces_stored_counting_a_wrapper_are_counted_anew(database: Database) -
         tx.execute("DELETE FROM schema_migrations WHERE version = ?", (COUNTED_ONCE,))
         session_summaries.refresh_stale(tx)
         assert tx.query("SELECT input_tokens, cost_usd FROM session_summaries") == [(30, 0.75)]
-    assert count_once(database, Pricer()) == 2
+    upgrade_stored_spans(database, Pricer())  # as a worker starts: every walk, in order
     found = _summary(database, project)
     assert (found.llm_calls, found.usage) == (1, (10, 5, 15, 0.25))
     with database.transaction() as tx:
