@@ -4,13 +4,14 @@ A framework's model call (a LangChain chat model's span as OpenTelemetry's LangC
 instrumentation records it, an outer span of the Vercel AI SDK) wraps the provider call
 that an instrumentation of the provider's client records as its child, and both report
 the same usage. A model call whose child is a model call is therefore a wrapper: it is
-no provider call, no call of the trace's `llmCalls`. When a child reports usage, the
-wrapper's own usage is not counted either (its row shows the sum of the calls below it,
-as an agent's does); when none does (a stream whose provider call reports no usage),
-the wrapper's own is the call's, and counts.
+no provider call, no call of the trace's `llmCalls`. When a call below it, through
+model calls, reports usage, the wrapper's own usage is not counted either (its row shows
+the sum of the calls below it, as an agent's does); when none does (a stream whose
+provider call reports no usage), the wrapper's own is the call's, and counts.
 
-The rule reads a span's children only, which every write path can check: the stores'
-summaries (storage/summary_genai.py, in Python and in SQL) and the dashboard's sums
+The rule reads model calls and their parents only: a call under a call through a span
+of another kind (a chain) is a call of its own. The stores' summaries
+(storage/summary_genai.py, in Python and in SQL) and the dashboard's sums
 (dashboard/waterfall.py, dashboard/genai_json.py, dashboard/topology.py) all use it.
 """
 
@@ -30,7 +31,8 @@ class Wrappers(NamedTuple):
 
     #: model calls with a model call as a child: no provider calls
     calls: frozenset[str]
-    #: those of them with a child that reports usage: their usage is their children's
+    #: those of them with a call below that reports usage (a child, or a child's child
+    #: through model calls): their usage is the calls' below
     usage: frozenset[str]
 
 
@@ -41,18 +43,24 @@ def wrappers(spans: Iterable[Call]) -> Wrappers:
     """The wrappers among `spans` (a trace's). A span named as its own parent (a
     client's mistake) is not its own child."""
     calls: set[str] = set()
-    parents: set[str] = set()
+    above: dict[str, set[str]] = {}  # a call's parents (two, when stored on two days)
     reported: set[str] = set()
     for span_id, parent, kind, reports in spans:
         if kind not in MODEL_TYPES:
             continue
         calls.add(span_id)
         if parent is not None and parent != span_id:
-            parents.add(parent)
+            above.setdefault(span_id, set()).add(parent)
             if reports:
                 reported.add(parent)
-    if not parents:
+    if not above:
         return NONE
+    parents = set().union(*above.values())
+    rising = reported & calls  # calls a call below reports usage to: theirs rises too
+    while rising:
+        risen = set().union(*(above.get(span_id, ()) for span_id in rising)) - reported
+        reported |= risen
+        rising = risen & calls
     return Wrappers(frozenset(calls & parents), frozenset(calls & reported))
 
 

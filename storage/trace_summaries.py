@@ -65,15 +65,23 @@ _BASE_AGGREGATE = (
 _GROUPED = " FROM spans s WHERE {where} GROUP BY s.project_id, s.trace_id"
 
 
-#: The wrappers (genai/counting.py) among the spans `{where}` names (formatted with
-#: `s` as `c.`): the parents of their model calls, each once, and whether one of those
-#: calls reports usage.
-_WRAPPED = (
-    "LEFT JOIN (SELECT c.project_id, c.trace_id, c.parent_span_id AS span_id, "
-    f"MAX(CASE WHEN {summary_genai.REPORTS.format(c='c.')} THEN 1 ELSE 0 END) AS reported "
+#: The wrappers (genai/counting.py) of the traces `{where}` names (formatted with `s` as
+#: `c.`): each parent of a model call, and whether a call below it reports usage, the
+#: calls' own and then, up through model calls, what their calls below report.
+_WRAPPERS = (
+    "WITH RECURSIVE up (project_id, trace_id, span_id, reported) AS ("
+    "SELECT c.project_id, c.trace_id, c.parent_span_id, "
+    f"CASE WHEN {summary_genai.REPORTS.format(c='c.')} THEN 1 ELSE 0 END "
     "FROM spans c WHERE {where} AND "
     + summary_genai.WRAPPING.format(c="c.")
-    + " GROUP BY c.project_id, c.trace_id, c.parent_span_id) AS w "
+    + " UNION SELECT p.project_id, p.trace_id, p.parent_span_id, 1 FROM up JOIN spans p "
+    "ON p.project_id = up.project_id AND p.trace_id = up.trace_id AND p.span_id = up.span_id "
+    "WHERE up.reported = 1 AND " + summary_genai.WRAPPING.format(c="p.") + ") "
+)
+#: Each wrapper once, joined to its rows.
+_WRAPPED = (
+    "LEFT JOIN (SELECT project_id, trace_id, span_id, MAX(reported) AS reported FROM up "
+    "GROUP BY project_id, trace_id, span_id) AS w "
     "ON w.project_id = s.project_id AND w.trace_id = s.trace_id AND w.span_id = s.span_id"
 )
 
@@ -87,11 +95,11 @@ def aggregate(where: str, postgres: bool) -> str:
             "s.", postgres, "w.span_id IS NULL", "(w.span_id IS NULL OR w.reported = 0)"
         )
     )
-    wrapped = _WRAPPED.format(where=where.format(s="c."))
+    wrappers = _WRAPPERS.format(where=where.format(s="c."))
     grouped = (
-        f" FROM spans s {wrapped} WHERE {where.format(s='s.')} GROUP BY s.project_id, s.trace_id"
+        f" FROM spans s {_WRAPPED} WHERE {where.format(s='s.')} GROUP BY s.project_id, s.trace_id"
     )
-    return f"{_BASE_AGGREGATE}, {genai}{grouped}"
+    return f"{wrappers}{_BASE_AGGREGATE}, {genai}{grouped}"
 
 
 _KEEP_SORT = ", ".join(

@@ -22,6 +22,22 @@ def test_a_model_call_with_a_model_call_below_it_is_a_wrapper() -> None:
     assert (found.calls, found.usage) == ({"wrapper", "outer"}, {"wrapper"})
 
 
+def test_usage_reported_below_a_silent_call_rises_through_it() -> None:
+    """A framework's call (usage) over a call reporting none over the provider call
+    (usage): both above it are wrappers of usage, counted through the one below; a
+    chain between two calls stops it, as a parent of another kind does."""
+    spans = [
+        ("top", None, "llm", True),
+        ("middle", "top", "llm", False),
+        ("call", "middle", "llm", True),
+        ("outer", None, "llm", True),
+        ("chain", "outer", "chain", False),
+        ("inner", "chain", "llm", True),
+    ]
+    found = wrappers(spans)
+    assert (found.calls, found.usage) == ({"top", "middle"}, {"top", "middle"})
+
+
 def test_a_span_named_as_its_own_parent_does_not_wrap_itself() -> None:
     """A client's mistake (a span its own parent) leaves the call counted."""
     assert wrappers([("loop", "loop", "llm", True)]) == (frozenset(), frozenset())

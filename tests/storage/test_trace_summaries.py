@@ -97,9 +97,13 @@ _SILENT_CALL = {"span": "2", "content": "v", "root": False, "parent": "1", "star
         ([[_WRAPPER, {**_PROVIDER_CALL, "span": "3"}, {**_PROVIDER_CALL, "span": "4"}]], 2,
          (20, 10, 30, 0.5)),
         ([[_WRAPPER, {**_PROVIDER_CALL, "parent": "0"}]], 2, (20, 10, 30, 0.5)),
+        ([[_WRAPPER, _SILENT_CALL, {**_PROVIDER_CALL, "span": "3", "parent": "2"}]], 1,
+         (10, 5, 15, 0.25)),
+        ([[{**_PROVIDER_CALL, "span": "3", "parent": "2"}], [_SILENT_CALL], [_WRAPPER]], 1,
+         (10, 5, 15, 0.25)),
     ],
     ids=["together", "provider-call-first", "wrapper-first", "replaced-silent", "silent-child",
-         "two-children", "siblings"],
+         "two-children", "siblings", "silent-middle", "silent-middle-bottom-up"],
 )  # fmt: skip
 def test_a_model_call_wrapping_a_provider_call_is_counted_once(
     database: Database, sends: list[list[dict[str, Any]]], calls: int, usage: tuple[object, ...]
@@ -107,8 +111,9 @@ def test_a_model_call_wrapping_a_provider_call_is_counted_once(
     """A framework's LLM span over the provider call its instrumentation records (both
     reporting the usage): the trace counts the provider call's usage and one LLM call,
     whichever arrives first; a wrapper's own usage counts when no call below reports any
-    (also once the call below is replaced by one that reports none), and two calls that
-    are siblings both count."""
+    (also once the call below is replaced by one that reports none; a silent call between
+    passes the usage of the call below it up), and two calls that are siblings both
+    count."""
     project = IdentityStore(database).create_project("wrapped").id
     for rows in sends:
         SpanStore(database).upsert(
