@@ -95,8 +95,8 @@ async def test_the_trace_page_counts_a_wrappers_usage_once_and_says_why(site: Si
 
     wrapper = await page(WRAPPER)
     assert "3 below" in wrapper and "175 tok" in wrapper and "295 tok" not in wrapper
-    assert "wraps the provider call below it" in wrapper
-    assert "wraps the provider call" not in await page(PROVIDER_CALL)
+    assert "usage is reported below: the trace's totals count the calls below" in wrapper
+    assert "This call wraps" not in await page(PROVIDER_CALL)
 
 
 async def test_a_wrapper_over_a_call_that_reports_no_usage_is_one_call_of_its_usage(
@@ -120,7 +120,7 @@ async def test_a_wrapper_over_a_call_that_reports_no_usage_is_one_call_of_its_us
     assert (agents["agents"][0]["inputTokens"], len(agents["topology"]["edges"])) == (100, 1)
     path = f"/projects/demo/traces/{TRACE}?span={WRAPPER}"
     page = (await (await client.get(path)).get_data()).decode()
-    assert "which reports no usage" in page
+    assert "which report no usage" in page
 
 
 async def test_a_wrapper_stored_on_two_days_shows_the_sums_below_it_on_both(
