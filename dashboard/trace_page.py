@@ -20,10 +20,11 @@ from dashboard.views import View
 from dashboard.waterfall import PAGE_ROWS, Row, Waterfall, lay_out
 from dashboard.waterfall_html import rows_html
 from genai import MODEL_TYPES
+from genai.counting import Wrappers
 from storage.errors import NotFound
 from storage.identity import Project
 from storage.scores import Score
-from storage.spans import SpanOutline, wrappers_of
+from storage.spans import SpanOutline
 
 
 def score_json(score: Score) -> dict[str, Any]:
@@ -62,10 +63,9 @@ class Laid:
     wrapper: str | None = None
 
 
-def unpriced(detail: TraceOutline) -> int:
+def unpriced(detail: TraceOutline, wrapping: Wrappers) -> int:
     """The trace's model calls that report tokens and have no cost: its cost leaves
     them out (a wrapper's usage is its provider call's, counted there)."""
-    wrapping = wrappers_of(detail.spans)
     return sum(
         1
         for s in detail.spans
@@ -76,11 +76,10 @@ def unpriced(detail: TraceOutline) -> int:
     )
 
 
-def _wrapper(span: SpanOutline, spans: list[SpanOutline]) -> str | None:
+def _wrapper(span: SpanOutline, found: Wrappers) -> str | None:
     """Whether `span` wraps a provider call, and of what (Laid.wrapper)."""
     if span.llm_type not in MODEL_TYPES:
         return None
-    found = wrappers_of(spans)
     if span.span_id in found.usage:
         return "usage"
     return "call" if span.span_id in found.calls else None
@@ -104,7 +103,7 @@ class Trace(View[TraceAsked]):
         if chosen is not None:
             span = self.explorer.span(asked.project, detail.trace_id, chosen.span.span_id)
             datasets = self.explorer.dataset_names(asked.project)
-            wrapper = _wrapper(chosen.span, detail.spans)
+            wrapper = _wrapper(chosen.span, waterfall.wrapping)
         return Laid(detail, waterfall, chosen, span, datasets, wrapper)
 
     async def page(self, context: TraceAsked) -> str:
@@ -133,7 +132,7 @@ class Trace(View[TraceAsked]):
             datasets=laid.datasets,
             wrapper=laid.wrapper,
             errors=[[at, span_id, at // PAGE_ROWS + 1] for at, span_id in waterfall.errors()],
-            unpriced=unpriced(laid.detail),
+            unpriced=unpriced(laid.detail, waterfall.wrapping),
         )
 
     async def data(self, context: TraceAsked) -> dict[str, Any]:

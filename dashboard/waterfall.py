@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from genai import MODEL_TYPES
+from genai.counting import NONE, Wrappers
 from storage.spans import SpanOutline, wrappers_of
 
 
@@ -70,6 +71,8 @@ class Waterfall:
     order: list[Placed]
     start_ns: int
     total_ns: int
+    #: its model calls that wrap provider calls (genai/counting.py)
+    wrapping: Wrappers = NONE
 
     @property
     def duration_ms(self) -> float:
@@ -101,8 +104,7 @@ class Waterfall:
         """For each position in tree order, the totals of the spans below it (the model
         calls' tokens and cost only, as the trace's totals count them: a wrapper's own
         not on top of its provider call's)."""
-        order, spans = self.order, self.spans
-        wrapping = wrappers_of(spans)
+        order, spans, wrapping = self.order, self.spans, self.wrapping
         parents: list[int] = []
         ancestors: list[int] = []
         for position, placed in enumerate(order):
@@ -187,7 +189,7 @@ def lay_out(spans: list[SpanOutline]) -> Waterfall:
     t1 = max(
         span.start_ns if span.end_ns is None else max(span.start_ns, span.end_ns) for span in spans
     )
-    return Waterfall(spans, _tree_order(spans), t0, max(t1 - t0, 1))
+    return Waterfall(spans, _tree_order(spans), t0, max(t1 - t0, 1), wrappers_of(spans))
 
 
 def plain(value: dict[str, Any]) -> Any:
