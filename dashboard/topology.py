@@ -17,7 +17,8 @@ import statistics
 from dataclasses import dataclass
 
 from genai.conventions import NATIVE_TYPES
-from storage.spans import SpanOutline, wrappers_of
+from genai.counting import wrappers_of
+from storage.spans import SpanOutline
 
 AGENT = "agent"
 NODE_KINDS = (AGENT, "tool", "retrieval", "llm", "embedding")

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from genai import MODEL_TYPES
-from genai.counting import NONE, Wrappers
-from storage.spans import SpanOutline, wrappers_of
+from genai.counting import NONE, Wrappers, wrappers_of
+from storage.spans import SpanOutline
 
 
 class Row(NamedTuple):

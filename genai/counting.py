@@ -17,8 +17,8 @@ of another kind (a chain) is a call of its own. The stores' summaries
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import NamedTuple
+from collections.abc import Iterable, Sequence
+from typing import NamedTuple, Protocol
 
 from genai.view import MODEL_TYPES
 
@@ -62,6 +62,38 @@ def wrappers(spans: Iterable[Call]) -> Wrappers:
         reported |= risen
         rising = risen & calls
     return Wrappers(frozenset(calls & parents), frozenset(calls & reported))
+
+
+class Stored(Protocol):
+    """A stored span's facts the rule reads (a span row, a span's outline)."""
+
+    @property
+    def span_id(self) -> str: ...
+    @property
+    def parent_span_id(self) -> str | None: ...
+    @property
+    def llm_type(self) -> str | None: ...
+    @property
+    def input_tokens(self) -> int | None: ...
+    @property
+    def output_tokens(self) -> int | None: ...
+    @property
+    def total_tokens(self) -> int | None: ...
+    @property
+    def cost_usd(self) -> float | None: ...
+
+
+def wrappers_of(spans: Sequence[Stored]) -> Wrappers:
+    """The wrappers among a trace's stored spans; first, cheaply, none where no span's
+    parent is a model call (most traces)."""
+    calls = {s.span_id for s in spans if s.llm_type in MODEL_TYPES}
+    if not calls or not any(s.parent_span_id in calls for s in spans):
+        return NONE
+    return wrappers(
+        (s.span_id, s.parent_span_id, s.llm_type,
+         reports(s.input_tokens, s.output_tokens, s.total_tokens, s.cost_usd))
+        for s in spans
+    )  # fmt: skip
 
 
 def reports(*usage: object) -> bool:

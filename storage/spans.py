@@ -3,12 +3,10 @@ same transaction), and a trace's stored spans."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 import orjson
 
-from genai.counting import Wrappers, reports, wrappers
 from storage import (
     session_summaries,
     shared_texts,
@@ -56,15 +54,6 @@ _OUTLINE = (
     "span_id, parent_span_id, name, kind, status_code, start_ns, end_ns, llm_type, llm_name, "
     "model, input_tokens, output_tokens, cost_usd, total_tokens"
 )
-
-
-def wrappers_of(spans: Iterable[SpanOutline]) -> Wrappers:
-    """A trace's model calls that wrap a provider call (genai/counting.py)."""
-    return wrappers(
-        (s.span_id, s.parent_span_id, s.llm_type, reports(s.input_tokens, s.output_tokens,
-                                                          s.total_tokens, s.cost_usd))
-        for s in spans
-    )  # fmt: skip
 
 
 def stored_span(row: tuple[Any, ...], bodies: dict[str, str]) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-from genai.counting import NONE, Wrappers, reports, wrappers
+from genai.counting import wrappers_of
 from storage.span_rows import SpanRow
 
 #: The columns, after trace_summaries' own, with their PostgreSQL types.
@@ -150,7 +150,7 @@ def summary_of(spans: list[SpanRow]) -> tuple[object, ...]:
     models: set[str] = set()
     user: str | None = None
     first = last = root = None
-    wrapping = _wrappers(spans)
+    wrapping = wrappers_of(spans)
     for row in spans:
         kind = row.llm_type
         if row.model is not None:
@@ -180,17 +180,6 @@ def summary_of(spans: list[SpanRow]) -> tuple[object, ...]:
         *calls,
         *others,
         *(None if order is None else _key(*order) for order in (first, last, root)),
-    )
-
-
-def _wrappers(spans: list[SpanRow]) -> Wrappers:
-    """genai/counting.py's wrappers among a trace's rows; first, cheaply, none where no
-    row's parent is a model call (most traces)."""
-    calls = {row.span_id for row in spans if row.llm_type in _MODEL_CALLS}
-    if not calls or not any(row.parent_span_id in calls for row in spans):
-        return NONE
-    return wrappers(
-        (row.span_id, row.parent_span_id, row.llm_type, reports(*_usage(row))) for row in spans
     )
 
 
