@@ -48,7 +48,7 @@ class Agents(View[Window]):
 
     def _window(self, name: str, within: TraceFilter) -> Window:
         project = self.explorer.signed_in(name)
-        recent, _ = self.explorer.summaries.page(project.id, within, WINDOW_TRACES, ends=False)
+        recent = self.explorer.summaries.page(project.id, within, WINDOW_TRACES, ends=False).traces
         outlines = self.spans.outlines(project.id, [t.trace_id for t in recent])
         return Window(project, recent, outlines)
 

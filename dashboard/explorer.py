@@ -30,6 +30,7 @@ from storage.session_summaries import (
 from storage.spans import SpanOutline, SpanStore
 from storage.trace_list import (
     Cursor,
+    ListPage,
     TraceFilter,
     TraceOrder,
     TraceSummaries,
@@ -105,10 +106,8 @@ class Explorer:
             require_role(user, least, refusal)
         return project
 
-    def traces(
-        self, project: Project, asked: ListQuery
-    ) -> tuple[list[TraceSummary], Cursor | None]:
-        """A page of the trace list as asked, and the next page's cursor."""
+    def traces(self, project: Project, asked: ListQuery) -> ListPage:
+        """A page of the trace list as asked, with the next and previous pages' cursors."""
         return self.summaries.page(
             project.id, asked.filters, asked.limit, asked.after, order=asked.order
         )
@@ -170,7 +169,7 @@ class Explorer:
         summary = session_summary(self.db, project.id, session_id)
         if summary is None:
             raise NotFound(f"no session {session_id}")
-        traces, cursor = self.summaries.page(
+        traces, cursor, _ = self.summaries.page(
             project.id, TraceFilter(session=session_id), limit, after, order=IN_TIME
         )
         return summary, traces, cursor

@@ -19,7 +19,7 @@ from dashboard.params import Args, ListQuery, asked_limit, kept_params
 from storage.export import MAX_EXPORT_TRACES
 from storage.identity import Project
 from storage.summary_genai import models_of
-from storage.trace_list import Cursor
+from storage.trace_list import Cursor, ListPage
 
 FACET_TRACES = 10_000
 FACET_TTL_S = 30.0
@@ -76,6 +76,11 @@ def _query(pairs: list[tuple[str, str]], **changed: str | None) -> str:
     return urlencode(kept + [(k, v) for k, v in changed.items() if v is not None])
 
 
+def _paged(pairs: list[tuple[str, str]], cursor: Cursor | None, limit: str) -> str | None:
+    """The query string of the page a cursor opens (None: no cursor, no such page)."""
+    return None if cursor is None else _query(pairs, cursor=cursor.encode(), limit=limit)
+
+
 def _preset(args: Args) -> str | None:
     """The preset a request asks for: one of PRESETS, and no `from` or `to` of its own
     (a range typed in wins)."""
@@ -127,10 +132,12 @@ def filter_bar(explorer: Explorer, project: Project, args: Args, asked: ListQuer
 
 @dataclass(frozen=True, slots=True)
 class PageLinks:
-    """The query strings of the page's links: next page, first page, export, the
-    sortable columns' headers, and the live view's (the newest page)."""
+    """The query strings of the page's links: next page, previous and first page (None:
+    this is the first), export, the sortable columns' headers, and the live view's (the
+    newest page)."""
 
     next: str | None
+    previous: str | None
     first: str | None
     export: str
     sorts: dict[str, Link]
@@ -139,7 +146,7 @@ class PageLinks:
     caption: str
 
 
-def page_links(args: Args, asked: ListQuery, cursor: Cursor | None) -> PageLinks:
+def page_links(args: Args, asked: ListQuery, listed: ListPage) -> PageLinks:
     """The links of a page of the list."""
     preset = _preset(args)
     pairs = kept_params(args) + ([("preset", preset)] if preset else []) + asked_limit(args)
@@ -152,8 +159,9 @@ def page_links(args: Args, asked: ListQuery, cursor: Cursor | None) -> PageLinks
         sorts[header] = Link(header + arrow, _query(pairs, sort=sort, order=way), current)
     after = args.get("cursor", "")
     return PageLinks(
-        next=None if cursor is None else _query(pairs, cursor=cursor.encode(), limit=limit),
-        first=_query(pairs, limit=limit) if asked.after is not None else None,
+        next=_paged(pairs, listed.next, limit),
+        previous=_paged(pairs, listed.previous, limit),
+        first=_query(pairs, limit=limit) if listed.previous is not None else None,
         export=_query(  # the page shown: a preset's range as the page drew it
             kept_params(resolved(args, checked=False)),
             cursor=after or None,

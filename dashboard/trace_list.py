@@ -18,7 +18,7 @@ from dashboard.views import View
 from service.web import json_response
 from storage.export import MAX_EXPORT_TRACES, as_csv
 from storage.identity import Project
-from storage.trace_list import Cursor, TraceFilter, TraceOrder, TraceSummary
+from storage.trace_list import Cursor, ListPage, TraceFilter, TraceOrder
 
 #: What the page's links start from when its filters could not be read.
 _UNFILTERED = params.ListQuery(TraceFilter(), TraceOrder(), None, params.DEFAULT_LIMIT)
@@ -26,12 +26,12 @@ _UNFILTERED = params.ListQuery(TraceFilter(), TraceOrder(), None, params.DEFAULT
 
 @dataclass(frozen=True, slots=True)
 class TracePage:
-    """A page of the list: what was asked of it, its traces, the next page's cursor."""
+    """A page of the list: what was asked of it, its traces and the cursors of the
+    pages beside it."""
 
     project: Project
     asked: params.ListQuery
-    traces: list[TraceSummary]
-    cursor: Cursor | None
+    listed: ListPage
 
 
 class TraceList(View[TracePage]):
@@ -45,8 +45,7 @@ class TraceList(View[TracePage]):
         args = resolved(request.args)
         asked = params.list_query(args, params.DEFAULT_LIMIT, params.MAX_LIMIT)
         found = await signed_in_project(self.explorer, project)
-        page, cursor = await asyncio.to_thread(self.explorer.traces, found, asked)
-        return TracePage(found, asked, page, cursor)
+        return TracePage(found, asked, await asyncio.to_thread(self.explorer.traces, found, asked))
 
     async def html(self, **parts: str) -> ResponseReturnValue:
         """The page; a bad filter value is the page with its filter bar as typed and
@@ -57,21 +56,15 @@ class TraceList(View[TracePage]):
             if e.code != "VALIDATION_ERROR":
                 raise
             found = await signed_in_project(self.explorer, parts["project"])
-            return await self._render(found, _UNFILTERED, [], None, e.message), 400
+            return await self._render(found, _UNFILTERED, ListPage([], None), e.message), 400
 
     async def page(self, context: TracePage) -> str:
-        return await self._render(
-            context.project, context.asked, context.traces, context.cursor, None
-        )
+        return await self._render(context.project, context.asked, context.listed, None)
 
     async def _render(
-        self,
-        found: Project,
-        asked: params.ListQuery,
-        traces: list[TraceSummary],
-        cursor: Cursor | None,
-        error: str | None,
+        self, found: Project, asked: params.ListQuery, listed: ListPage, error: str | None
     ) -> str:
+        traces = listed.traces
         scores = await asyncio.to_thread(self.explorer.scores, found, traces)
         return await render_template(
             "traces.html",
@@ -79,15 +72,16 @@ class TraceList(View[TracePage]):
             traces=traces,
             scores=scores,
             bar=await asyncio.to_thread(filter_bar, self.explorer, found, request.args, asked),
-            links=page_links(request.args, asked, cursor),
+            links=page_links(request.args, asked, listed),
             ingest_url=self.ingest_url,
             error=error,
         )
 
     async def data(self, context: TracePage) -> dict[str, Any]:
         return {
-            "traces": [params.summary_json(t) for t in context.traces],
-            "next": None if context.cursor is None else context.cursor.encode(),
+            "traces": [params.summary_json(t) for t in context.listed.traces],
+            "next": _encoded(context.listed.next),
+            "previous": _encoded(context.listed.previous),
         }
 
     async def export(self, project: str) -> Response:
@@ -103,3 +97,7 @@ class TraceList(View[TracePage]):
         if form == "json":
             return json_response(traces, headers=disposition)
         return Response(as_csv(traces), content_type="text/csv; charset=utf-8", headers=disposition)
+
+
+def _encoded(cursor: Cursor | None) -> str | None:
+    return None if cursor is None else cursor.encode()

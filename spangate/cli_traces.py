@@ -31,9 +31,8 @@ def _start(nanos: int) -> str:
 
 def _list(args: argparse.Namespace) -> int:
     def action(db: Database) -> int:
-        traces, _ = TraceSummaries(db).page(
-            _project_id(db, args.project), TraceFilter(), args.limit
-        )
+        project_id = _project_id(db, args.project)
+        traces = TraceSummaries(db).page(project_id, TraceFilter(), args.limit).traces
         if args.json:
             print_json(
                 [

@@ -59,8 +59,10 @@ def export_traces(
 ) -> list[dict[str, Any]]:
     """The page of the list (`limit` traces, at most 100) that the filters, `after` and
     `order` give, each with its stored spans."""
-    summaries, _ = TraceSummaries(db).page(
-        project_id, filters, check_limit(limit), after, ends=False, order=order
+    summaries = (
+        TraceSummaries(db)
+        .page(project_id, filters, check_limit(limit), after, ends=False, order=order)
+        .traces
     )
     store = SpanStore(db)
     return [

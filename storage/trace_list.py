@@ -26,7 +26,7 @@ from storage.trace_query import (
     tail_query,
 )
 
-__all__ = ["Cursor", "TraceFilter", "TraceOrder", "TraceSummaries", "TraceSummary"]
+__all__ = ["Cursor", "ListPage", "TraceFilter", "TraceOrder", "TraceSummaries", "TraceSummary"]
 
 
 class TraceSummary(NamedTuple):
@@ -260,6 +260,46 @@ def _driver(tx: Transaction, project_id: str, filters: TraceFilter) -> int | Non
     return min(counts)[1]
 
 
+def _rows(
+    tx: Transaction,
+    project_id: str,
+    filters: TraceFilter,
+    limit: int,
+    after: Cursor | None,
+    order: TraceOrder,
+    driver: int | None,
+) -> list[Any]:
+    """Up to `limit` + 1 rows of the summaries in `order` after `after`, the sort value
+    last; when `after` is a cursor `before`, those before it, nearest first. The traces
+    whose sort value is unknown come after the others (`tail_query`), so reading back
+    from one of them reads the unknown before it, then the known ones from the last."""
+    postgres = tx.postgres
+    back = after is not None and after.before
+    way = order.reversed if back else order
+    in_tail = after is not None and after.value is None
+    rows: list[Any] = []
+    if back and in_tail:
+        rows = tx.query(*tail_query(project_id, filters, limit + 1, after, way, postgres, driver))
+    if len(rows) <= limit and not (in_tail and not back):
+        known = None if in_tail else after
+        asked = limit + 1 - len(rows)
+        rows += tx.query(*page_query(project_id, filters, asked, known, way, postgres, driver))
+    if len(rows) <= limit and order.sort in NULLABLE and not back:
+        tail_after = after if in_tail else None
+        asked = limit + 1 - len(rows)
+        rows += tx.query(*tail_query(project_id, filters, asked, tail_after, way, postgres, driver))
+    return rows
+
+
+class ListPage(NamedTuple):
+    """A page of the list: its traces, the next page's cursor (None: the last page) and
+    the previous page's (None: the first page)."""
+
+    traces: list[TraceSummary]
+    next: Cursor | None
+    previous: Cursor | None = None
+
+
 class TraceSummaries:
     """Reads of the summaries: pages of the list, a session's traces."""
 
@@ -274,10 +314,12 @@ class TraceSummaries:
         after: Cursor | None = None,
         ends: bool = True,
         order: TraceOrder | None = None,
-    ) -> tuple[list[TraceSummary], Cursor | None]:
-        """Up to `limit` traces in `order` (newest first by default), after `after`;
-        and the next page's cursor (None when this page is the last). `ends`: with
-        their input and output."""
+    ) -> ListPage:
+        """Up to `limit` traces in `order` (newest first by default), after `after` (or
+        the `limit` just before it, when it is a cursor `before`: the first page when
+        nothing is before it); with the next page's cursor (None when this page is the
+        last) and the previous page's (None on the first). `ends`: with their input and
+        output."""
         order = order or (after.order if after is not None else TraceOrder())
         postgres = self.db.postgres
         with self.db.transaction() as tx:
@@ -294,21 +336,24 @@ class TraceSummaries:
                 filters = dataclasses.replace(filters, span_name_tokens=tokens)
             driver = _driver(tx, project_id, filters)
             rows: list[Any] = []
-            if after is None or after.value is not None:
-                rows = tx.query(
-                    *page_query(project_id, filters, limit + 1, after, order, postgres, driver)
-                )
-            if len(rows) <= limit and order.sort in NULLABLE:
-                tail_after = after if after is not None and after.value is None else None
-                asked = limit + 1 - len(rows)
-                rows += tx.query(
-                    *tail_query(project_id, filters, asked, tail_after, order, postgres, driver)
-                )
-            traces = summaries_of(tx, project_id, [row[:-1] for row in rows[:limit]], ends)
-        if len(rows) <= limit:
-            return traces, None
-        last = rows[limit - 1]
-        return traces, Cursor(last[-1], last[0], order.sort, order.descending)
+            if after is not None and after.before:
+                rows = _rows(tx, project_id, filters, limit, after, order, driver)
+                # a whole page before it, and more: that page, which `after` follows;
+                # nothing, or less than a page: the first page
+                rows, after = (rows[limit - 1 :: -1], after) if len(rows) > limit else ([], None)
+                more = after is not None
+            if after is None or not after.before:
+                rows = _rows(tx, project_id, filters, limit, after, order, driver)
+                more = len(rows) > limit
+            rows = rows[:limit]
+            traces = summaries_of(tx, project_id, [row[:-1] for row in rows], ends)
+        later = earlier = None
+        if more:
+            later = Cursor(rows[-1][-1], rows[-1][0], order.sort, order.descending)
+        if after is not None and rows:
+            first = rows[0]
+            earlier = Cursor(first[-1], first[0], order.sort, order.descending, before=True)
+        return ListPage(traces, later, earlier)
 
     def recent_facets(self, project_id: str, traces: int) -> list[tuple[str | None, str | None]]:
         """The models (as stored) and user of the newest `traces` traces: the filter

@@ -90,16 +90,23 @@ class TraceOrder:
     sort: str = "start"
     descending: bool = True
 
+    @property
+    def reversed(self) -> TraceOrder:
+        """The same sort the other way."""
+        return TraceOrder(self.sort, not self.descending)
+
 
 @dataclass(frozen=True, slots=True)
 class Cursor:
     """Where a page of the list ends: the next page starts after this trace, whose
-    sort value was `value` (None: among the traces with none) in the order named."""
+    sort value was `value` (None: among the traces with none) in the order named; or,
+    `before`, where a page begins: the previous page ends before this trace."""
 
     value: int | float | None
     trace_id: str
     sort: str = "start"
     descending: bool = True
+    before: bool = False
 
     @property
     def order(self) -> TraceOrder:
@@ -108,7 +115,8 @@ class Cursor:
 
     def encode(self) -> str:
         """The opaque text a client passes back."""
-        text = orjson.dumps([self.sort, self.descending, self.value, self.trace_id])
+        fields = [self.sort, self.descending, self.value, self.trace_id]
+        text = orjson.dumps([*fields, True] if self.before else fields)
         return base64.urlsafe_b64encode(text).decode().rstrip("=")
 
     @classmethod
@@ -116,7 +124,7 @@ class Cursor:
         """The cursor `encode` wrote; ValueError for anything else."""
         try:
             raw = base64.urlsafe_b64decode(text.encode() + b"=" * (-len(text) % 4))
-            sort, descending, value, trace_id = orjson.loads(raw)
+            sort, descending, value, trace_id, *before = orjson.loads(raw)
         except (binascii.Error, UnicodeError, ValueError, TypeError) as e:
             raise ValueError("cursor is not one this list gave") from e
         valid = (
@@ -124,13 +132,14 @@ class Cursor:
             and sort in SORTS
             and isinstance(descending, bool)
             and isinstance(trace_id, str)
+            and before in ([], [True])
             # a cost is a float, every other sort's value an integer the store holds
             and (value is None or (type(value) is float if sort == "cost" else fits_int64(value)))
             and (value is not None or sort in NULLABLE)
         )
         if not valid:
             raise ValueError("cursor is not one this list gave")
-        return cls(value, trace_id, sort, descending)
+        return cls(value, trace_id, sort, descending, bool(before))
 
 
 _SELECT = (

@@ -8,6 +8,7 @@ import base64
 import json
 import re
 from datetime import UTC, datetime, timedelta
+from html import unescape
 from typing import Any
 from urllib.parse import quote, quote_plus
 
@@ -158,21 +159,32 @@ async def test_cursors_page_every_sort_in_both_orders(
     client: Client, sort: str, order: str, limit: int
 ) -> None:
     """Paging by cursor under any sort and order gives every trace once, in order, the
-    traces with no value for the sort last (by trace id) in either order."""
+    traces with no value for the sort last (by trace id) in either order; paging back
+    from the last page by each page's `previous` gives the same pages."""
     known = _SORTED[sort] if order == "desc" else _SORTED[sort][::-1]
     unknown = sorted(set(range(6)) - set(known), reverse=order == "desc")
-    seen: list[int] = []
+    pages: list[list[int]] = []
     query = f"sort={sort}&order={order}&limit={limit}"
-    cursor = None
-    for _ in range(10):
+
+    async def page(cursor: str | None) -> dict[str, Any]:
         response = await client.get(f"{LIST}?{query}" + (f"&cursor={cursor}" if cursor else ""))
-        body = orjson.loads(await response.get_data())
+        body: dict[str, Any] = orjson.loads(await response.get_data())
         assert len(body["traces"]) <= limit
-        seen += [int(t["traceId"], 16) - 1 for t in body["traces"]]
-        cursor = body["next"]
-        if cursor is None:
+        pages.append([int(t["traceId"], 16) - 1 for t in body["traces"]])
+        return body
+
+    body = await page(None)
+    assert body["previous"] is None
+    for _ in range(10):
+        if body["next"] is None:
             break
-    assert seen == known + unknown
+        body = await page(body["next"])
+        assert body["previous"] is not None
+    assert [n for forward in pages for n in forward] == known + unknown
+    forward, pages = pages, []
+    while body["previous"] is not None:
+        body = await page(body["previous"])
+    assert [forward[-1], *pages] == forward[::-1]
 
 
 @pytest.mark.parametrize(
@@ -405,9 +417,20 @@ async def test_the_page_keeps_the_filters_in_its_links(client: Client) -> None:
     """The list page's next-page, export and sort links carry the filters."""
     page = (await (await client.get("/projects/demo/traces?attr=tenant%3Dt0&limit=1"))
             .get_data()).decode()  # fmt: skip
-    assert "Next page" in page
+    assert "Next page" in page and "Previous page" not in page
     assert page.count("attr=tenant%3Dt0") >= 4  # next, export (2), the sort headers
     assert 'value="tenant=t0"' in page
+    later = re.search(r'href="\?([^"]*)" rel="next"', page)
+    assert later is not None
+    second = (
+        await (await client.get(f"/projects/demo/traces?{unescape(later[1])}")).get_data()
+    ).decode()
+    earlier = re.search(r'href="\?([^"]*)" rel="prev">Previous page', second)
+    assert earlier is not None and "attr=tenant%3Dt0" in earlier[1]
+    first = (
+        await (await client.get(f"/projects/demo/traces?{unescape(earlier[1])}")).get_data()
+    ).decode()
+    assert _listed(first) == _listed(page) and "Previous page" not in first
 
 
 async def test_a_404_does_not_echo_a_long_id_whole(client: Client) -> None:
@@ -418,3 +441,8 @@ async def test_a_404_does_not_echo_a_long_id_whole(client: Client) -> None:
     assert error["code"] == "NOT_FOUND"
     assert "no trace xxx" in error["message"], error
     assert len(error["message"]) == 200 and error["message"].endswith("…")
+
+
+def _listed(page: str) -> list[str]:
+    """The trace ids a list page links to, in order."""
+    return re.findall(r'title="([0-9a-f]{32})" href=', page)

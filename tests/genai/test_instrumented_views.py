@@ -130,7 +130,7 @@ def test_every_library_stored_adds_up(instrumented: Instrumented, tmp_path: obje
                 rows = with_views(rows_of(request, library, 1), Pricer())
                 SpanStore(db).upsert(rows, 1_200_000)
         for library in LIBRARIES:
-            traces, _ = TraceSummaries(db).page(library, TraceFilter(), 10)
+            traces = TraceSummaries(db).page(library, TraceFilter(), 10).traces
             assert len(traces) == 2, library
             for trace in traces:
                 assert (trace.llm_calls, trace.models) == (1, [fake_openai.CHAT_MODEL]), library

@@ -62,14 +62,24 @@ def _words_of(body: str) -> set[str]:
 
 
 def _pages(db: Database, filters: TraceFilter, order: TraceOrder) -> list[str]:
-    """Every trace of the list, read two at a time through its cursors."""
-    summaries, found, after = TraceSummaries(db), list[str](), None
+    """Every trace of the list, read two at a time through its cursors; read back from
+    the last page through each page's previous cursor, the same pages."""
+    summaries, pages, after = TraceSummaries(db), list[list[str]](), None
     while True:
-        traces, cursor = summaries.page("p", filters, 2, after, ends=False, order=order)
-        found += [trace.trace_id for trace in traces]
-        if cursor is None:
-            return found
-        after = Cursor.decode(cursor.encode())
+        page = summaries.page("p", filters, 2, after, ends=False, order=order)
+        pages.append([trace.trace_id for trace in page.traces])
+        assert (page.previous is None) == (after is None or not page.traces)
+        if page.next is None:
+            break
+        after = Cursor.decode(page.next.encode())
+    back, before = [pages[-1]], page.previous
+    while before is not None:
+        page = summaries.page("p", filters, 2, Cursor.decode(before.encode()), ends=False)
+        back.append([trace.trace_id for trace in page.traces])
+        before = page.previous
+    if pages[-1]:  # past the last trace (all read): nothing to read back from
+        assert back[::-1] == pages
+    return [trace for page_traces in pages for trace in page_traces]
 
 
 def _assert_pages_exact(db: Database, monkeypatch: pytest.MonkeyPatch) -> None:

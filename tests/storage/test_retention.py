@@ -86,7 +86,7 @@ def test_a_row_moved_into_its_days_partition_keeps_its_text(database: Database) 
     make_partitions(database, ahead)
     SpanStore(database).upsert([_on(ahead, "u", "2" * 16)], WINDOW_MS)  # a batch after
 
-    traces, _ = TraceSummaries(database).page("p", TraceFilter(words=("victor",)), 10)
+    traces = TraceSummaries(database).page("p", TraceFilter(words=("victor",)), 10).traces
     assert [(t.trace_id, t.input) for t in traces] == [("t", "Victor whiskey")]
     assert_exact(database)
     if database.postgres:

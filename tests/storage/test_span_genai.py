@@ -130,7 +130,7 @@ def test_each_end_of_a_trace_falls_back_on_its_roots_alone(
     _drain(queue, database)
     found = _summary(database, queue.project_id)
     assert (found.llm_calls, found.input, found.output) == (2, "first?", "planned")
-    (listed,), _ = TraceSummaries(database).page(queue.project_id, TraceFilter(), 10)
+    (listed,) = TraceSummaries(database).page(queue.project_id, TraceFilter(), 10).traces
     assert listed == found
 
 
@@ -262,13 +262,13 @@ def test_spans_stored_before_a_convention_described_them_get_their_facts(
         tx.execute("DELETE FROM schema_migrations WHERE version = ?", (REDESCRIBED,))
     summaries = TraceSummaries(database)
     assert _summary(database, "p").user_id is None
-    assert summaries.page("p", TraceFilter(words=("wombat",)), 10)[0] == []
-    before = summaries.page("p", TraceFilter(), 10)[0]
+    assert summaries.page("p", TraceFilter(words=("wombat",)), 10).traces == []
+    before = summaries.page("p", TraceFilter(), 10).traces
     assert {t.trace_id: t.input for t in before} == {TRACE: "q", "9" * 32: None}
     assert redescribe(database, Pricer()) == 2
     found = _summary(database, "p")
     assert (found.user_id, found.llm_calls, found.input) == ("u-9", 1, "q")
-    [wombat] = summaries.page("p", TraceFilter(words=("wombat",)), 10)[0]
+    [wombat] = summaries.page("p", TraceFilter(words=("wombat",)), 10).traces
     assert (wombat.trace_id, wombat.input) == ("9" * 32, "summarise the wombat report")
     with database.transaction() as tx:
         assert tx.query("SELECT session_id, user_id FROM session_summaries") == [("s-9", "u-9")]
@@ -303,7 +303,7 @@ def test_model_calls_stored_without_a_model_get_the_one_their_parameters_name(
     assert _summary(database, "p").models == []
     assert remodel(database, Pricer()) == 1
     assert _summary(database, "p").models == ["gpt-4.1-mini"]
-    [listed] = TraceSummaries(database).page("p", TraceFilter(model="gpt-4.1-mini"), 10)[0]
+    [listed] = TraceSummaries(database).page("p", TraceFilter(model="gpt-4.1-mini"), 10).traces
     assert listed.trace_id == TRACE
     assert remodel(database, Pricer()) == 0
 

@@ -170,7 +170,7 @@ def test_the_indexes_equal_a_recount_of_the_stored_spans(batches: list[list[Span
 
 
 def _find(db: Database, **filters: Any) -> list[str]:
-    traces, _ = TraceSummaries(db).page("p", TraceFilter(**filters), 10)
+    traces = TraceSummaries(db).page("p", TraceFilter(**filters), 10).traces
     return [t.trace_id for t in traces]
 
 
@@ -261,7 +261,7 @@ def _every_end(db: Database) -> dict[str, tuple[str | None, str | None]]:
 
     if trace_walk.needed(db, find_upgrade.PREVIEWED):
         trace_walk.record(db, find_upgrade.PREVIEWED)
-    traces, _ = TraceSummaries(db).page("p", TraceFilter(), 10)
+    traces = TraceSummaries(db).page("p", TraceFilter(), 10).traces
     return {trace.trace_id: (trace.input, trace.output) for trace in traces}
 
 
@@ -503,7 +503,7 @@ def test_the_texts_stored_before_their_previews_get_them(database_url: str) -> N
         SpanStore(db).upsert([call, quiet], WINDOW_MS)
 
         def ends() -> dict[str, tuple[str | None, str | None]]:
-            traces, _ = TraceSummaries(db).page("p", TraceFilter(), 10)
+            traces = TraceSummaries(db).page("p", TraceFilter(), 10).traces
             return {t.trace_id: (t.input, t.output) for t in traces}
 
         assert ends() == {"a": ("Hi?", "Yo"), "b": (None, None)}
@@ -661,7 +661,7 @@ def test_a_span_name_filter_finds_the_traces_of_every_name_that_holds_it(
     every = [f"{n:02x}" for n in reversed(range(NAMES_MATCHED + 6))]
 
     def found(name: str) -> list[str]:
-        traces, _ = TraceSummaries(database).page("p", TraceFilter(span_name=name), 100)
+        traces = TraceSummaries(database).page("p", TraceFilter(span_name=name), 100).traces
         return [t.trace_id for t in traces]
 
     with database.transaction() as tx:

@@ -182,7 +182,7 @@ def test_names_of_any_script_are_found_in_any_case(
     _store(database, "p", 1, root, child)
 
     def found(**filters: str) -> int:
-        return len(TraceSummaries(database).page("p", TraceFilter(**filters), 10)[0])
+        return len(TraceSummaries(database).page("p", TraceFilter(**filters), 10).traces)
 
     for name in ("été", "ÉTÉ À", "été à paris", "PARIS", "Été", "é"):
         assert found(name=name) == found(span_name=name) == 1, name
@@ -232,7 +232,7 @@ def test_upgrade_fills_summaries_of_stored_spans(database_url: str) -> None:
         migrate(db)
         found = _summary(db, "p")
         assert (found.span_count, found.error_count, found.root_name) == (2, 1, "root")
-        traces, _ = TraceSummaries(db).page("p", TraceFilter(), 10)
+        traces = TraceSummaries(db).page("p", TraceFilter(), 10).traces
         assert [t.trace_id for t in traces] == [TRACE]
     finally:
         db.close()

@@ -408,7 +408,7 @@ def test_texts_a_store_cannot_hold_whole_are_stored_as_it_can_and_found(
         (TraceFilter(session="c-" + long), "c" * 32),  # the view's conversation id
         (TraceFilter(model="m" + long), "c" * 32),
     ):
-        found, _ = summaries.page(queue.project_id, filters, 10, ends=False)
+        found = summaries.page(queue.project_id, filters, 10, ends=False).traces
         assert [t.trace_id for t in found] == [trace], filters
 
 
