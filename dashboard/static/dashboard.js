@@ -134,3 +134,29 @@ function localTimes(root) {
 document.addEventListener("DOMContentLoaded", () => localTimes(document));
 new MutationObserver(() => localTimes(document)).observe(document.documentElement,
                                                         {childList: true, subtree: true});
+
+// Time fields (`from`, `to`): a date and time typed without an offset is the browser's
+// local time, as every time on the page reads; it is sent with that offset. (Without
+// JavaScript the server reads it as UTC, which the field's hint then says.)
+const NO_OFFSET = /^(\d{4})-(\d\d)-(\d\d)(?:[Tt ](\d\d):(\d\d)(?::(\d\d)([.,]\d+)?)?)?$/;
+
+function withLocalOffset(text) {
+  const found = NO_OFFSET.exec(text.trim());
+  if (!found) return text;
+  const [, year, month, day, hour = "00", minute = "00", second = "00", fraction = ""] = found;
+  const at = new Date(+year, +month - 1, +day, +hour, +minute, +second);
+  const east = -at.getTimezoneOffset();
+  const two = (n) => String(n).padStart(2, "0");
+  const offset = `${east < 0 ? "-" : "+"}${two(Math.floor(Math.abs(east) / 60))}:${two(Math.abs(east) % 60)}`;
+  return `${year}-${month}-${day}T${hour}:${minute}:${second}${fraction.replace(",", ".")}${offset}`;
+}
+
+document.addEventListener("submit", (event) => {
+  for (const field of event.target.querySelectorAll('input[name="from"], input[name="to"]')) {
+    field.value = withLocalOffset(field.value);
+  }
+});
+
+document.addEventListener("DOMContentLoaded", () => {
+  for (const hint of document.querySelectorAll("[data-zone]")) hint.textContent = "local time";
+});

@@ -153,6 +153,30 @@ def test_times_read_local_and_relative_with_utc_on_hover(
     page.close()
 
 
+def test_a_time_range_typed_reads_in_local_time(
+    browser: Browser, served: dict[str, str], tmp_path: Path
+) -> None:
+    """In New York, a range typed without an offset around the trace's start as shown
+    (05:00, 10:00 UTC) finds it: it is read in local time, as the page shows times;
+    without JavaScript the fields say UTC."""
+    page = _page(browser, served["app"], timezone_id="America/New_York")
+    page.goto(f"{served['app']}/projects/demo/traces")
+    expect(page.locator("label[for=from]")).to_have_text("From local time")
+    page.get_by_label("From").fill("2026-11-22T04:59")
+    page.locator("#to").fill("2026-11-22 05:01")
+    page.get_by_label("From").press("Enter")
+    expect(page.locator("a.trace-id")).to_have_text([TRACE])
+    expect(page.get_by_label("From")).to_have_value("2026-11-22T04:59:00-05:00")
+    expect(page.locator("#to")).to_have_value("2026-11-22T05:01:00-05:00")
+    shot(page.locator("form").first, tmp_path, "first-hour-local-range")
+    page.close()
+    bare = browser.new_page(java_script_enabled=False)
+    sign_in(bare, served["app"])
+    bare.goto(f"{served['app']}/projects/demo/traces")
+    expect(bare.locator("label[for=from]")).to_have_text("From UTC")
+    bare.close()
+
+
 def _run(code: str, env: dict[str, str] | None = None) -> None:
     script = code + f"\ntrace.get_tracer('setup').start_span({SENT!r}).end()\n"
     script += "trace.get_tracer_provider().shutdown()\n"
