@@ -56,12 +56,16 @@ def with_database(
         statement_timeout_ms = settings.database_statement_timeout_ms
     db = Database(settings.database_url, statement_timeout_ms)
     path = db.sqlite_path
-    if existing and path is not None and not path.exists():
+    new = path is not None and not path.exists()
+    if existing and new:
         db.close()
         return fail(f"no database at {path.resolve()} {_WHERE}")
     try:
         migrate(db)
-        return action(db)
+        done = action(db)
+        if path is not None and new and done == 0:  # not where the service's is?
+            print(f"created a new database at {path.resolve()} {_WHERE}", file=sys.stderr)
+        return done
     except NotFound as e:  # a command run where another database is: say which this is
         return fail(f"{e} in {db.display_url} {_WHERE}")
     except (StoreError, CommandError, ValueError) as e:

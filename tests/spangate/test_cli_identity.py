@@ -44,6 +44,21 @@ def test_key_lifecycle(capsys: pytest.CaptureFixture[str], data_dir: Path) -> No
     assert orjson.loads(run(capsys, "keys", "list", "--json", "--project", "chat")[1])[0][
         "revoked_at"
     ]
+    code, _, err = run(capsys, "users", "add", "bo@x.io", "--role", "viewer")
+    assert code == 0 and err == ""  # the database was there
+
+
+def test_a_command_that_creates_the_database_says_where(
+    capsys: pytest.CaptureFixture[str], data_dir: Path
+) -> None:
+    """Run where no database is (another directory than the service's, no setting), a
+    command that writes one says on stderr that it created it, and where."""
+    code, out, err = run(capsys, "users", "add", "ann@x.io", "--role", "owner")
+    created = data_dir / "spangate.db"
+    assert code == 0 and "added user ann@x.io" in out
+    assert err == f"created a new database at {created.resolve()} " + (
+        "(SPANGATE_DATA_DIR, SPANGATE_DATABASE_URL)\n"
+    )
 
 
 def test_keys_create_json(capsys: pytest.CaptureFixture[str]) -> None:
