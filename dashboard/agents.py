@@ -1,11 +1,13 @@
-"""The agents page and its topology, over a bounded window of recent traces.
+"""The agents page and its topology, over a bounded window of recent agent traces.
 
 Computed on each view from the spans of the project's WINDOW_TRACES most recent traces
-(their summaries give them through an index; one query a few hundred traces reads
-their span outlines), so a view costs the same in a project of a thousand traces or a
-hundred million: it never scans the project's spans. Older traces leave the picture,
-unless a time range (`from`, `to`: the trace list's parameters) asks for the most
-recent traces of that range instead.
+with an agent span (any convention's mark of one, genai/conventions.py: found by the
+attribute index, storage/trace_facets.py, so the traces of a busy project's other
+traffic do not crowd them out; their summaries give them through an index; one query
+a few hundred traces reads their span outlines), so a view costs the same in a project
+of a thousand traces or a hundred million: it never scans the project's spans. Older
+traces leave the picture, unless a time range (`from`, `to`: the trace list's
+parameters) asks for the most recent traces of that range instead.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from dashboard.params import time_ns
 from dashboard.topology import NODE_KINDS, agent_stats, topology
 from dashboard.topology_svg import MAX_NODES, render
 from dashboard.views import View
+from genai.conventions import AGENT_MARKS
 from storage.identity import Project
 from storage.spans import SpanOutline, SpanStore
 from storage.trace_list import TraceFilter, TraceSummary
@@ -54,7 +57,9 @@ class Agents(View[Window]):
 
     async def context(self, project: str) -> Window:
         args = request.args
-        within = TraceFilter(from_ns=time_ns(args, "from"), to_ns=time_ns(args, "to"))
+        within = TraceFilter(
+            from_ns=time_ns(args, "from"), to_ns=time_ns(args, "to"), any_attribute=AGENT_MARKS
+        )
         return await asyncio.to_thread(self._window, project, within)
 
     async def page(self, context: Window) -> str:

@@ -81,6 +81,21 @@ TYPE_ATTRIBUTES: tuple[tuple[str, dict[str, str]], ...] = (
     ),
 )
 
+#: The attributes (key, value as text) that make a span an agent, in every convention,
+#: as the instrumentations write them and in either case (the view also reads other
+#: mixtures of cases): the SDK's kind is kept in the attribute `spangate.span.kind`.
+AGENT_MARKS = tuple(
+    sorted(
+        {
+            (key, written)
+            for key, types in (("spangate.span.kind", NATIVE_TYPES), *TYPE_ATTRIBUTES)
+            for value, kind in types.items()
+            if kind == "agent"
+            for written in (value, value.upper(), value.lower())
+        }
+    )
+)
+
 #: Each scalar field of the view and the attributes that give it.
 MODEL = (
     "llm.model",  # native

@@ -224,6 +224,9 @@ def index_queries(project_id: str, filters: TraceFilter, postgres: bool) -> list
         queries.append(_name_traces(postgres, filters.span_name, filters.span_name_tokens))
     for key, value in filters.attributes:
         queries.append(_attribute_traces(postgres, project_id, key, value))
+    if filters.any_attribute:
+        tokens = [key_token(project_id, k) ^ value_hash(v) for k, v in filters.any_attribute]
+        queries.append(_token_traces(postgres, tokens))
     for word in filters.words:
         queries.append(_text_traces(postgres, word))
     return queries

@@ -79,6 +79,8 @@ class TraceFilter:
     #: (key, value): some span has the attribute with that value as a string; (key,
     #: None): some span has it
     attributes: tuple[tuple[str, str | None], ...] = ()
+    #: (key, value) pairs: some span has one of them (the agents page's window)
+    any_attribute: tuple[tuple[str, str], ...] = ()
     words: tuple[str, ...] = ()  # each found in the trace's LLM text
     scores: tuple[ScoreCondition, ...] = ()
 

@@ -7,7 +7,9 @@ import re
 from typing import Any
 
 import orjson
+import pytest
 
+from dashboard import agents
 from dashboard.topology import Edge, Topology, topology
 from dashboard.topology_svg import MAX_NODES, busiest, layers, render
 from storage.spans import SpanOutline
@@ -109,6 +111,40 @@ async def test_a_time_range_gives_the_agents_of_its_traces(site: Site) -> None:
     assert "researcher" not in late
     bad = await client.get(f"{api}?from=yesterday")
     assert bad.status_code == 400
+
+
+async def test_newer_traces_without_agents_do_not_crowd_the_agents_out(
+    site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The window is the most recent traces with an agent span, in any convention: more
+    newer traces without one than it holds leave the agents page as it was."""
+    monkeypatch.setattr(agents, "WINDOW_TRACES", 3)
+    store(site.db, site.demo, agent_run(RUN))  # 10:00, the SDK's kinds
+    marked = {  # an agent span of each other convention, 10:01-10:03
+        "otel": {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "otel"},
+        "oi": {"openinference.span.kind": "AGENT", "agent.name": "oi"},
+    }
+    for n, (name, attributes) in enumerate(marked.items(), start=1):
+        store(site.db, site.demo, [span(traceId=f"{n:032x}", spanId="1" * 16, name=name,
+                                        attributes=attributes,
+                                        startTime=f"2026-11-22T10:0{n}:00Z",
+                                        endTime=f"2026-11-22T10:0{n}:01Z")])  # fmt: skip
+    for n in range(5):  # newer, without agents: more than the window holds
+        store(site.db, site.demo, [span(traceId=f"{n + 100:032x}", spanId="1" * 16,
+                                        name="classify", kind="llm_call",
+                                        startTime=f"2026-11-22T11:0{n}:00Z",
+                                        endTime=f"2026-11-22T11:0{n}:01Z")])  # fmt: skip
+    client = site.client()
+    await sign_in(client, "viewer@acme.test")
+    found = orjson.loads(await (await client.get("/api/v1/projects/demo/agents")).get_data())
+    assert {a["name"]: a["runs"] for a in found["agents"]} == {
+        "planner": 1, "researcher": 1, "otel": 1, "oi": 1
+    }  # fmt: skip
+    page = (await (await client.get("/projects/demo/agents")).get_data()).decode()
+    assert "From the 3 most recent traces with an agent span" in page
+    monkeypatch.setattr(agents, "WINDOW_TRACES", 2)  # the newest two agent traces
+    found = orjson.loads(await (await client.get("/api/v1/projects/demo/agents")).get_data())
+    assert {a["name"] for a in found["agents"]} == {"otel", "oi"}
 
 
 def _graph(nodes: int) -> Topology:
