@@ -144,6 +144,7 @@ def served(tmp_path_factory: pytest.TempPathFactory, redis_url: str) -> Iterator
     )
     store(db, project, topology_run())
     odd = IdentityStore(db).create_project("odd", "acme")
+    IdentityStore(db).create_key("odd", "owner@acme.test")  # a row on its keys' page
     store(db, odd, odd_run())
     store(db, odd, [span(traceId="0e" * 16, spanId="1" * 16, name=LONG_NAME,
                          startTime="2026-11-22T14:00:00Z", endTime="2026-11-22T14:00:01Z",
@@ -475,15 +476,27 @@ def test_a_phone_reads_every_page_without_scrolling_sideways(
     trace page's span pane comes below its waterfall, not beside it."""
     page = browser.new_page(viewport={"width": 390, "height": 844})
     _sign_in(page, dashboard_url)
+    wide = []
     for path in (
+        "/projects",
         "/projects/odd/traces",
         f"/projects/odd/traces/{BUSY_TRACE}?span={'1' * 16}",
         "/projects/odd/sessions",
         "/projects/demo/agents",
         "/projects/demo/ingestion",
+        "/projects/odd/settings",
+        "/projects/odd/settings/api-keys",
+        "/projects/odd/datasets",
+        "/projects/odd/datasets/new",
+        "/projects/odd/alerts",
+        "/projects/odd/webhooks",
+        "/projects/odd/evaluations",
     ):
         page.goto(f"{dashboard_url}{path}")
-        assert page.evaluate("document.documentElement.scrollWidth") <= 390, path
+        width = page.evaluate("document.documentElement.scrollWidth")
+        if width > 390:
+            wide.append((path, width))
+    assert wide == []
     page.goto(f"{dashboard_url}/projects/odd/traces/{BUSY_TRACE}?span={'1' * 16}")
     waterfall = page.locator("ol.spans").bounding_box()
     pane = page.locator("#detail").bounding_box()
