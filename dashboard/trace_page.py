@@ -61,6 +61,29 @@ class Laid:
     #: whether that span is a model call wrapping a provider call (genai/counting.py):
     #: `usage` when the call below reports usage, `call` when it reports none
     wrapper: str | None = None
+    #: the trace's first error span in the waterfall's order: (span id, name, what it
+    #: says went wrong), for the header
+    first_error: tuple[str, str, str] | None = None
+
+
+#: The most of an error's message the trace's header shows.
+ERROR_CHARS = 300
+
+
+def what_failed(span: dict[str, Any]) -> str:
+    """What a canonical error span says went wrong: its status message, else its first
+    exception event's type and message (OpenTelemetry's `exception.*`), cut short."""
+    said = span["status"].get("message") or ""
+    if not said:
+        for event in span.get("events", ()):
+            if event.get("name") != "exception":
+                continue
+            pairs = event.get("attributes", ())
+            found = {pair["key"]: pair["value"].get("stringValue", "") for pair in pairs}
+            kind, message = found.get("exception.type", ""), found.get("exception.message", "")
+            said = f"{kind}: {message}" if kind and message else kind or message
+            break
+    return said if len(said) <= ERROR_CHARS else said[: ERROR_CHARS - 1] + "…"
 
 
 def unpriced(detail: TraceOutline, wrapping: Wrappers) -> int:
@@ -104,7 +127,12 @@ class Trace(View[TraceAsked]):
             span = self.explorer.span(asked.project, detail.trace_id, chosen.span.span_id)
             datasets = self.explorer.dataset_names(asked.project)
             wrapper = _wrapper(chosen.span, waterfall.wrapping)
-        return Laid(detail, waterfall, chosen, span, datasets, wrapper)
+        first_error = None
+        errors = waterfall.errors()
+        if errors:
+            failed = self.explorer.span(asked.project, detail.trace_id, errors[0][1])
+            first_error = (failed["spanId"], failed["name"], what_failed(failed))
+        return Laid(detail, waterfall, chosen, span, datasets, wrapper, first_error)
 
     async def page(self, context: TraceAsked) -> str:
         laid = await asyncio.to_thread(self._lay_out, context, request.args.get("span"))
@@ -133,6 +161,7 @@ class Trace(View[TraceAsked]):
             wrapper=laid.wrapper,
             errors=[[at, span_id, at // PAGE_ROWS + 1] for at, span_id in waterfall.errors()],
             unpriced=unpriced(laid.detail, waterfall.wrapping),
+            first_error=laid.first_error,
         )
 
     async def data(self, context: TraceAsked) -> dict[str, Any]:

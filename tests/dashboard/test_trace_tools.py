@@ -4,15 +4,21 @@ within a trace, and the page a selected span is on."""
 from __future__ import annotations
 
 import json
+import re
+from typing import Any
 from urllib.parse import quote
 
 import orjson
 
 from dashboard.waterfall import PAGE_ROWS, lay_out
+from genai.prices import Pricer
+from proto_json import convert_otlp
+from storage.span_genai import with_views
+from storage.span_rows import rows_of
 from storage.spans import SpanStore
 from tests.dashboard.big import NEEDLE, big_run, is_model_call, span_id
-from tests.dashboard.conftest import Site, sign_in, store
-from tests.proto_json.spans import span
+from tests.dashboard.conftest import WINDOW_MS, Site, agent_run, sign_in, store
+from tests.proto_json.spans import otlp_body, otlp_span, span
 
 TRACE = "b2" * 16
 
@@ -88,3 +94,50 @@ async def test_a_selected_span_opens_its_own_page(site: Site) -> None:
     await sign_in(client, "viewer@acme.test")
     page = await (await client.get(f"/projects/demo/traces/{TRACE}?span={last}")).get_data()
     assert b"Spans 1001" in page and f'data-span-id="{last}"'.encode() in page
+
+
+async def test_the_header_says_what_the_first_error_was(site: Site) -> None:
+    """A trace with errors names its first error span in the waterfall's order, linked,
+    with its status message, or its exception event's type and message when it has
+    none; a trace with no error names none."""
+    client = site.client()
+    await sign_in(client, "viewer@acme.test")
+
+    async def first_error(status: dict[str, Any], received_ms: int) -> str | None:
+        rows = rows_of(convert_otlp(_erring(status)).request, site.demo.id, received_ms)
+        SpanStore(site.db).upsert(with_views(rows, Pricer()), WINDOW_MS)
+        page = (await (await client.get(f"/projects/demo/traces/{TRACE}")).get_data()).decode()
+        said = re.search(r'<dd class="first-error">(.*?)</dd>', page, re.S)
+        return None if said is None else said[1]
+
+    rate_limited = {"code": 2, "message": "Error code: 429 - rate limit <exceeded>"}
+    assert await first_error(rate_limited, 1) == (
+        f'<a href="?span={"2" * 16}">chat gpt-4o</a>: '
+        '<span class="error-said">Error code: 429 - rate limit &lt;exceeded&gt;</span>'
+    )
+    assert await first_error({"code": 0}, 2 * WINDOW_MS) == (  # the call sent again, fine
+        f'<a href="?span={"3" * 16}">lookup</a>: <span class="error-said">KeyError: order 7</span>'
+    )
+    store(site.db, site.demo, agent_run("c3" * 16))
+    page = (await (await client.get(f"/projects/demo/traces/{'c3' * 16}")).get_data()).decode()
+    assert "First error" not in page
+
+
+def _erring(status: dict[str, Any]) -> bytes:
+    """An agent, its model call of `status` and a tool call failing by an exception."""
+    exception = [
+        {"key": "exception.type", "value": {"stringValue": "KeyError"}},
+        {"key": "exception.message", "value": {"stringValue": "order 7"}},
+    ]
+    return otlp_body(
+        otlp_span(traceId=TRACE, spanId="1" * 16, name="agent", endTimeUnixNano=_at(9)),
+        otlp_span(traceId=TRACE, spanId="2" * 16, parentSpanId="1" * 16, name="chat gpt-4o",
+                  startTimeUnixNano=_at(1), endTimeUnixNano=_at(2), status=status),
+        otlp_span(traceId=TRACE, spanId="3" * 16, parentSpanId="1" * 16, name="lookup",
+                  startTimeUnixNano=_at(3), endTimeUnixNano=_at(4), status={"code": 2},
+                  events=[{"name": "exception", "timeUnixNano": _at(4), "attributes": exception}]),
+    )  # fmt: skip
+
+
+def _at(second: int) -> str:
+    return str(1_795_341_600_000_000_000 + second * 10**9)
