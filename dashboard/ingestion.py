@@ -84,11 +84,10 @@ class Ingestion:
                 self._client = queue_client(self.redis_url, SOCKET_TIMEOUT_S)
             return self._client
 
-    def _read(self, project: Project, limit: int, minutes: int) -> IngestionView:
+    def _read(self, project: Project, limit: int, minutes: int, wrong_only: bool) -> IngestionView:
         try:
-            return read_ingestion(
-                self._queue(), project.id, limit, int(time.time() * 1000), minutes
-            )
+            now_ms = int(time.time() * 1000)
+            return read_ingestion(self._queue(), project.id, limit, now_ms, minutes, wrong_only)
         except redis.RedisError as e:
             raise DashboardError(
                 503, "QUEUE_UNAVAILABLE", "the queue store is not answering; try again"
@@ -99,20 +98,23 @@ class Ingestion:
         if window not in WINDOWS:
             raise invalid(f"window must be one of {', '.join(WINDOWS)}")
         limit = params.limit_of(request.args, DEFAULT_LIMIT, MAX_LIMIT)
+        wrong_only = _wrong_only(request.args)
         found = await signed_in_project(self.explorer, project)
-        view = await asyncio.to_thread(self._read, found, limit, WINDOWS[window])
+        view = await asyncio.to_thread(self._read, found, limit, WINDOWS[window], wrong_only)
         return await render_template(
             "ingestion.html",
             project=found,
             view=view,
             window=window,
+            wrong_only=wrong_only,
             chart=render(view.minutes),
         )
 
     async def api(self, project: str) -> Response:
         limit = params.limit_of(request.args, DEFAULT_LIMIT, MAX_LIMIT)
+        wrong_only = _wrong_only(request.args)
         found = await signed_in_project(self.explorer, project)
-        view = await asyncio.to_thread(self._read, found, limit, WINDOWS["hour"])
+        view = await asyncio.to_thread(self._read, found, limit, WINDOWS["hour"], wrong_only)
         return json_response(ingestion_json(view))
 
     async def close(self) -> None:
@@ -121,3 +123,11 @@ class Ingestion:
             client, self._client = self._client, None
         if client is not None:
             await asyncio.to_thread(client.close)
+
+
+def _wrong_only(args: params.Args) -> bool:
+    """`problems=1`: only the requests refused or with spans rejected."""
+    value = params.one(args, "problems")
+    if value not in ("", "0", "1"):
+        raise invalid("problems must be 1 or 0")
+    return value == "1"

@@ -92,18 +92,29 @@ def _at(record: RequestRecord) -> int:
     return record.at_ms
 
 
+def went_wrong(record: RequestRecord) -> bool:
+    """Whether a request was refused, or had spans rejected."""
+    return record.status != 200 or bool(record.rejected)
+
+
 def _newest_requests(
-    client: redis.Redis | redis.RedisCluster, key: str, limit: int, first: Any
+    client: redis.Redis | redis.RedisCluster,
+    key: str,
+    limit: int,
+    first: Any,
+    wrong_only: bool = False,
 ) -> tuple[RequestRecord, ...]:
-    """The `limit` requests of newest `at`, newest first, from the stream's entries read
-    newest written first (`first`: the first round trip's, limit + READ_AHEAD of them).
-    A record is written after its `at`, and an entry written before another has an
-    `at` before that one's id (give or take CLOCK_SKEW_MS): the read goes on while an
-    entry written earlier could still be among the newest, or until the stream ends."""
+    """The `limit` requests of newest `at` (with `wrong_only`, of those `went_wrong`),
+    newest first, from the stream's entries read newest written first (`first`: the
+    first round trip's, limit + READ_AHEAD of them). A record is written after its
+    `at`, and an entry written before another has an `at` before that one's id (give or
+    take CLOCK_SKEW_MS): the read goes on while an entry written earlier could still be
+    among the newest, or until the stream ends (about KEEP entries)."""
     page, asked = first or [], limit + READ_AHEAD
     records: list[RequestRecord] = []
     while True:
-        records += _entries(page, RequestRecord.from_fields)
+        read = _entries(page, RequestRecord.from_fields)
+        records += filter(went_wrong, read) if wrong_only else read
         records.sort(key=_at, reverse=True)
         del records[limit:]
         if len(page) < asked:
@@ -158,9 +169,11 @@ def read_ingestion(
     limit: int,
     now_ms: int,
     minutes: int = 60,
+    wrong_only: bool = False,
 ) -> IngestionView:
-    """The project's record: at most `limit` requests and refused spans, and the spans
-    per minute of the last `minutes` minutes (at most a day)."""
+    """The project's record: at most `limit` requests (with `wrong_only`, of those that
+    `went_wrong`) and refused spans, and the spans per minute of the last `minutes`
+    minutes (at most a day)."""
     today = day_of(now_ms)
     days = sorted({today, day_of(now_ms - (minutes - 1) * 60_000)})
     reads: Any = client.pipeline(transaction=False)
@@ -179,7 +192,7 @@ def read_ingestion(
     except ValueError:
         queue_depth = 0
     return IngestionView(
-        requests=_newest_requests(client, requests_key(project_id), limit, requests),
+        requests=_newest_requests(client, requests_key(project_id), limit, requests, wrong_only),
         refused=_entries(refused, RefusedSpan.from_fields),
         dead_letters=int(dead),
         dead_notes=_entries(notes, DeadLetterNote.from_fields),

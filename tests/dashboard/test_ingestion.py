@@ -118,6 +118,37 @@ async def test_limit_caps_both_lists_and_is_checked(site: Site, queue: redis.Red
         assert (await answer.get_json())["error"]["code"] == "VALIDATION_ERROR"
 
 
+async def test_problems_only_reads_past_the_requests_that_went_well(
+    site: Site, queue: redis.Redis
+) -> None:
+    """`problems=1` lists only the requests refused or with spans rejected, newest
+    first, however many that went well came after them (the page and the JSON); any
+    other value is a 400."""
+    now = int(time.time() * 1000)
+    seed(queue, site.demo, now - 60_000)  # a 200 with a rejected span, then a 429
+    fine = [
+        RequestRecord(now - 30_000 + n, "/v1/traces", 200, None, 5, 0, 0, 100, "sgk_abcdefgh")
+        for n in range(3000)
+    ]
+    for at in range(0, len(fine), 500):
+        record(queue, site.demo, *fine[at : at + 500])
+    client = site.client()
+    await sign_in(client, "viewer@acme.test")
+    api = "/api/v1/projects/demo/ingestion"
+    listed = (await (await client.get(f"{api}?limit=10")).get_json())["requests"]
+    assert {r["status"] for r in listed} == {200} and len(listed) == 10
+    wrong = (await (await client.get(f"{api}?problems=1")).get_json())["requests"]
+    assert [(r["status"], r["rejected"]) for r in wrong] == [(429, None), (200, 1)]
+    wrong = (await (await client.get(f"{api}?problems=1&limit=1")).get_json())["requests"]
+    assert [r["status"] for r in wrong] == [429]
+    page = (await (await client.get("/projects/demo/ingestion?problems=1")).get_data()).decode()
+    assert "The latest 2 requests refused or with spans rejected" in page
+    assert 'href="?window=hour">all requests</a>' in page
+    answer = await client.get(f"{api}?problems=yes")
+    assert answer.status_code == 400
+    assert (await answer.get_json())["error"]["message"] == "problems must be 1 or 0"
+
+
 async def test_an_empty_record_and_another_organisation(site: Site, queue: redis.Redis) -> None:
     """A project with nothing recorded answers empty lists and null lags; another
     organisation's project is 404; an API key is 401."""
