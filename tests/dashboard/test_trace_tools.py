@@ -141,3 +141,20 @@ def _erring(status: dict[str, Any]) -> bytes:
 
 def _at(second: int) -> str:
     return str(1_795_341_600_000_000_000 + second * 10**9)
+
+
+async def test_the_header_and_the_list_give_a_trace_one_duration(site: Site) -> None:
+    """A span that ends before it starts (sent so) makes the trace's duration negative:
+    its page says what the list says, and a trace with no span ended says so."""
+    store(site.db, site.demo, [span(traceId=TRACE, spanId="1" * 16, name="backwards",
+                                    startTime="2026-11-22T10:00:04Z",
+                                    endTime="2026-11-22T10:00:00Z")])  # fmt: skip
+    store(site.db, site.demo, [span(traceId="c3" * 16, spanId="1" * 16, name="open")])
+    client = site.client()
+    await sign_in(client, "viewer@acme.test")
+    listed = orjson.loads(await (await client.get("/api/v1/projects/demo/traces")).get_data())
+    durations = {t["traceId"]: t["durationMs"] for t in listed["traces"]}
+    assert durations == {TRACE: -4000.0, "c3" * 16: None}
+    for trace, shown in ((TRACE, "-4000.000 ms"), ("c3" * 16, "not ended")):
+        page = (await (await client.get(f"/projects/demo/traces/{trace}")).get_data()).decode()
+        assert f"<dt>Duration</dt><dd>{shown}</dd>" in page
