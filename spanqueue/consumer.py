@@ -11,6 +11,8 @@ to `max_attempts` times, then moved with the reason to the project's dead-letter
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -90,6 +92,25 @@ class Entry:
             return max(0, int(self.fields.get(b"spans", b"0")))
         except ValueError:
             return 0
+
+
+#: Entries claimed in one XCLAIM when taking over a worker that is gone.
+CLAIMED_AT_ONCE = 1000
+
+
+def _gone_of_this_host(consumer: str) -> bool:
+    """Whether a consumer's default name (`host-pid`, worker/loop.py) names this host
+    and a process id that no process has."""
+    host, _, pid = consumer.rpartition("-")
+    if host != socket.gethostname() or not pid.isdigit() or int(pid) == os.getpid():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except (PermissionError, OverflowError, ValueError):  # another user's, or no such id
+        return False
+    return False
 
 
 def _entries(reply: Any) -> list[Entry]:
@@ -285,6 +306,44 @@ class Consumer:
         """Entries per read of new entries, from the size of these (READ_SPANS)."""
         per_entry = max(1, sum(entry.span_count for entry in entries) // len(entries))
         self.read_count = max(1, min(self.batch_entries, READ_SPANS // per_entry))
+
+    def take_over_dead(self, streams: list[str]) -> int:
+        """Make this consumer's the entries pending under a consumer of this host that
+        is gone (named by default, `host-pid`, and no process has that id), at once
+        rather than after claim_idle_ms: a worker started again after a crash then
+        writes them before newer entries, in queue order. A consumer of another name or
+        host is left to `claim`. The entries taken."""
+        taken = 0
+        for stream in streams:
+            try:
+                summary: Any = self.client.xpending(stream, GROUP)
+            except redis.ResponseError:  # no group: nothing pending
+                continue
+            for held in summary.get("consumers") or []:
+                name = held["name"].decode()
+                if name != self.consumer and _gone_of_this_host(name):
+                    taken += self._take_over(stream, name)
+        if taken:
+            log.info("took over the entries of a worker that is gone", extra={"entries": taken})
+        return taken
+
+    def _take_over(self, stream: str, consumer: str) -> int:
+        """Every entry pending under `consumer` in `stream`, claimed for this one. Each
+        claim asks that the entries be idle at least as long as when they were listed:
+        one that another worker taking them over too claimed meanwhile is left to it."""
+        taken = 0
+        while True:
+            pending: Any = self.client.xpending_range(
+                stream, GROUP, min="-", max="+", count=CLAIMED_AT_ONCE, consumername=consumer
+            )
+            ids = [entry["message_id"] for entry in pending]
+            if not ids:
+                return taken
+            idle = min(entry["time_since_delivered"] for entry in pending)
+            claimed: Any = self.client.xclaim(stream, GROUP, self.consumer, idle, ids, justid=True)
+            taken += len(claimed)
+            if len(claimed) < len(ids):  # another took some: what is left is its
+                return taken
 
     def claim(self, streams: list[str]) -> list[Entry]:
         """Entries left pending by any consumer (a dead one) for longer than claim_idle_ms."""

@@ -280,11 +280,13 @@ class Worker:
         """Within `run`, ask for the next batch of new entries before writing this one.
 
         Not when stream discovery is due: that step rediscovers streams and takes over
-        stale entries (XAUTOCLAIM) first, so neither waits while the queue is busy.
+        stale entries (XAUTOCLAIM) first, so neither waits while the queue is busy. Nor
+        while entries of this consumer are left pending (`read_own`): they were queued
+        before any new one, and the re-sending rules judge sends in queue order.
         """
         queue = self.queue
         if self._reading_ahead and self._ahead is None and queue.streams and not queue.clustered:
-            if not queue.discovery_due():
+            if not queue.discovery_due() and not self._own_pending:
                 self._ahead = queue.read_ahead()
 
     def _drop_ahead(self) -> None:
@@ -298,7 +300,8 @@ class Worker:
         if self._ahead is not None:
             ahead, self._ahead = self._ahead, None
             entries = ahead.result()
-        elif self._own_pending and not self._writing:  # nothing of them still in hand
+        elif self._own_pending:  # before any new entry: they were queued first
+            self._written()  # nothing of them still in hand, which a read would give again
             entries = self.queue.read_own(self.queue.discover())
             self._own_pending = bool(entries)
         else:
@@ -354,7 +357,9 @@ class Worker:
     def run(self, stop: threading.Event | None = None, burst: bool = False) -> WorkerStats:
         """Until `stop` is set (or, in burst mode, until nothing is left to do)."""
         stop = stop or threading.Event()
-        self.queue.discover(force=True)
+        # a worker of this host that is gone left entries that were queued before any
+        # new one: taken over as this consumer's own, they are written first
+        self.queue.take_over_dead(self.queue.discover(force=True))
         self._own_pending = True
         self._reading_ahead = True
         if self.store.db.sqlite_path is not None:

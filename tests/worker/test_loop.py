@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import gc
 import itertools
+import os
+import socket
+import subprocess
 import sys
 import threading
 import time
@@ -317,6 +320,64 @@ def test_dead_worker_entries_are_taken_over(
     assert store.count(queue.project_id) == 0
     drain(client, store, claim_idle_ms=0)
     assert store.count(queue.project_id) == 1 and queue.length() == 0
+
+
+def _sent_in_three(queue: Queue) -> None:
+    """A span, a change of it within its window, and the first content again: in the
+    order received, the change is refused and the first send stays."""
+    now = int(time.time() * 1000)
+    queue.send(span(name="first"), received_ms=now - 2000)
+    queue.send(span(name="changed"), received_ms=now - 1000)
+    queue.send(span(name="first"), received_ms=now)
+
+
+def _ended_pid() -> int:
+    """The id of a process that has ended."""
+    child = subprocess.Popen(["true"])  # noqa: S607
+    child.wait()
+    return child.pid
+
+
+def _reads(client: redis.Redis, store: SpanStore, consumer: str, entries: int) -> None:
+    """A worker named `consumer` reads `entries` new entries, one at a time, and is
+    killed before writing them."""
+    held = Worker(client, store, WINDOW_S, consumer=consumer, block_ms=10, batch_entries=1)
+    streams = held.queue.discover(force=True)
+    for _ in range(entries):
+        assert len(held.queue.read_new(streams, block=False)) == 1
+
+
+def test_a_worker_started_again_takes_up_its_own_entries_before_new_ones(
+    client: redis.Redis, queue: Queue, store: SpanStore
+) -> None:
+    """A worker killed holding entries, started again under the same name (`--consumer`)
+    with newer entries queued: it writes its own in queue order before the newer ones,
+    as when it had not stopped (the change refused, the first send kept)."""
+    queue.send(span(spanId="2" * 16))
+    _sent_in_three(queue)
+    _reads(client, store, "same", 3)  # the other span, the first send and the change
+    again = drain(client, store, consumer="same", batch_entries=1)
+    stored = {s["spanId"]: s["name"] for s in store.trace(queue.project_id, span()["traceId"])}
+    assert stored[span()["spanId"]] == "first" and again.stats.spans_refused == 1
+
+
+def test_a_dead_worker_of_this_host_is_taken_over_before_new_entries(
+    client: redis.Redis, queue: Queue, store: SpanStore
+) -> None:
+    """A worker of this host that is gone (its default name, host and process id, names
+    no running process) left entries pending: the worker started after it takes them
+    over at once, and writes them before the newer entries, in queue order (the change
+    refused, the first send kept); a live worker's are left to it."""
+    alive = f"{socket.gethostname()}-{os.getpid()}"
+    queue.send(span(spanId="2" * 16))
+    _reads(client, store, alive, 1)
+    _sent_in_three(queue)
+    _reads(client, store, f"{socket.gethostname()}-{_ended_pid()}", 2)
+    taking = drain(client, store, consumer="taking", batch_entries=1)
+    stored = {s["spanId"]: s["name"] for s in store.trace(queue.project_id, span()["traceId"])}
+    assert (stored, taking.stats.spans_refused) == ({span()["spanId"]: "first"}, 1)
+    pending = client.xpending(stream_key(queue.project_id), GROUP)
+    assert [(c["name"].decode(), c["pending"]) for c in pending["consumers"]] == [(alive, 1)]
 
 
 def test_undecodable_entry_is_dead_lettered_after_attempts(
