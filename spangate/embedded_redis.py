@@ -148,6 +148,10 @@ class EmbeddedRedis:
         if port is None:
             return None
         with socket.socket() as probe:
+            # as redis-server binds: connections its last server closed (clients still
+            # connected when it stopped or died) hold the port a while, which a bind
+            # without SO_REUSEADDR takes for a listener
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
                 probe.bind(("127.0.0.1", port))
             except OSError:

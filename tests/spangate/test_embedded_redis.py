@@ -94,3 +94,29 @@ def test_a_server_started_again_takes_the_port_its_directory_recorded(tmp_path: 
             third.stop()
     finally:
         again.stop()
+
+
+def test_the_port_is_kept_when_clients_were_connected_as_the_server_died(
+    tmp_path: Path,
+) -> None:
+    """A worker and a dashboard connected when the server's starter is killed (the
+    server then closes their connections first, which leaves them waiting on its port
+    in the kernel): the next start still takes the recorded port, where they reconnect."""
+    first = EmbeddedRedis(tmp_path)
+    url = first.start()
+    connected = [redis.Redis.from_url(url) for _ in range(3)]
+    for client in connected:
+        client.ping()
+    assert first.process is not None and first._lock is not None
+    first.process.send_signal(signal.SIGKILL)
+    first.process.wait(timeout=30)
+    first._lock.close()
+    first._lock = None
+    again = EmbeddedRedis(tmp_path)
+    try:
+        assert again.start() == url
+        assert all(client.ping() for client in connected)  # reconnected where they were
+    finally:
+        again.stop()
+        for client in connected:
+            client.close()
