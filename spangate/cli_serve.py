@@ -29,12 +29,35 @@ from storage.errors import StoreError
 from storage.identity import IdentityStore
 from storage.schema import migrate
 
+#: How often a part run alone looks whether the embedded Redis it started has exited.
+WATCH_EVERY_S = 1.0
+
 
 @contextmanager
 def redis_url_for(settings: Settings) -> Iterator[Settings]:
-    """Settings with a Redis URL: the configured one, or the data directory's embedded one."""
-    with _queue_store(settings) as (resolved, _):
-        yield resolved
+    """Settings with a Redis URL: the configured one, or the data directory's embedded
+    one; an embedded one this process started is kept running (started again on its
+    port when it exits, as `spangate serve` keeps it) until the block ends, and when it
+    cannot be, the process is asked to stop (SIGTERM)."""
+    with _queue_store(settings) as (resolved, embedded):
+        if embedded is None:
+            yield resolved
+            return
+        watch, done = _watching(embedded), threading.Event()
+
+        def keep() -> None:
+            while not done.wait(WATCH_EVERY_S):
+                if not watch():
+                    os.kill(os.getpid(), signal.SIGTERM)
+                    return
+
+        watcher = threading.Thread(target=keep, name="spangate-redis-watch", daemon=True)
+        watcher.start()
+        try:
+            yield resolved
+        finally:
+            done.set()
+            watcher.join()
 
 
 @contextmanager

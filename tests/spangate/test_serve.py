@@ -166,11 +166,13 @@ def _children(pid: int) -> dict[str, int]:
 
 
 def _redis_server(pid: int) -> int:
-    """serve's embedded redis-server's pid, from /proc."""
-    for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
-        if b"redis-server" in Path(f"/proc/{child}/cmdline").read_bytes():
-            return int(child)
-    raise AssertionError("serve runs no redis-server")
+    """The embedded redis-server's pid of a process, from /proc (started by any of its
+    threads: a part run alone starts it again from a thread of its own)."""
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            if b"redis-server" in Path(f"/proc/{child}/cmdline").read_bytes():
+                return int(child)
+    raise AssertionError("the process runs no redis-server")
 
 
 def _stored_traces(env: dict[str, str], cwd: Path, expected: set[str]) -> set[str]:
@@ -380,3 +382,31 @@ def test_serve_refuses_one_port_for_two_parts(tmp_path: Path) -> None:
     _, err = process.communicate(timeout=60)
     assert process.returncode == 1
     assert "SPANGATE_API_PORT" in err.decode() and "SPANGATE_APP_PORT" in err.decode()
+
+
+def test_a_collector_run_alone_starts_again_its_redis_killed(tmp_path: Path) -> None:
+    """`spangate collector` alone on embedded defaults: its redis-server killed, it
+    starts it again on its port (not left a zombie, every send refused), says so, and
+    takes spans again; a worker run alone beside it stores them."""
+    env = _ports()
+    ingest = f"http://127.0.0.1:{env['SPANGATE_INGEST_PORT']}"
+    assert spawn(["users", "add", "a@x.io", "--role", "owner"], env, tmp_path).wait(30) == 0
+    created = spawn(["keys", "create", "--project", "demo", "--user", "a@x.io"], env, tmp_path)
+    key = created.communicate(timeout=30)[0].decode().strip().splitlines()[-1]
+    with _serving(["collector"], env, tmp_path) as (collector, said):
+        wait_healthy(f"{ingest}/health/ready", collector)
+        redis_server = _redis_server(collector.pid)
+        os.kill(redis_server, signal.SIGKILL)
+        deadline, answered = time.monotonic() + 30, 0
+        body = {"spans": [span(traceId="c1" * 16)]}
+        while time.monotonic() < deadline:
+            answered = httpx.post(
+                f"{ingest}/v1/spans", json=body, headers={"Authorization": f"Bearer {key}"}
+            ).status_code
+            if answered == 200:
+                break
+            time.sleep(0.2)
+        assert answered == 200 and _redis_server(collector.pid) != redis_server
+        with _serving(["worker"], env, tmp_path):
+            _wait_stored(env, tmp_path, "c1" * 16)
+    assert "the embedded Redis exited with status -9; started again on its port" in said[0]
