@@ -57,7 +57,7 @@ def with_database(
     db = Database(settings.database_url, statement_timeout_ms)
     path = db.sqlite_path
     new = path is not None and not path.exists()
-    if existing and new:
+    if existing and path is not None and new:
         db.close()
         return fail(f"no database at {path.resolve()} {_WHERE}")
     try:
