@@ -107,7 +107,7 @@ async def test_the_header_says_what_the_first_error_was(site: Site) -> None:
         rows = rows_of(convert_otlp(_erring(status)).request, site.demo.id, received_ms)
         SpanStore(site.db).upsert(with_views(rows, Pricer()), WINDOW_MS)
         page = (await (await client.get(f"/projects/demo/traces/{TRACE}")).get_data()).decode()
-        said = re.search(r'<dd class="first-error">(.*?)</dd>', page, re.S)
+        said = re.search(r'<dd class="whole first-error">(.*?)</dd>', page, re.S)
         return None if said is None else said[1]
 
     rate_limited = {"code": 2, "message": "Error code: 429 - rate limit <exceeded>"}
