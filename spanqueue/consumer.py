@@ -314,10 +314,11 @@ class Consumer:
         writes them before newer entries, in queue order. A consumer of another name or
         host is left to `claim`. The entries taken."""
         taken = 0
+        asked: Any = self.client.pipeline(transaction=False)  # one round trip, many streams
         for stream in streams:
-            try:
-                summary: Any = self.client.xpending(stream, GROUP)
-            except redis.ResponseError:  # no group: nothing pending
+            asked.xpending(stream, GROUP)
+        for stream, summary in zip(streams, asked.execute(raise_on_error=False), strict=True):
+            if isinstance(summary, Exception):  # no group: nothing pending
                 continue
             for held in summary.get("consumers") or []:
                 name = held["name"].decode()
