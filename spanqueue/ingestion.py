@@ -185,8 +185,13 @@ class DeadLetterNote:
 
 
 def reasons_of(reasons: list[str]) -> str:
-    """The reasons a record keeps: the first MAX_REASONS, each cut to MAX_REASON_CHARS."""
-    return "\n".join(reason[:MAX_REASON_CHARS] for reason in reasons[:MAX_REASONS])
+    """The reasons a record keeps: the first MAX_REASONS, each cut to MAX_REASON_CHARS
+    (one cut ends in "…", so that it does not read as a whole word)."""
+    return "\n".join(_cut(reason) for reason in reasons[:MAX_REASONS])
+
+
+def _cut(reason: str) -> str:
+    return reason if len(reason) <= MAX_REASON_CHARS else reason[: MAX_REASON_CHARS - 1] + "…"
 
 
 def lag_sample(stored_ms: int, received_ms: int) -> bytes:

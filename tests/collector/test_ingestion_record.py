@@ -23,7 +23,7 @@ from collector.redis_cluster import QueueLink
 from collector.redis_link import Script
 from service.settings import Settings
 from spanqueue import heartbeat
-from spanqueue.ingestion import KEEP, RECORDS, RequestRecord, minute_field
+from spanqueue.ingestion import KEEP, RECORDS, RequestRecord, minute_field, reasons_of
 from spanqueue.ingestion_read import IngestionView, read_ingestion
 from spanqueue.layout import minutes_key, requests_key
 from tests.collector.conftest import ADMISSIONS, Tenant, make_app, sent
@@ -296,3 +296,13 @@ async def test_refusals_are_written_in_batches(tenant: Tenant, tmp_path: Path) -
     assert stats["cmdstat_evalsha"]["calls"] == MAX_PENDING // RECORDS_PER_CALL
     assert stats["cmdstat_xadd"]["calls"] == MAX_PENDING
     assert kept <= KEEP + 100 and dropped == [1] * 5
+
+
+def test_a_reason_cut_to_fit_the_record_says_it_was_cut() -> None:
+    """The record keeps the first three reasons, each at most 200 characters: one cut
+    ends in "…" (an invalid kind's reason lists every kind, and read "tool_c" cut)."""
+    long = "span 1: INVALID_KIND: kind must be one of " + ", ".join(["tool_call"] * 30)
+    kept = reasons_of([long, "span 2: short", "span 3: x", "span 4: dropped"]).split("\n")
+    assert kept[0] == long[:199] + "…" and len(kept[0]) == 200
+    assert kept[1:] == ["span 2: short", "span 3: x"]
+    assert reasons_of(["x" * 200]) == "x" * 200
