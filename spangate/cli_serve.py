@@ -36,9 +36,10 @@ WATCH_EVERY_S = 1.0
 @contextmanager
 def redis_url_for(settings: Settings) -> Iterator[Settings]:
     """Settings with a Redis URL: the configured one, or the data directory's embedded
-    one; an embedded one this process started is kept running (started again on its
-    port when it exits, as `spangate serve` keeps it) until the block ends, and when it
-    cannot be, the process is asked to stop (SIGTERM)."""
+    one, kept running until the block ends, as `spangate serve` keeps it: started again
+    on its port when it exits, or, when another process started it and is gone (and
+    the server with it), started here; when it cannot be, the process is asked to stop
+    (SIGTERM)."""
     with _queue_store(settings) as (resolved, embedded):
         if embedded is None:
             yield resolved
@@ -62,8 +63,8 @@ def redis_url_for(settings: Settings) -> Iterator[Settings]:
 
 @contextmanager
 def _queue_store(settings: Settings) -> Iterator[tuple[Settings, EmbeddedRedis | None]]:
-    """`redis_url_for`'s settings, and the embedded Redis this process started (None
-    when the settings name one, or another process runs the directory's)."""
+    """`redis_url_for`'s settings, and the data directory's embedded Redis, which this
+    process started or found running (None when the settings name one)."""
     if settings.redis_url is not None:
         yield settings, None
         return
@@ -84,6 +85,7 @@ def _watching(embedded: EmbeddedRedis | None) -> Callable[[], bool]:
             return True
         try:
             status = embedded.keep_running()
+            adopted = status is None and embedded.adopt()
         except EmbeddedRedisError as e:
             print(f"spangate: the embedded Redis exited and {e}; stopping", file=sys.stderr)
             return False
@@ -91,6 +93,13 @@ def _watching(embedded: EmbeddedRedis | None) -> Callable[[], bool]:
             print(
                 f"spangate: the embedded Redis exited with status {status}; started again "
                 "on its port",
+                file=sys.stderr,
+                flush=True,
+            )
+        if adopted:
+            print(
+                "spangate: the process that ran the embedded Redis is gone; started it "
+                "again on its port, in this one",
                 file=sys.stderr,
                 flush=True,
             )

@@ -118,6 +118,10 @@ class EmbeddedRedis:
             lock.close()
             url = self._wait_for_other()
             return url
+        return self._run_locked(lock)
+
+    def _run_locked(self, lock: IO[str]) -> str:
+        """Start the server, the directory's lock taken; its URL."""
         self._lock = lock
         self._stop_left_running()
         self.port = self.port or self._recorded_port() or free_port()
@@ -134,6 +138,21 @@ class EmbeddedRedis:
         if status is not None:
             self._spawn()
         return status
+
+    def adopt(self) -> bool:
+        """When this process uses another's server (`start` found it running) and that
+        process is gone (the lock is free: its server got SIGTERM with it), start the
+        server here, on its port, and keep it from now on: whether it did."""
+        if self._lock is not None:  # this process runs it, or stopped it
+            return False
+        lock = open(self.dir / "redis.lock", "w")
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:  # its process runs it still
+            lock.close()
+            return False
+        self._run_locked(lock)
+        return True
 
     def _recorded_port(self) -> int | None:
         """The port `redis.url` names when it is free: the server of the directory that

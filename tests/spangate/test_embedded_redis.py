@@ -120,3 +120,30 @@ def test_the_port_is_kept_when_clients_were_connected_as_the_server_died(
         again.stop()
         for client in connected:
             client.close()
+
+
+def test_a_process_using_anothers_server_starts_it_when_that_one_is_gone(
+    tmp_path: Path,
+) -> None:
+    """A process that found the directory's server running (another started it) does
+    not adopt it while that process lives; once it is gone, and its server with it,
+    it starts the server itself, on its port, with what was queued."""
+    owner = EmbeddedRedis(tmp_path)
+    url = owner.start()
+    redis.Redis.from_url(url).xadd("stream", {"span": "kept"})
+    user = EmbeddedRedis(tmp_path)
+    assert user.start() == url and user.process is None
+    try:
+        assert not user.adopt()  # its owner runs it
+        assert owner.process is not None and owner._lock is not None
+        owner.process.send_signal(signal.SIGTERM)  # as when its process dies
+        owner.process.wait(timeout=30)
+        owner._lock.close()
+        owner._lock = None
+        assert user.adopt() and user.process is not None
+        assert not user.adopt()  # now its own
+        entries = redis.Redis.from_url(url).xrange("stream")
+        assert [fields for _, fields in entries] == [{b"span": b"kept"}]
+    finally:
+        user.stop()
+        owner.stop()

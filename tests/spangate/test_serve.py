@@ -410,3 +410,46 @@ def test_a_collector_run_alone_starts_again_its_redis_killed(tmp_path: Path) -> 
         with _serving(["worker"], env, tmp_path):
             _wait_stored(env, tmp_path, "c1" * 16)
     assert "the embedded Redis exited with status -9; started again on its port" in said[0]
+
+
+def test_a_collector_run_alone_starts_the_redis_of_a_worker_killed(tmp_path: Path) -> None:
+    """A worker run alone first starts the embedded Redis; a collector run alone after it
+    uses that one. The worker killed (its Redis goes with it), the collector starts the
+    Redis itself, on its port, and takes spans again; a new worker stores them."""
+    env = {**_ports(), "SPANGATE_WORKER_METRICS_PORT": "0"}
+    ingest = f"http://127.0.0.1:{env['SPANGATE_INGEST_PORT']}"
+    assert spawn(["users", "add", "a@x.io", "--role", "owner"], env, tmp_path).wait(30) == 0
+    created = spawn(["keys", "create", "--project", "demo", "--user", "a@x.io"], env, tmp_path)
+    key = created.communicate(timeout=30)[0].decode().strip().splitlines()[-1]
+    worker = spawn(["worker"], env, tmp_path)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not (tmp_path / ".spangate/redis/redis.url").exists():
+            time.sleep(0.1)
+        with _serving(["collector"], env, tmp_path) as (collector, said):
+            wait_healthy(f"{ingest}/health/ready", collector)
+            worker.kill()
+            worker.wait(timeout=30)
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and not _runs_redis(collector.pid):
+                time.sleep(0.1)
+            answered = httpx.post(
+                f"{ingest}/v1/spans",
+                json={"spans": [span(traceId="c2" * 16)]},
+                headers={"Authorization": f"Bearer {key}"},
+            )
+            assert answered.status_code == 200
+            with _serving(["worker"], env, tmp_path):
+                _wait_stored(env, tmp_path, "c2" * 16)
+        assert "the process that ran the embedded Redis is gone; started it again" in said[0]
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+        worker.communicate()
+
+
+def _runs_redis(pid: int) -> bool:
+    try:
+        return _redis_server(pid) > 0
+    except AssertionError:
+        return False
