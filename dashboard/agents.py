@@ -1,19 +1,22 @@
-"""The agents page and its topology, over a bounded window of recent agent traces.
+"""The agents page and its topology, over a bounded window of recent traces.
 
 Computed on each view from the spans of the project's WINDOW_TRACES most recent traces
-with an agent span (any convention's mark of one, genai/conventions.py: found by the
-attribute index, storage/trace_facets.py, so the traces of a busy project's other
-traffic do not crowd them out; their summaries give them through an index; one query
-a few hundred traces reads their span outlines), so a view costs the same in a project
-of a thousand traces or a hundred million: it never scans the project's spans. Older
-traces leave the picture, unless a time range (`from`, `to`: the trace list's
-parameters) asks for the most recent traces of that range instead.
+and of its WINDOW_TRACES most recent with an agent span (a convention's mark of one,
+genai/conventions.py, found by the attribute index, storage/trace_facets.py: the
+traces of a busy project's other traffic do not crowd the agents out; the recent ones
+hold those written in another mixture of cases, which the view reads too), through
+the summaries' index, and one query a few hundred traces reads their span outlines: a
+view costs the same in a project of a thousand traces or a hundred million, and never
+scans the project's spans. Older traces leave the picture, unless a time range
+(`from`, `to`: the trace list's parameters) asks for the most recent of that range.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 from quart import render_template, request, url_for
@@ -31,6 +34,7 @@ from storage.spans import SpanOutline, SpanStore
 from storage.trace_list import TraceFilter, TraceSummary
 
 WINDOW_TRACES = 1000
+_NEWEST = attrgetter("sort_ns", "trace_id")
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,15 +55,20 @@ class Agents(View[Window]):
 
     def _window(self, name: str, within: TraceFilter) -> Window:
         project = self.explorer.signed_in(name)
-        recent = self.explorer.summaries.page(project.id, within, WINDOW_TRACES, ends=False).traces
-        outlines = self.spans.outlines(project.id, [t.trace_id for t in recent])
+        page = self.explorer.summaries.page
+        marked = dataclasses.replace(within, any_attribute=AGENT_MARKS)
+        found = {
+            trace.trace_id: trace
+            for asked in (within, marked)
+            for trace in page(project.id, asked, WINDOW_TRACES, ends=False).traces
+        }
+        recent = sorted(found.values(), key=_NEWEST, reverse=True)
+        outlines = self.spans.outlines(project.id, list(found))
         return Window(project, recent, outlines)
 
     async def context(self, project: str) -> Window:
         args = request.args
-        within = TraceFilter(
-            from_ns=time_ns(args, "from"), to_ns=time_ns(args, "to"), any_attribute=AGENT_MARKS
-        )
+        within = TraceFilter(from_ns=time_ns(args, "from"), to_ns=time_ns(args, "to"))
         return await asyncio.to_thread(self._window, project, within)
 
     async def page(self, context: Window) -> str:

@@ -82,8 +82,8 @@ TYPE_ATTRIBUTES: tuple[tuple[str, dict[str, str]], ...] = (
 )
 
 #: The attributes (key, value as text) that make a span an agent, in every convention,
-#: as the instrumentations write them and in either case (the view also reads other
-#: mixtures of cases): the SDK's kind is kept in the attribute `spangate.span.kind`.
+#: as the instrumentations write them, in either case and capitalised (the view also
+#: reads other mixtures of cases): the SDK's kind is kept in `spangate.span.kind`.
 AGENT_MARKS = tuple(
     sorted(
         {
@@ -91,7 +91,7 @@ AGENT_MARKS = tuple(
             for key, types in (("spangate.span.kind", NATIVE_TYPES), *TYPE_ATTRIBUTES)
             for value, kind in types.items()
             if kind == "agent"
-            for written in (value, value.upper(), value.lower())
+            for written in (value, value.upper(), value.lower(), value.title())
         }
     )
 )

@@ -121,8 +121,8 @@ async def test_newer_traces_without_agents_do_not_crowd_the_agents_out(
     monkeypatch.setattr(agents, "WINDOW_TRACES", 3)
     store(site.db, site.demo, agent_run(RUN))  # 10:00, the SDK's kinds
     marked = {  # an agent span of each other convention, 10:01-10:03
-        "otel": {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "otel"},
-        "oi": {"openinference.span.kind": "AGENT", "agent.name": "oi"},
+        "otel": {"gen_ai.operation.name": "Invoke_Agent", "gen_ai.agent.name": "otel"},
+        "oi": {"openinference.span.kind": "Agent", "agent.name": "oi"},
     }
     for n, (name, attributes) in enumerate(marked.items(), start=1):
         store(site.db, site.demo, [span(traceId=f"{n:032x}", spanId="1" * 16, name=name,
@@ -141,10 +141,18 @@ async def test_newer_traces_without_agents_do_not_crowd_the_agents_out(
         "planner": 1, "researcher": 1, "otel": 1, "oi": 1
     }  # fmt: skip
     page = (await (await client.get("/projects/demo/agents")).get_data()).decode()
-    assert "From the 3 most recent traces with an agent span" in page
+    assert "From 6 traces: the 3 most recent with an agent span, and the 3 most" in page
     monkeypatch.setattr(agents, "WINDOW_TRACES", 2)  # the newest two agent traces
     found = orjson.loads(await (await client.get("/api/v1/projects/demo/agents")).get_data())
     assert {a["name"] for a in found["agents"]} == {"otel", "oi"}
+    # an agent span in a mixture of cases no mark spells, among the most recent traces
+    store(site.db, site.demo, [span(traceId=f"{200:032x}", spanId="1" * 16, name="odd",
+                                    attributes={"openinference.span.kind": "aGeNt",
+                                                "agent.name": "odd"},
+                                    startTime="2026-11-22T12:00:00Z",
+                                    endTime="2026-11-22T12:00:01Z")])  # fmt: skip
+    found = orjson.loads(await (await client.get("/api/v1/projects/demo/agents")).get_data())
+    assert {a["name"] for a in found["agents"]} == {"otel", "oi", "odd"}
 
 
 def _graph(nodes: int) -> Topology:
