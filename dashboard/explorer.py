@@ -169,10 +169,10 @@ class Explorer:
         summary = session_summary(self.db, project.id, session_id)
         if summary is None:
             raise NotFound(f"no session {session_id}")
-        traces, cursor, _ = self.summaries.page(
+        listed = self.summaries.page(
             project.id, TraceFilter(session=session_id), limit, after, order=IN_TIME
         )
-        return summary, traces, cursor
+        return summary, listed.traces, listed.next
 
     def export(self, project: Project, asked: ListQuery) -> list[dict[str, Any]]:
         """The page of the list `asked` names (at most 100 traces), with their spans."""

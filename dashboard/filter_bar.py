@@ -157,14 +157,13 @@ def page_links(args: Args, asked: ListQuery, listed: ListPage) -> PageLinks:
         way = "asc" if current and asked.order.descending else "desc"
         arrow = (" ▼" if asked.order.descending else " ▲") if current else ""
         sorts[header] = Link(header + arrow, _query(pairs, sort=sort, order=way), current)
-    after = args.get("cursor", "")
     return PageLinks(
         next=_paged(pairs, listed.next, limit),
         previous=_paged(pairs, listed.previous, limit),
         first=_query(pairs, limit=limit) if listed.previous is not None else None,
-        export=_query(  # the page shown: a preset's range as the page drew it
+        export=_query(  # the page shown, read forward: a preset's range as the page drew it
             kept_params(resolved(args, checked=False)),
-            cursor=after or None,
+            cursor=None if listed.at is None else listed.at.encode(),
             limit=str(min(asked.limit, MAX_EXPORT_TRACES)),
         ),
         sorts=sorts,

@@ -293,11 +293,13 @@ def _rows(
 
 class ListPage(NamedTuple):
     """A page of the list: its traces, the next page's cursor (None: the last page) and
-    the previous page's (None: the first page)."""
+    the previous page's (None: the first page); and the cursor after which it begins,
+    which opens it reading forward, as the export reads (None: the first page)."""
 
     traces: list[TraceSummary]
     next: Cursor | None
     previous: Cursor | None = None
+    at: Cursor | None = None
 
 
 class TraceSummaries:
@@ -336,11 +338,16 @@ class TraceSummaries:
                 filters = dataclasses.replace(filters, span_name_tokens=tokens)
             driver = _driver(tx, project_id, filters)
             rows: list[Any] = []
+            at = after
             if after is not None and after.before:
                 rows = _rows(tx, project_id, filters, limit, after, order, driver)
-                # a whole page before it, and more: that page, which `after` follows;
-                # nothing, or less than a page: the first page
-                rows, after = (rows[limit - 1 :: -1], after) if len(rows) > limit else ([], None)
+                # a whole page before it, and more: that page, which `after` follows,
+                # and which opens after the row before it; else the first page
+                if len(rows) > limit:
+                    at = Cursor(rows[limit][-1], rows[limit][0], order.sort, order.descending)
+                    rows = rows[limit - 1 :: -1]
+                else:
+                    rows, after = [], None
                 more = after is not None
             if after is None or not after.before:
                 rows = _rows(tx, project_id, filters, limit, after, order, driver)
@@ -353,7 +360,7 @@ class TraceSummaries:
         if after is not None and rows:
             first = rows[0]
             earlier = Cursor(first[-1], first[0], order.sort, order.descending, before=True)
-        return ListPage(traces, later, earlier)
+        return ListPage(traces, later, earlier, None if after is None else at)
 
     def recent_facets(self, project_id: str, traces: int) -> list[tuple[str | None, str | None]]:
         """The models (as stored) and user of the newest `traces` traces: the filter

@@ -432,6 +432,26 @@ async def test_the_page_keeps_the_filters_in_its_links(client: Client) -> None:
     ).decode()
     assert _listed(first) == _listed(page) and "Previous page" not in first
 
+    async def opened(link: str) -> str:
+        return (
+            await (await client.get(f"/projects/demo/traces?{unescape(link)}")).get_data()
+        ).decode()
+
+    third = re.search(r'href="\?([^"]*)" rel="next"', second)
+    assert third is not None
+    back = re.search(r'href="\?([^"]*)" rel="prev">Previous page', await opened(third[1]))
+    assert back is not None
+    again = await opened(back[1])
+    assert _listed(again) == _listed(second)
+    # its export reads that page forward: after the first page's last trace
+    link = re.search(r'href="/api/v1/projects/demo/traces/export\?format=json&amp;([^"]*)"', again)
+    assert link is not None
+    forward = unescape(later[1]).split("cursor=")[1].split("&")[0]
+    assert f"cursor={forward}" in unescape(link[1])
+    path = f"/api/v1/projects/demo/traces/export?format=json&{unescape(link[1])}"
+    exported = orjson.loads(await (await client.get(path)).get_data())
+    assert [t["traceId"] for t in exported] == _listed(second)
+
 
 async def test_a_404_does_not_echo_a_long_id_whole(client: Client) -> None:
     """An id of thousands of characters is not a trace: 404, its message cut short."""

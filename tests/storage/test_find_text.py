@@ -77,6 +77,9 @@ def _pages(db: Database, filters: TraceFilter, order: TraceOrder) -> list[str]:
         page = summaries.page("p", filters, 2, Cursor.decode(before.encode()), ends=False)
         back.append([trace.trace_id for trace in page.traces])
         before = page.previous
+        # the cursor it begins after opens the same page reading forward (the export's)
+        forward = summaries.page("p", filters, 2, page.at, ends=False, order=order)
+        assert forward.traces == page.traces and (page.at is None) == (before is None)
     if pages[-1]:  # past the last trace (all read): nothing to read back from
         assert back[::-1] == pages
     return [trace for page_traces in pages for trace in page_traces]
