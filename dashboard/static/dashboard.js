@@ -137,18 +137,22 @@ new MutationObserver(() => localTimes(document)).observe(document.documentElemen
 
 // Time fields (`from`, `to`): a date and time typed without an offset is the browser's
 // local time, as every time on the page reads; it is sent with that offset. (Without
-// JavaScript the server reads it as UTC, which the field's hint then says.)
-const NO_OFFSET = /^(\d{4})-(\d\d)-(\d\d)(?:[Tt ](\d\d):(\d\d)(?::(\d\d)([.,]\d+)?)?)?$/;
+// JavaScript the server reads it as UTC, which the field's hint then says.) ISO 8601's
+// extended and basic forms, to the day, hour, minute or second; a time that a clock
+// change skips is read as the browser reads it (moved on by the change).
+const NO_OFFSET = /^(\d{4})-?(\d\d)-?(\d\d)(?:[Tt ](\d\d)(?::?(\d\d)(?::?(\d\d)([.,]\d+)?)?)?)?$/;
 
 function withLocalOffset(text) {
   const found = NO_OFFSET.exec(text.trim());
   if (!found) return text;
-  const [, year, month, day, hour = "00", minute = "00", second = "00", fraction = ""] = found;
+  const [, year, month, day, hour = "0", minute = "0", second = "0", fraction = ""] = found;
   const at = new Date(+year, +month - 1, +day, +hour, +minute, +second);
   const east = -at.getTimezoneOffset();
   const two = (n) => String(n).padStart(2, "0");
   const offset = `${east < 0 ? "-" : "+"}${two(Math.floor(Math.abs(east) / 60))}:${two(Math.abs(east) % 60)}`;
-  return `${year}-${month}-${day}T${hour}:${minute}:${second}${fraction.replace(",", ".")}${offset}`;
+  const date = `${String(at.getFullYear()).padStart(4, "0")}-${two(at.getMonth() + 1)}-${two(at.getDate())}`;
+  const time = `${two(at.getHours())}:${two(at.getMinutes())}:${two(at.getSeconds())}`;
+  return `${date}T${time}${fraction.replace(",", ".")}${offset}`;
 }
 
 document.addEventListener("submit", (event) => {

@@ -177,6 +177,32 @@ def test_a_time_range_typed_reads_in_local_time(
     bare.close()
 
 
+@pytest.mark.parametrize(
+    ("typed", "sent"),
+    [
+        ("2026-01-15T10:30", "2026-01-15T10:30:00+01:00"),
+        ("2026-01-15 10:30:05,25", "2026-01-15T10:30:05.25+01:00"),
+        ("2026-01-15T10", "2026-01-15T10:00:00+01:00"),  # to the hour
+        ("20260115T103005", "2026-01-15T10:30:05+01:00"),  # ISO 8601's basic form
+        ("2026-07-15", "2026-07-15T00:00:00+02:00"),  # summer time
+        ("2026-03-29T02:30", "2026-03-29T03:30:00+02:00"),  # skipped by the change
+        ("2026-10-25T02:30", "2026-10-25T02:30:00+02:00"),  # twice: the first
+        ("2026-01-15T10:30+05:00", "2026-01-15T10:30+05:00"),  # an offset: as typed
+        ("1768469400000", "1768469400000"),  # Unix milliseconds
+    ],
+)
+def test_a_typed_time_is_sent_as_the_browser_reads_it(
+    browser: Browser, served: dict[str, str], typed: str, sent: str
+) -> None:
+    """In Berlin: every form of a time without an offset is sent with the one the
+    browser reads it in, a time a clock change skips moved on by it; a time with an
+    offset, or Unix milliseconds, is sent as typed."""
+    page = _page(browser, served["app"], timezone_id="Europe/Berlin")
+    page.goto(f"{served['app']}/projects/demo/traces")
+    assert page.evaluate("(typed) => withLocalOffset(typed)", typed) == sent
+    page.close()
+
+
 def _run(code: str, env: dict[str, str] | None = None) -> None:
     script = code + f"\ntrace.get_tracer('setup').start_span({SENT!r}).end()\n"
     script += "trace.get_tracer_provider().shutdown()\n"
