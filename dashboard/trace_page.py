@@ -73,7 +73,7 @@ ERROR_CHARS = 300
 def what_failed(span: dict[str, Any]) -> str:
     """What a canonical error span says went wrong: its status message, else its first
     exception event's type and message (OpenTelemetry's `exception.*`), cut short."""
-    said = span["status"].get("message") or ""
+    said = (span["status"].get("message") or "").strip()
     if not said:
         for event in span.get("events", ()):
             if event.get("name") != "exception":
@@ -81,6 +81,7 @@ def what_failed(span: dict[str, Any]) -> str:
             pairs = event.get("attributes", ())
             found = {pair["key"]: pair["value"].get("stringValue", "") for pair in pairs}
             kind, message = found.get("exception.type", ""), found.get("exception.message", "")
+            kind, message = kind.strip(), message.strip()
             said = f"{kind}: {message}" if kind and message else kind or message
             break
     return said if len(said) <= ERROR_CHARS else said[: ERROR_CHARS - 1] + "…"

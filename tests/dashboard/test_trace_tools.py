@@ -115,7 +115,11 @@ async def test_the_header_says_what_the_first_error_was(site: Site) -> None:
         f'<a href="?span={"2" * 16}">chat gpt-4o</a>: '
         '<span class="error-said">Error code: 429 - rate limit &lt;exceeded&gt;</span>'
     )
-    assert await first_error({"code": 0}, 2 * WINDOW_MS) == (  # the call sent again, fine
+    blank = {"code": 2, "message": "   "}  # says nothing: the exception event says it
+    assert await first_error(blank, 2 * WINDOW_MS) == (
+        f'<a href="?span={"2" * 16}">chat gpt-4o</a>'
+    )
+    assert await first_error({"code": 0}, 4 * WINDOW_MS) == (  # the call sent again, fine
         f'<a href="?span={"3" * 16}">lookup</a>: <span class="error-said">KeyError: order 7</span>'
     )
     store(site.db, site.demo, agent_run("c3" * 16))
