@@ -6,7 +6,13 @@ send is refused when a stored row of the same span holds other content and was r
 less than the window before it: the window runs from the receive time of the send that
 opened it, whenever the worker gets to either. Otherwise the row of its start day is
 written: inserted, replaced when its content differs, left as it is when the content is
-the same (a redelivery, or a send of the same span again).
+the same (a redelivery, or a send of the same span again), unless the send was received
+before the row's, by less than two windows: that send is the one the row would hold had
+they reached the store in the order received (in that order a row's content changes
+only a window or more after the send it holds, so a row holding the same content
+received later, by less than two windows, changed to nothing else between them). It
+then takes the row's place, and a change sent within its window is refused, whichever
+of the three reaches the store first.
 
 Sends may reach the store out of the order they were received in: a worker that takes
 over a stopped worker's entries writes them after entries received later, and workers
@@ -87,22 +93,38 @@ def refusal(new: Callable[[str], str], window_ms: int) -> str:
     )
 
 
-#: An upsert's update: the row of the same span and start day is replaced when the
-#: content differs; identical content is a no-op, so redelivered entries change nothing.
-SET_CHANGED = (
-    ", ".join(f"{f} = excluded.{f}" for f in FIELDS if f not in KEY)
-    + " WHERE spans.content_hash <> excluded.content_hash"
-)
-#: Insert, or replace (SET_CHANGED).
-UPSERT = (
-    f"INSERT INTO spans ({', '.join(FIELDS)}) VALUES ({', '.join('?' * len(FIELDS))}) "
-    f"ON CONFLICT ({', '.join(KEY)}) DO UPDATE SET {SET_CHANGED}"
-)
+def replaces(stored: str, new: str, window_ms: int) -> str:
+    """SQL true when the new row (`new` its prefix) replaces the stored row of its key
+    (`stored`), the window not refusing it: other content, or the same content received
+    before it by less than two windows (the send the row holds, as in the order
+    received)."""
+    return (
+        f"({stored}.content_hash <> {new}.content_hash OR {stored}.received_ms > "
+        f"{new}.received_ms AND {stored}.received_ms < {new}.received_ms + {2 * int(window_ms)})"
+    )
+
+
+def replaced_by(kept: SpanRow, row: SpanRow, window_ms: int) -> bool:
+    """`replaces` in Python: whether `row` replaces `kept`, the row of its key."""
+    if kept.content_hash != row.content_hash:
+        return True
+    return row.received_ms < kept.received_ms < row.received_ms + 2 * window_ms
+
+
+def upsert(window_ms: int) -> str:
+    """Insert, or replace the row of the same span and start day (`replaces`); else
+    identical content is a no-op, so redelivered entries change nothing."""
+    changed = ", ".join(f"{f} = excluded.{f}" for f in FIELDS if f not in KEY)
+    return (
+        f"INSERT INTO spans ({', '.join(FIELDS)}) VALUES ({', '.join('?' * len(FIELDS))}) "
+        f"ON CONFLICT ({', '.join(KEY)}) DO UPDATE SET {changed} "
+        f"WHERE {replaces('spans', 'excluded', window_ms)}"
+    )
 
 
 def sqlite_refusal(window_ms: int) -> str:
     """SQLite: a query of a row's values (`?N` is its Nth field) that finds a row when
-    the window refuses it; the store runs it before the UPSERT of each row that
+    the window refuses it; the store runs it before the `upsert` of each row that
     `window_checks` names."""
     check = refusal(lambda field: f"?{FIELDS.index(field) + 1}", window_ms)
     return f"SELECT 1 FROM spans AS stored WHERE {check} LIMIT 1"

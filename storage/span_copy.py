@@ -39,7 +39,7 @@ from genai import MODEL_TYPES
 from storage import trace_summaries
 from storage.database import Transaction, arrays
 from storage.errors import WriteConflict
-from storage.resend import COLUMN_TYPES, FIELDS, KEY, Written, refusal, spans_repeat
+from storage.resend import COLUMN_TYPES, FIELDS, KEY, Written, refusal, replaces, spans_repeat
 from storage.span_rows import SpanRow
 
 STAGE = "staged_spans"
@@ -82,12 +82,13 @@ def write_round(window_ms: int) -> str:
     """The statement of a round (parameter: its number): writes the round's rows that
     the window does not refuse, adds those it inserts to their stored traces' summaries,
     and answers the spans (project, trace, span, refused, same) it refused or that met a
-    stored row of their key (same: of the same content, which wrote nothing; else they
-    replaced it). Its parts see the table as it was before the statement, which is exact:
-    a round holds each span once. A row that may meet something stored (`known`: its
-    trace has a stored span; or its span was sent earlier in the batch) is judged by the
-    stored rows of its span, read once (`judged`): whether one refuses it, whether its
-    own key is stored, and with other content. The others are inserted as they are.
+    stored row of their key (same: which wrote nothing; else they replaced it: other
+    content, or the same sent earlier, storage/resend.py). Its parts see the table as
+    it was before the statement, which is exact: a round holds each span once. A row
+    that may meet something stored (`known`: its trace has a stored span; or its span
+    was sent earlier in the batch) is judged by the stored rows of its span, read once
+    (`judged`): whether one refuses it, whether its own key is stored, and whether it
+    replaces it. The others are inserted as they are.
 
     The judged rows carry every column, so nothing joins them back to the stage: the
     planner, which guesses a few rows of a round where there are thousands, ran that
@@ -99,7 +100,7 @@ def write_round(window_ms: int) -> str:
         f"FROM {STAGE} AS new LEFT JOIN LATERAL (SELECT "
         f"bool_or({refusal(lambda field: f'new.{field}', window_ms)}) AS refuses, "
         f"bool_or({same_key}) AS present, "
-        f"bool_or({same_key} AND stored.content_hash <> new.content_hash) AS changed "
+        f"bool_or({same_key} AND {replaces('stored', 'new', window_ms)}) AS changed "
         f"FROM spans AS stored WHERE {_SAME_SPAN.format(a='stored', b='new')}) AS met "
         "ON new.known OR new.occurrence > 1 WHERE new.occurrence = ?"
     )
@@ -145,7 +146,9 @@ class Batch(NamedTuple):
     @classmethod
     def of(cls, rows: list[SpanRow]) -> Batch:
         occurrences = _occurrences(rows) if spans_repeat(rows) else []
-        summaries = trace_summaries.summaries_of_written(rows, set(), [], bool(occurrences))
+        # a trace with a span sent twice has its summary made anew from what is stored
+        # (`_write_checked`), whatever the window: this one is its placeholder
+        summaries = trace_summaries.summaries_of_written(rows, set(), [], 0, bool(occurrences))
         summaries.sort(key=_TRACE_KEY)
         return cls(rows, list(dict.fromkeys(map(_TRACE_KEY, rows))), occurrences, summaries)
 

@@ -18,11 +18,11 @@ from storage import (
 from storage.database import Database, Transaction
 from storage.resend import (
     SQLITE_STORED_TRACES,
-    UPSERT,
     Written,
     spans_repeat,
     sqlite_refusal,
     traces_asked,
+    upsert,
     window_checks,
 )
 from storage.span_rows import SpanRow
@@ -167,7 +167,8 @@ class SpanStore:
         shared_texts.write(tx, batch.rows)
         if batch.found is not None:
             traces = batch.copy.traces if batch.copy is not None else ()
-            left_out = written.refused + trace_index.unchanged(tx, batch.rows, written.met)
+            met = trace_index.unchanged(tx, batch.rows, written, window_ms)
+            left_out = written.refused + met
             trace_index.write(tx, batch.found, batch.rows, left_out, traces)
             session_summaries.refresh_stale(tx)
         return [batch.rows[at] for at in written.refused]
@@ -185,9 +186,9 @@ class SpanStore:
         # only a checked row can meet a stored row of its span and replace it
         replacing = [at for at, check in enumerate(checked) if check] if self.find_index else []
         if replacing:
-            trace_index.note_replaced(tx, [rows[at] for at in replacing])
+            trace_index.note_replaced(tx, [rows[at] for at in replacing], window_ms)
         before = tx.total_changes()
-        skipped = tx.executemany(UPSERT, rows, sqlite_refusal(window_ms), checked)
+        skipped = tx.executemany(upsert(window_ms), rows, sqlite_refusal(window_ms), checked)
         # an upsert of the same content changes no row: when every row not refused
         # changed one, none met a stored row of its content
         wrote_all = tx.total_changes() - before == len(rows) - len(skipped)
@@ -195,7 +196,7 @@ class SpanStore:
             refused = set(skipped)
             written = [rows[at][:4] for at in replacing if at not in refused]
             trace_texts.forget_previews(tx, written)
-        trace_summaries.refresh_sqlite(tx, rows, stored, skipped, repeats)
+        trace_summaries.refresh_sqlite(tx, rows, stored, skipped, window_ms, repeats)
         met = [] if wrote_all else [at for at, check in enumerate(checked) if check]
         return Written(skipped, met)
 

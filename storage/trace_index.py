@@ -31,7 +31,7 @@ from typing import NamedTuple
 
 from storage import trace_facets, trace_texts
 from storage.database import Transaction, arrays
-from storage.resend import KEY
+from storage.resend import KEY, Written, replaced_by, replaces
 from storage.span_rows import SpanRow
 
 
@@ -108,18 +108,19 @@ _ASKED_COLUMNS = "at, project_id, trace_id, span_id, start_day, received_ms, con
 _ASKED_ROWS = 140
 
 
-def unchanged(tx: Transaction, rows: list[SpanRow], met: list[int]) -> list[int]:
-    """Of the rows just written in `tx` at positions `met` (those that may have met a
-    stored row of the same content: `Written.met`), those under a resource that wrote
-    nothing: a span sent again, whose resource, which its content leaves out, must not
-    be indexed. On PostgreSQL `met` names exactly those; on SQLite (the rows checked)
-    they are the rows that came earlier in the batch with the same content, or whose
-    stored row holds the same content received at another time. Reads nothing when none
-    of them has a resource."""
-    asked = [(at, *_SENT(rows[at])) for at in met if rows[at][_RESOURCE_AT] != "{}"]
+def unchanged(tx: Transaction, rows: list[SpanRow], written: Written, window_ms: int) -> list[int]:
+    """Of the rows just written in `tx` (`written`: what the rules did with them), those
+    at the positions that may have met a stored row of the same content (`met`) under a
+    resource that wrote nothing: a span sent again, whose resource, which its content
+    leaves out, must not be indexed. On PostgreSQL `met` names exactly those; on SQLite
+    (the rows checked) they are the rows that met what a row earlier in the batch left
+    (`_sent_before_in`), or whose stored row holds the same content received at another
+    time (an earlier send of it that replaced the row is the row). Reads nothing when
+    none of them has a resource."""
+    asked = [(at, *_SENT(rows[at])) for at in written.met if rows[at][_RESOURCE_AT] != "{}"]
     if not asked or tx.postgres:  # PostgreSQL's rounds name exactly the rows that did
         return [row[0] for row in asked]
-    found = _sent_before_in(rows)
+    found = _sent_before_in(rows, set(written.refused), window_ms)
     for first in range(0, len(asked), _ASKED_ROWS):
         part = asked[first : first + _ASKED_ROWS]
         values = ", ".join("(?, ?, ?, ?, ?, ?, ?)" for _ in part)
@@ -134,17 +135,23 @@ def unchanged(tx: Transaction, rows: list[SpanRow], met: list[int]) -> list[int]
     return found
 
 
-def _sent_before_in(rows: list[SpanRow]) -> list[int]:
-    """The rows whose row (span, start day) came earlier in the batch with the same
-    content (the same span in two requests of a batch, or twice in one request)."""
-    first: dict[tuple[str, str, str, str], str] = {}
+def _sent_before_in(rows: list[SpanRow], refused: set[int], window_ms: int) -> list[int]:
+    """The rows that met their row (span, start day) as a row earlier in the batch left
+    it, and did not replace it (storage/resend.py: the same content, received no
+    earlier, or two windows or more earlier), as the same span in two requests of a
+    batch, or twice in one request: they wrote nothing. A refused row left the row as
+    it was."""
+    held: dict[tuple[str, str, str, str], SpanRow] = {}
     again: list[int] = []
     for at, row in enumerate(rows):
-        key, content = _KEY(row), row.content_hash
-        if key not in first:
-            first[key] = content
-        elif first[key] == content:
+        if at in refused:
+            continue
+        key = _KEY(row)
+        kept = held.get(key)
+        if kept is not None and not replaced_by(kept, row, window_ms):
             again.append(at)
+        else:
+            held[key] = row
     return again
 
 
@@ -213,15 +220,18 @@ def rebuild_stale(
 _SAME_SPAN = "project_id = ? AND trace_id = ? AND span_id = ? AND start_day = ?"
 
 
-def note_replaced(tx: Transaction, rows: Sequence[SpanRow]) -> None:
-    """SQLite, before an upsert: note the stored rows of these rows' keys (project,
-    trace, span, day) stale where they hold other content, as the row the upsert may
-    replace (noting one it keeps, refused by the window, is harmless: its trace's rows
-    are made anew from what is stored)."""
+def note_replaced(tx: Transaction, rows: Sequence[SpanRow], window_ms: int) -> None:
+    """SQLite, before an upsert: note stale the stored rows of these rows' keys
+    (project, trace, span, day) that the upsert may replace (storage/resend.py: other
+    content, or the same received later, whose resource may be another); noting one it
+    keeps, refused by the window, is harmless: its trace's rows are made anew from what
+    is stored."""
+    replaced = replaces("spans", "new", window_ms)
     tx.executemany(
         f"INSERT INTO trace_index_stale ({_STALE_COLUMNS}) SELECT {_STALE_COLUMNS} "
-        f"FROM spans WHERE {_SAME_SPAN} AND content_hash <> ?",
-        [(*row[:4], row.content_hash) for row in rows],
+        "FROM spans, (SELECT ? AS content_hash, ? AS received_ms) AS new "
+        f"WHERE {_SAME_SPAN} AND {replaced}",
+        [(row.content_hash, row.received_ms, *row[:4]) for row in rows],
     )
 
 

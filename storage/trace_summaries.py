@@ -23,7 +23,7 @@ from operator import itemgetter
 
 from storage import summary_genai
 from storage.database import Transaction, arrays
-from storage.resend import STORED_TRACES_ASKED, traces_asked
+from storage.resend import STORED_TRACES_ASKED, replaced_by, traces_asked
 from storage.span_rows import SpanRow
 
 #: The columns every version of the table has had (the spans stored before it existed
@@ -227,6 +227,7 @@ def refresh_sqlite(
     rows: list[SpanRow],
     stored_traces: set[str],
     skipped: list[int],
+    window_ms: int,
     repeats: bool = True,
 ) -> None:
     """The summaries of the traces of `rows`, just written in `tx` (`skipped`: the
@@ -236,7 +237,7 @@ def refresh_sqlite(
     the batch's rows that were written: its summary is computed from them here, which
     costs a quarter of reading them back. The others are recomputed from what is stored.
     """
-    fresh = summaries_of_written(rows, stored_traces, skipped, repeats)
+    fresh = summaries_of_written(rows, stored_traces, skipped, window_ms, repeats)
     if fresh:
         tx.executemany(_UPSERT_VALUES, fresh)
     if stored_traces:
@@ -253,13 +254,18 @@ _ERROR = 2
 
 
 def summaries_of_written(
-    rows: list[SpanRow], stored_traces: set[str], skipped: list[int], repeats: bool = True
+    rows: list[SpanRow],
+    stored_traces: set[str],
+    skipped: list[int],
+    window_ms: int,
+    repeats: bool = True,
 ) -> list[tuple[object, ...]]:
     """Summary rows (in `COLUMNS` order) of the traces of `rows` not in `stored_traces`,
     as the upsert leaves them: a span's row is the first one written for its key, or a
-    later one of other content (which replaced it); refused rows are not written."""
+    later one that replaced it (storage/resend.py: of other content, or the same
+    received earlier); refused rows are not written."""
     if skipped or repeats:
-        fresh = _as_stored(rows, stored_traces, set(skipped))
+        fresh = _as_stored(rows, stored_traces, set(skipped), window_ms)
     else:
         fresh = [row for row in rows if row.trace_id not in stored_traces]
     runs = [(trace, list(spans)) for trace, spans in groupby(fresh, _TRACE_KEY)]
@@ -275,7 +281,9 @@ _TRACE_KEY = itemgetter(0, 1)  # project, trace
 _ROW_KEY = itemgetter(0, 1, 2, 3)  # project, trace, span, start day: a stored row's key
 
 
-def _as_stored(rows: list[SpanRow], stored_traces: set[str], refused: set[int]) -> list[SpanRow]:
+def _as_stored(
+    rows: list[SpanRow], stored_traces: set[str], refused: set[int], window_ms: int
+) -> list[SpanRow]:
     """The rows of fresh traces that the batch leaves stored, one a key."""
     written: dict[tuple[str, str, str, str], SpanRow] = {}
     for at, row in enumerate(rows):
@@ -283,7 +291,7 @@ def _as_stored(rows: list[SpanRow], stored_traces: set[str], refused: set[int]) 
             continue
         key = _ROW_KEY(row)
         kept = written.get(key)
-        if kept is None or kept.content_hash != row.content_hash:
+        if kept is None or replaced_by(kept, row, window_ms):
             written[key] = row
     return list(written.values())
 

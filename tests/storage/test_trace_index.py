@@ -821,6 +821,27 @@ def test_a_span_sent_again_under_another_resource_is_found_by_its_first(
     assert_exact(database)
 
 
+@pytest.mark.parametrize("builder", ["c", "python"])
+def test_a_span_stored_before_its_first_send_is_found_by_the_first(
+    database: Database, builder: str
+) -> None:
+    """The same span sent again under another resource reaches the store before its
+    first send (a worker taking over a stopped one's entries: received later, within
+    two windows): the first send takes the row's place (storage/resend.py), and the
+    index follows, its resource found, the other's not."""
+    store = SpanStore(database)
+    _send(store, builder, _under_resource("a", "billing", "staging"), received_ms=50)
+    _send(store, builder, _under_resource("a", "checkout-api", "production"), received_ms=1)
+    again, first = _under_resource("b", "x", "y"), _under_resource("b", "agent-app", "production")
+    _send(store, builder, again, received_ms=60)
+    _send(store, builder, first, received_ms=2)
+    for service in ("billing", "x"):
+        assert _find(database, attributes=(("service.name", service),)) == []
+    assert _find(database, attributes=(("service.name", "checkout-api"),)) == ["a" * 32]
+    assert _find(database, attributes=(("service.name", "agent-app"),)) == ["b" * 32]
+    assert_exact(database)
+
+
 def span_rows_built() -> bool:
     """Whether the C row builder (and its documents of tokens) is built here."""
     from storage.span_genai import _MAKERS, _PLAN

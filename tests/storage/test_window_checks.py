@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import itertools
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -15,11 +17,12 @@ from storage.resend import (
     STORED_TRACES_ASKED,
     sqlite_refusal,
     traces_asked,
+    upsert,
     window_checks,
 )
 from storage.schema import migrate
 from storage.span_rows import SpanRow
-from storage.spans import UPSERT, SpanStore
+from storage.spans import SpanStore
 from tests.fuzz import FUZZ
 from tests.storage.rows import sends, span_row
 
@@ -70,7 +73,7 @@ def test_stored_traces_are_found_over_many_queries_and_projects(tmp_path: Path) 
 
 def _every_row_checked(db: Database, rows: list[SpanRow]) -> list[SpanRow]:
     with db.transaction(immediate=True) as tx:
-        skipped = tx.executemany(UPSERT, rows, unless=sqlite_refusal(WINDOW_MS))
+        skipped = tx.executemany(upsert(WINDOW_MS), rows, unless=sqlite_refusal(WINDOW_MS))
     return [rows[at] for at in skipped]
 
 
@@ -96,3 +99,31 @@ def test_the_store_decides_as_when_every_row_is_checked(batches: list[list[SpanR
         finally:
             store.db.close()
             reference.close()
+
+
+#: Sends of one span within a window of the first: a change within its window, the
+#: first content again (an exporter's retry), another change.
+_WITHIN = [("x", 0), ("y", 300), ("x", 600), ("w", 900)]
+
+
+@pytest.mark.parametrize("apart", [True, False])
+def test_sends_within_a_window_leave_the_first_whatever_order_they_are_stored_in(
+    database: Database, apart: bool
+) -> None:
+    """Every order of storing the sends (a worker taking over a stopped one's entries,
+    workers side by side; `apart`: each a batch, else one batch): the first send is the
+    row, as in the order received (every change refused), its summary as recounted."""
+    store = SpanStore(database)
+    orders = list(itertools.permutations(_WITHIN))
+    for number, order in enumerate(orders):
+        rows = [
+            span_row(trace=f"{number:032x}", content=content, received_ms=1_000 + at)
+            for content, at in order
+        ]
+        for batch in [[row] for row in rows] if apart else [rows]:
+            store.upsert(batch, WINDOW_MS)
+    with database.transaction() as tx:
+        stored = tx.query("SELECT trace_id, content_hash, received_ms FROM spans")
+        summaries = tx.query("SELECT trace_id, received_ms, root_name FROM trace_summaries")
+    assert sorted(stored) == [(f"{n:032x}", "x", 1_000) for n in range(len(orders))]
+    assert sorted(summaries) == [(f"{n:032x}", 1_000, "name x") for n in range(len(orders))]
