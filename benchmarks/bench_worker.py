@@ -53,10 +53,10 @@ from benchmarks.payloads import TRACE_SPANS, native_spans_body, under_sdk_resour
 from spangate.cli_serve import worker_process
 from spanqueue.layout import STREAMS_KEY, QueuedRequest, stream_key
 from storage.database import Database
-from storage.resend import COLUMN_TYPES
+from storage.resend import COLUMN_TYPES, INSERT
 from storage.schema import migrate
 from storage.span_rows import SpanRow, rows_of
-from storage.spans import UPSERT, SpanStore
+from storage.spans import SpanStore
 from tests.postgres_server import postgres_schema
 from tests.redis_server import RedisServer
 from worker.loop import Worker
@@ -111,7 +111,7 @@ def baseline(db: Database, bodies: list[bytes], project: str, batch_entries: int
     start = time.perf_counter()
     for at in range(0, len(rows), per_batch):
         connection.execute("BEGIN")
-        connection.executemany(UPSERT.split(" ON CONFLICT")[0], rows[at : at + per_batch])
+        connection.executemany(INSERT, rows[at : at + per_batch])
         connection.execute("COMMIT")
     elapsed = time.perf_counter() - start
     connection.close()

@@ -111,13 +111,16 @@ def replaced_by(kept: SpanRow, row: SpanRow, window_ms: int) -> bool:
     return row.received_ms < kept.received_ms < row.received_ms + 2 * window_ms
 
 
+#: A span row's insert, every column.
+INSERT = f"INSERT INTO spans ({', '.join(FIELDS)}) VALUES ({', '.join('?' * len(FIELDS))})"
+
+
 def upsert(window_ms: int) -> str:
     """Insert, or replace the row of the same span and start day (`replaces`); else
     identical content is a no-op, so redelivered entries change nothing."""
     changed = ", ".join(f"{f} = excluded.{f}" for f in FIELDS if f not in KEY)
     return (
-        f"INSERT INTO spans ({', '.join(FIELDS)}) VALUES ({', '.join('?' * len(FIELDS))}) "
-        f"ON CONFLICT ({', '.join(KEY)}) DO UPDATE SET {changed} "
+        f"{INSERT} ON CONFLICT ({', '.join(KEY)}) DO UPDATE SET {changed} "
         f"WHERE {replaces('spans', 'excluded', window_ms)}"
     )
 
