@@ -37,7 +37,7 @@ number of workers decide exactly as one would.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from operator import itemgetter
 from typing import NamedTuple
 
@@ -109,6 +109,30 @@ def replaced_by(kept: SpanRow, row: SpanRow, window_ms: int) -> bool:
     if kept.content_hash != row.content_hash:
         return True
     return row.received_ms < kept.received_ms < row.received_ms + 2 * window_ms
+
+
+_ROW_KEY = itemgetter(0, 1, 2, 3)  # project, trace, span, start day: a stored row's key
+
+
+def left_by(
+    rows: Iterable[tuple[int, SpanRow]], refused: set[int], window_ms: int
+) -> tuple[list[SpanRow], list[int]]:
+    """A batch's rows (with their positions) as the upsert writes them in turn: the
+    row each key is left holding, and the positions of the rows that met the row one
+    before them in the batch left and did not replace it (`replaced_by`), which wrote
+    nothing. A refused row leaves its key's row as it was."""
+    held: dict[tuple[str, str, str, str], SpanRow] = {}
+    met: list[int] = []
+    for at, row in rows:
+        if at in refused:
+            continue
+        key = _ROW_KEY(row)
+        kept = held.get(key)
+        if kept is None or replaced_by(kept, row, window_ms):
+            held[key] = row
+        else:
+            met.append(at)
+    return list(held.values()), met
 
 
 #: A span row's insert, every column.

@@ -31,7 +31,7 @@ from typing import NamedTuple
 
 from storage import trace_facets, trace_texts
 from storage.database import Transaction, arrays
-from storage.resend import KEY, Written, replaced_by, replaces
+from storage.resend import Written, left_by, replaces
 from storage.span_rows import SpanRow
 
 
@@ -95,7 +95,6 @@ _SENT = itemgetter(
         for f in ("project_id", "trace_id", "span_id", "start_day", "received_ms", "content_hash")
     )
 )
-_KEY = itemgetter(*map(SpanRow._fields.index, KEY))
 #: Of the rows asked (position, their key, receive time, content hash), those whose
 #: stored row holds the same content received at another time: they wrote nothing.
 _UNCHANGED_JOIN = (
@@ -114,13 +113,14 @@ def unchanged(tx: Transaction, rows: list[SpanRow], written: Written, window_ms:
     resource that wrote nothing: a span sent again, whose resource, which its content
     leaves out, must not be indexed. On PostgreSQL `met` names exactly those; on SQLite
     (the rows checked) they are the rows that met what a row earlier in the batch left
-    (`_sent_before_in`), or whose stored row holds the same content received at another
+    (storage/resend.py, `left_by`), or whose stored row holds the same content received at another
     time (an earlier send of it that replaced the row is the row). Reads nothing when
     none of them has a resource."""
     asked = [(at, *_SENT(rows[at])) for at in written.met if rows[at][_RESOURCE_AT] != "{}"]
     if not asked or tx.postgres:  # PostgreSQL's rounds name exactly the rows that did
         return [row[0] for row in asked]
-    found = _sent_before_in(rows, set(written.refused), window_ms)
+    # the rows that met what a row before them in the batch left
+    found = left_by(enumerate(rows), set(written.refused), window_ms)[1]
     for first in range(0, len(asked), _ASKED_ROWS):
         part = asked[first : first + _ASKED_ROWS]
         values = ", ".join("(?, ?, ?, ?, ?, ?, ?)" for _ in part)
@@ -133,26 +133,6 @@ def unchanged(tx: Transaction, rows: list[SpanRow], written: Written, window_ms:
             )
         ]
     return found
-
-
-def _sent_before_in(rows: list[SpanRow], refused: set[int], window_ms: int) -> list[int]:
-    """The rows that met their row (span, start day) as a row earlier in the batch left
-    it, and did not replace it (storage/resend.py: the same content, received no
-    earlier, or two windows or more earlier), as the same span in two requests of a
-    batch, or twice in one request: they wrote nothing. A refused row left the row as
-    it was."""
-    held: dict[tuple[str, str, str, str], SpanRow] = {}
-    again: list[int] = []
-    for at, row in enumerate(rows):
-        if at in refused:
-            continue
-        key = _KEY(row)
-        kept = held.get(key)
-        if kept is not None and not replaced_by(kept, row, window_ms):
-            again.append(at)
-        else:
-            held[key] = row
-    return again
 
 
 def write(

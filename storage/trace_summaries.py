@@ -23,7 +23,7 @@ from operator import itemgetter
 
 from storage import summary_genai
 from storage.database import Transaction, arrays
-from storage.resend import STORED_TRACES_ASKED, replaced_by, traces_asked
+from storage.resend import STORED_TRACES_ASKED, left_by, traces_asked
 from storage.span_rows import SpanRow
 
 #: The columns every version of the table has had (the spans stored before it existed
@@ -278,22 +278,14 @@ def summaries_of_written(
 
 
 _TRACE_KEY = itemgetter(0, 1)  # project, trace
-_ROW_KEY = itemgetter(0, 1, 2, 3)  # project, trace, span, start day: a stored row's key
 
 
 def _as_stored(
     rows: list[SpanRow], stored_traces: set[str], refused: set[int], window_ms: int
 ) -> list[SpanRow]:
     """The rows of fresh traces that the batch leaves stored, one a key."""
-    written: dict[tuple[str, str, str, str], SpanRow] = {}
-    for at, row in enumerate(rows):
-        if row.trace_id in stored_traces or at in refused:
-            continue
-        key = _ROW_KEY(row)
-        kept = written.get(key)
-        if kept is None or replaced_by(kept, row, window_ms):
-            written[key] = row
-    return list(written.values())
+    fresh = ((at, row) for at, row in enumerate(rows) if row.trace_id not in stored_traces)
+    return left_by(fresh, refused, window_ms)[0]
 
 
 def _summary_of(project_id: str, trace_id: str, spans: list[SpanRow]) -> tuple[object, ...]:
