@@ -111,14 +111,21 @@ class EmbeddedRedis:
     def start(self) -> str:
         """Start the server (or reuse the running one); its URL."""
         self.dir.mkdir(parents=True, exist_ok=True)
-        lock = open(self.dir / "redis.lock", "w")  # held (locked) while the server runs
+        lock = self._free_lock()
+        if lock is None:
+            return self._wait_for_other()
+        return self._run_locked(lock)
+
+    def _free_lock(self) -> IO[str] | None:
+        """The directory's lock, held (locked) while the server runs, taken; None when
+        another process holds it."""
+        lock = open(self.dir / "redis.lock", "w")
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             lock.close()
-            url = self._wait_for_other()
-            return url
-        return self._run_locked(lock)
+            return None
+        return lock
 
     def _run_locked(self, lock: IO[str]) -> str:
         """Start the server, the directory's lock taken; its URL."""
@@ -145,11 +152,8 @@ class EmbeddedRedis:
         server here, on its port, and keep it from now on: whether it did."""
         if self._lock is not None:  # this process runs it, or stopped it
             return False
-        lock = open(self.dir / "redis.lock", "w")
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:  # its process runs it still
-            lock.close()
+        lock = self._free_lock()
+        if lock is None:  # its process runs it still
             return False
         self._run_locked(lock)
         return True

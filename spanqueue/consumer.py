@@ -108,7 +108,7 @@ def _gone_of_this_host(consumer: str) -> bool:
         os.kill(int(pid), 0)
     except ProcessLookupError:
         return True
-    except (PermissionError, OverflowError, ValueError):  # another user's, or no such id
+    except (PermissionError, OverflowError):  # another user's, or past any process id
         return False
     return False
 
