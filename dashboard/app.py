@@ -11,7 +11,7 @@ from werkzeug.exceptions import HTTPException
 from dashboard.cookies import Signer, session_secret
 from dashboard.errors import DashboardError
 from dashboard.explorer import Explorer
-from dashboard.formats import NO_COST, count, iso, millis, model_html, nanos, usd
+from dashboard.formats import NO_COST, count, cut, iso, millis, model_html, nanos, usd
 from dashboard.genai_json import span_view
 from dashboard.ingestion import iso_ms
 from dashboard.routes import Views, install_routes, route_table
@@ -64,7 +64,7 @@ def _install_error_handlers(app: Quart) -> None:
 
     @app.errorhandler(NotFound)
     async def missing(error: NotFound) -> Response:
-        return await _render(DashboardError(404, "NOT_FOUND", _shortened(str(error))))
+        return await _render(DashboardError(404, "NOT_FOUND", cut(str(error), _MESSAGE_CHARS)))
 
     @app.errorhandler(StoreError)
     async def store_failed(error: StoreError) -> Response:
@@ -105,10 +105,6 @@ _FORMS = ("application/x-www-form-urlencoded", "multipart/form-data")
 #: The most characters of a message that names what the request gave (an id of
 #: thousands of characters is not echoed whole).
 _MESSAGE_CHARS = 200
-
-
-def _shortened(message: str) -> str:
-    return message if len(message) <= _MESSAGE_CHARS else message[: _MESSAGE_CHARS - 1] + "…"
 
 
 def create_app(settings: Settings) -> Quart:

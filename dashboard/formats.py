@@ -11,6 +11,12 @@ from markupsafe import Markup
 from genai.prices import settled
 
 
+def cut(text: str, chars: int) -> str:
+    """A text of at most `chars` characters: one longer is cut, ending in "…" (so that
+    the cut does not read as the whole)."""
+    return text if len(text) <= chars else text[: chars - 1] + "…"
+
+
 def utc_text(value: int | str) -> str:
     """A Unix nanosecond time as UTC, to the microsecond."""
     ns = int(value)

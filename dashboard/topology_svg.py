@@ -17,6 +17,7 @@ from urllib.parse import quote
 
 from markupsafe import Markup
 
+from dashboard.formats import cut
 from dashboard.topology import AGENT, Edge, Node, Topology
 
 BOX_W, BOX_H, GAP_X, GAP_Y, MARGIN = 170, 38, 28, 80, 16
@@ -63,10 +64,6 @@ def _starts(topology: Topology, callers: dict[Node, list[Node]]) -> list[Node]:
     busiest = sorted(topology.nodes, key=lambda n: (-len(topology.nodes[n]), n))
     uncalled = [n for n in busiest if n[0] == AGENT and not callers[n]]
     return uncalled + busiest
-
-
-def _label(name: str) -> str:
-    return name if len(name) <= LABEL_CHARS else name[: LABEL_CHARS - 1] + "…"
 
 
 #: Nodes drawn at most: the busiest (by traces through them). A window may hold
@@ -151,11 +148,12 @@ def _node(node: Node, x: float, y: float, traces: int, link: str) -> str:
     kind, name = node
     joined = escape(link) + ("&amp;" if "?" in link else "?")
     href = f"{joined}kind={escape(kind)}&amp;name={escape(_query(name))}"
+    label = escape(cut(name, LABEL_CHARS))
     return (
         f'<a href="{href}"><g class="node node-{escape(kind)}" data-kind="{escape(kind)}" '
         f'data-name="{escape(name)}"><title>{escape(kind)} {escape(name)}: {traces} traces'
         f'</title><rect x="{x:.1f}" y="{y:.1f}" width="{BOX_W}" height="{BOX_H}" rx="6"/>'
-        f'<text x="{x + BOX_W / 2:.1f}" y="{y + BOX_H / 2 + 4:.1f}">{escape(_label(name))}'
+        f'<text x="{x + BOX_W / 2:.1f}" y="{y + BOX_H / 2 + 4:.1f}">{label}'
         "</text></g></a>"
     )
 

@@ -15,6 +15,7 @@ from typing import Any
 from quart import render_template, request
 
 from dashboard.explorer import Explorer, TraceOutline, signed_in_project
+from dashboard.formats import cut
 from dashboard.genai_json import genai_json, totals_json
 from dashboard.views import View
 from dashboard.waterfall import PAGE_ROWS, Row, Waterfall, lay_out
@@ -84,7 +85,7 @@ def what_failed(span: dict[str, Any]) -> str:
             kind, message = kind.strip(), message.strip()
             said = f"{kind}: {message}" if kind and message else kind or message
             break
-    return said if len(said) <= ERROR_CHARS else said[: ERROR_CHARS - 1] + "…"
+    return cut(said, ERROR_CHARS)
 
 
 def unpriced(detail: TraceOutline, wrapping: Wrappers) -> int:
