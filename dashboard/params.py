@@ -9,7 +9,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 from quart import request
@@ -56,6 +56,15 @@ class SessionQuery:
     filters: SessionFilter
     after: SessionCursor | None
     limit: int
+
+
+class _Cursor(Protocol):
+    def encode(self) -> str: ...
+
+
+def encoded(cursor: _Cursor | None) -> str | None:
+    """A page's cursor as the JSON gives it: its opaque text, or null."""
+    return None if cursor is None else cursor.encode()
 
 
 def one(args: Args, name: str) -> str:

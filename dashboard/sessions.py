@@ -65,7 +65,7 @@ class SessionList(View[SessionsPage]):
     async def data(self, context: SessionsPage) -> dict[str, Any]:
         return {
             "sessions": [params.session_json(s) for s in context.sessions],
-            "next": None if context.cursor is None else context.cursor.encode(),
+            "next": params.encoded(context.cursor),
         }
 
 
@@ -117,5 +117,5 @@ class Session(View[SessionTraces]):
         return {
             "sessionId": context.session_id,
             "traces": [params.summary_json(t) for t in context.traces],
-            "next": None if context.cursor is None else context.cursor.encode(),
+            "next": params.encoded(context.cursor),
         }

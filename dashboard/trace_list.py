@@ -18,7 +18,7 @@ from dashboard.views import View
 from service.web import json_response
 from storage.export import MAX_EXPORT_TRACES, as_csv
 from storage.identity import Project
-from storage.trace_list import Cursor, ListPage, TraceFilter, TraceOrder
+from storage.trace_list import ListPage, TraceFilter, TraceOrder
 
 #: What the page's links start from when its filters could not be read.
 _UNFILTERED = params.ListQuery(TraceFilter(), TraceOrder(), None, params.DEFAULT_LIMIT)
@@ -80,8 +80,8 @@ class TraceList(View[TracePage]):
     async def data(self, context: TracePage) -> dict[str, Any]:
         return {
             "traces": [params.summary_json(t) for t in context.listed.traces],
-            "next": _encoded(context.listed.next),
-            "previous": _encoded(context.listed.previous),
+            "next": params.encoded(context.listed.next),
+            "previous": params.encoded(context.listed.previous),
         }
 
     async def export(self, project: str) -> Response:
@@ -97,7 +97,3 @@ class TraceList(View[TracePage]):
         if form == "json":
             return json_response(traces, headers=disposition)
         return Response(as_csv(traces), content_type="text/csv; charset=utf-8", headers=disposition)
-
-
-def _encoded(cursor: Cursor | None) -> str | None:
-    return None if cursor is None else cursor.encode()
