@@ -24,7 +24,7 @@ from quart import render_template, request, url_for
 from dashboard.errors import invalid
 from dashboard.explorer import Explorer
 from dashboard.genai_json import agents_json
-from dashboard.params import time_ns
+from dashboard.params import one, time_ns
 from dashboard.topology import NODE_KINDS, agent_stats, topology
 from dashboard.topology_svg import MAX_NODES, render
 from dashboard.views import View
@@ -93,7 +93,7 @@ class Agents(View[Window]):
         return agents_json(context.traces, topology(context.traces))
 
     async def traces(self, project: str) -> str:
-        kind, name = request.args.get("kind", ""), request.args.get("name", "")
+        kind, name = one(request.args, "kind"), one(request.args, "name", strip=False)
         if kind not in NODE_KINDS or not name:
             raise invalid(f"kind must be one of {', '.join(NODE_KINDS)}, with a name")
         window = await self.context(project)

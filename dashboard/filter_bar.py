@@ -15,7 +15,7 @@ from urllib.parse import urlencode
 
 from dashboard.errors import invalid
 from dashboard.explorer import Explorer
-from dashboard.params import Args, ListQuery, asked_limit, kept_params
+from dashboard.params import Args, ListQuery, asked_limit, kept_params, one
 from storage.export import MAX_EXPORT_TRACES
 from storage.identity import Project
 from storage.summary_genai import models_of
@@ -29,6 +29,8 @@ FACET_TTL_S = 30.0
 PRESETS = (("15 min", 15 * 60_000), ("1 h", 3_600_000), ("24 h", 86_400_000),
            ("7 d", 7 * 86_400_000), ("All", None))  # fmt: skip
 _PRESET_SPANS = dict(PRESETS)
+#: A preset as a link may spell it (any case: `all`, `1 H`), to its label.
+_PRESET_LABELS = {label.lower(): label for label, _ in PRESETS}
 #: The sortable columns: header, sort.
 SORTED_COLUMNS = {"Start": "start", "Duration": "duration", "Tokens": "tokens", "Cost": "cost"}
 _facets: dict[str, tuple[float, list[tuple[str, int]], list[tuple[str, int]]]] = {}
@@ -82,20 +84,23 @@ def _paged(pairs: list[tuple[str, str]], cursor: Cursor | None, limit: str) -> s
 
 
 def _preset(args: Args) -> str | None:
-    """The preset a request asks for: one of PRESETS, and no `from` or `to` of its own
-    (a range typed in wins)."""
-    label = args.get("preset", "")
-    if label not in _PRESET_SPANS or args.get("from") or args.get("to"):
+    """The preset a request asks for: the label of one of PRESETS, and no `from` or `to`
+    of its own (a range typed in wins). None for two (`resolved` refuses them; the page
+    that says so draws its bar)."""
+    asked = args.getlist("preset")
+    label = _PRESET_LABELS.get(asked[0].strip().lower()) if len(asked) == 1 else None
+    if label is None or args.get("from") or args.get("to"):
         return None
     return label
 
 
 def resolved(args: Args, checked: bool = True) -> Args:
     """The request's parameters with its preset's range as `from`, from now; 400 for a
-    preset that is none of PRESETS (when `checked`)."""
-    asked = args.get("preset", "")
-    if checked and asked and asked not in _PRESET_SPANS:
-        raise invalid(f"preset must be one of {', '.join(_PRESET_SPANS)}")
+    preset that is none of PRESETS, or given twice (when `checked`)."""
+    if checked:
+        asked = one(args, "preset")
+        if asked and asked.lower() not in _PRESET_LABELS:
+            raise invalid(f"preset must be one of {', '.join(_PRESET_SPANS)}")
     label = _preset(args)
     span_ms = None if label is None else _PRESET_SPANS[label]
     if span_ms is None:

@@ -94,7 +94,7 @@ class Ingestion:
             ) from e
 
     async def page(self, project: str) -> str:
-        window = request.args.get("window", "hour")
+        window = params.one(request.args, "window") or "hour"
         if window not in WINDOWS:
             raise invalid(f"window must be one of {', '.join(WINDOWS)}")
         limit = params.limit_of(request.args, DEFAULT_LIMIT, MAX_LIMIT)

@@ -67,14 +67,16 @@ def encoded(cursor: _Cursor | None) -> str | None:
     return None if cursor is None else cursor.encode()
 
 
-def one(args: Args, name: str) -> str:
-    """A parameter that takes one value, stripped ("" when not given); 400 naming it
-    when given more than once (which of two values was meant is not for the server to
-    guess, and a bad second value would go unseen)."""
+def one(args: Args, name: str, strip: bool = True) -> str:
+    """A parameter that takes one value, stripped unless `strip` is false ("" when not
+    given); 400 naming it when given more than once (which of two values was meant is
+    not for the server to guess, and a bad second value would go unseen)."""
     values = args.getlist(name)
     if len(values) > 1:
         raise invalid(f"{name} may be given once")
-    return values[0].strip() if values else ""
+    if not values:
+        return ""
+    return values[0].strip() if strip else values[0]
 
 
 def _text(args: Args, name: str) -> str | None:

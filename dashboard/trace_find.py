@@ -18,6 +18,7 @@ from quart import Response, request
 
 from dashboard.errors import DashboardError
 from dashboard.explorer import Explorer
+from dashboard.params import one
 from dashboard.waterfall import PAGE_ROWS, lay_out, plain
 from storage.spans import SpanStore
 
@@ -96,7 +97,7 @@ def matching_stored(rows: list[tuple[str, str, str, str, str]], query: str) -> s
 
 
 def _query() -> str:
-    query = request.args.get("q", "").strip()
+    query = one(request.args, "q")
     if not 0 < len(query) <= MAX_QUERY:
         raise DashboardError(400, "VALIDATION_ERROR", f"q: 1 to {MAX_QUERY} characters to look for")
     return query

@@ -78,8 +78,13 @@ async def test_agents_page_stats_and_topology(site: Site) -> None:
         await (await client.get("/projects/demo/agents/traces?kind=tool&name=calc")).get_data()
     ).decode()
     assert OTHER in listed and RUN not in listed
-    bad = await client.get("/projects/demo/agents/traces?kind=thing&name=x")
-    assert bad.status_code == 400
+    for bad in (
+        "kind=thing&name=x",
+        "kind=tool&name=calc&name=bad",
+        "kind=tool&kind=llm&name=calc",
+    ):
+        response = await client.get(f"/projects/demo/agents/traces?{bad}")
+        assert response.status_code == 400, bad
 
 
 async def test_a_time_range_gives_the_agents_of_its_traces(site: Site) -> None:

@@ -207,6 +207,8 @@ async def test_cursors_page_every_sort_in_both_orders(
         ("limit=" + "9" * 5000, "limit"),  # more digits than Python reads
         ("cursor=" + "W1tdLCB0cnVlLCAxLCAiYSJd", "cursor"),  # [[], true, 1, "a"]
         ("preset=3+weeks", "preset"),
+        ("preset=1+h&preset=bad", "preset"),
+        ("preset=24+h&preset=1+h", "preset"),
         ("cursor=bm90LWEtY3Vyc29y", "cursor"),
         ("sort=cost&cursor=WyJzdGFydCIsdHJ1ZSwxLCJhIl0", "cursor"),  # a start cursor
         ("sort=cost&sort=bogus", "sort"),  # a parameter of one value, given twice
@@ -351,7 +353,9 @@ async def test_a_time_preset_is_a_range_from_now_at_each_view(site: Site, client
     assert [label for _, label in links] == ["15 min", "1 h", "24 h", "7 d", "All"]
     assert all("from=" not in query and f"preset={quote_plus(label)}" in query
                for query, label in links)  # fmt: skip
-    for preset, expected in (("15+min", []), ("1+h", [40]), ("All", [40, 5, 4, 3, 2, 1, 0])):
+    everything = [40, 5, 4, 3, 2, 1, 0]
+    for preset, expected in (("15+min", []), ("1+h", [40]), ("All", everything),
+                             ("all", everything), ("1+H", [40])):  # fmt: skip
         assert await _ids(client, f"preset={preset}") == expected
     page = (await (await client.get("/projects/demo/traces?preset=1+h")).get_data()).decode()
     assert recent in page and _trace_id(5) not in page
