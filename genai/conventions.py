@@ -120,8 +120,11 @@ PROVIDER = (
 )
 AGENT_NAME = ("agent.name", "gen_ai.agent.name", "traceloop.entity.name")
 TOOL_NAME = ("tool.name", "gen_ai.tool.name", "ai.toolCall.name", "traceloop.entity.name")
-USER = ("user.id", "enduser.id")
-SESSION = ("session.id", "gen_ai.conversation.id")
+#: OpenLLMetry's association properties (`Traceloop.set_association_properties`) come
+#: last: their keys are the application's own, and these two are its documented ones.
+ASSOCIATION = "traceloop.association.properties."
+USER = ("user.id", "enduser.id", f"{ASSOCIATION}user_id")
+SESSION = ("session.id", "gen_ai.conversation.id", f"{ASSOCIATION}session_id")
 INPUT_TOKENS = (
     "llm.tokens.prompt",  # native
     "gen_ai.usage.input_tokens",

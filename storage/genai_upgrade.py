@@ -14,12 +14,12 @@ from __future__ import annotations
 import logging
 from functools import partial
 
-from genai import GenAIView
+from genai import GenAIView, conventions
 from genai.prices import Pricer
 from storage import session_summaries, trace_index, trace_summaries, trace_texts, trace_walk
 from storage.database import Database, Transaction
 from storage.schema import SPAN_GENAI_COLUMNS
-from storage.span_genai import described, facts, stored_user, stored_view
+from storage.span_genai import described, facts, stored_ids, stored_view
 
 #: The version recorded in schema_migrations once every stored span has its facts.
 UPGRADED = 1011
@@ -34,6 +34,9 @@ MODELLED = 1023
 #: stored OTel GenAI workflow (`invoke_workflow`) is a chain (it was a model call when
 #: it carried messages, and nothing without them).
 COUNTED_ONCE = 1025
+#: The version recorded once every stored span that names its user or session by
+#: OpenLLMetry's association properties (genai/conventions.py) has them.
+ASSOCIATED = 1026
 
 log = logging.getLogger("spangate.worker")
 
@@ -82,9 +85,10 @@ _UNDESCRIBED = (
     "SELECT span_id, start_day, name, kind, attributes, events, content_hash FROM spans "
     "WHERE project_id = ? AND trace_id = ? AND llm_type IS NULL AND user_id IS NULL"
 )
-_SET_USER = (
-    "UPDATE spans SET user_id = ? WHERE project_id = ? AND trace_id = ? AND span_id = ? "
-    "AND start_day = ? AND content_hash = ?"
+_SET_IDS = (
+    "UPDATE spans SET user_id = COALESCE(?, user_id), session_id = COALESCE(session_id, ?) "
+    "WHERE project_id = ? AND trace_id = ? AND span_id = ? AND start_day = ? "
+    "AND content_hash = ?"
 )
 
 
@@ -115,8 +119,10 @@ def _redescribe_trace(
         if view is not None:
             tx.execute(_UPDATE, (*facts(view, pricer), view.session_id, *key))
             typed = given = True
-        elif (user := stored_user(attributes)) is not None:
-            tx.execute(_SET_USER, (user, *key))
+            continue
+        user, session = stored_ids(attributes, True)
+        if user is not None or session is not None:  # as span_genai.with_user
+            tx.execute(_SET_IDS, (user, session, *key))
             given = True
     if not given:
         return
@@ -189,3 +195,32 @@ def count_once(db: Database, pricer: Pricer, progress: trace_walk.Progress | Non
     gone through (0 when it was done before)."""
     work = partial(_count_once, pricer=pricer)
     return trace_walk.walk(db, COUNTED_ONCE, work, lock=True, progress=progress)
+
+
+#: A trace's spans that may name their user or session by an association property.
+_ASSOCIATED = (
+    "SELECT span_id, start_day, attributes, content_hash FROM spans "
+    "WHERE project_id = ? AND trace_id = ? AND attributes LIKE ?"
+)
+
+
+def _associate_trace(tx: Transaction, project_id: str, trace_id: str) -> None:
+    given = False
+    for span_id, day, attributes, content_hash in tx.query(
+        _ASSOCIATED, (project_id, trace_id, f'%"key":"{conventions.ASSOCIATION}%')
+    ):
+        user, session = stored_ids(attributes, True)
+        if user is not None or session is not None:
+            tx.execute(_SET_IDS, (user, session, project_id, trace_id, span_id, day, content_hash))
+            given = True
+    if given:
+        trace_summaries.refresh(tx, project_id, trace_id)
+        trace_index.rebuild_stale(tx, [(project_id, trace_id)], recounted=True)
+        session_summaries.refresh_stale(tx)
+
+
+def associate(db: Database, progress: trace_walk.Progress | None = None) -> int:
+    """Give the stored spans that name their user or session by OpenLLMetry's
+    association properties (and by no earlier convention) those, and their traces' and
+    sessions' summaries anew; the traces gone through (0 when it was done before)."""
+    return trace_walk.walk(db, ASSOCIATED, _associate_trace, lock=True, progress=progress)

@@ -139,12 +139,6 @@ def with_user(row: SpanRow) -> SpanRow:
     return row if user is None else row._replace(user_id=user)
 
 
-def stored_user(attributes: str) -> str | None:
-    """The user a span's attributes (their stored JSON text) name, as its view reads
-    it; None when they name none."""
-    return stored_ids(attributes, False)[0]
-
-
 def stored_ids(attributes: str, session: bool) -> tuple[str | None, str | None]:
     """The user and (when `session`) the session a span's attributes (their stored
     JSON text) name, as its view reads them; None for each they name none of."""

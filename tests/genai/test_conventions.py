@@ -372,6 +372,22 @@ def test_client_cost_and_conversation_id() -> None:
     assert view.sources["costUsd"] == "gen_ai.usage.cost"
 
 
+def test_openllmetry_association_properties_name_user_and_session() -> None:
+    """OpenLLMetry's `Traceloop.set_association_properties({"user_id": …, "session_id":
+    …})` names the user and session of its workflow's spans; an earlier convention's
+    keys win."""
+    given = {"traceloop.span.kind": "workflow", "traceloop.entity.name": "support",
+             "traceloop.association.properties.user_id": "alice",
+             "traceloop.association.properties.session_id": "chat-1"}  # fmt: skip
+    view = view_of(attrs(given))
+    assert view is not None
+    assert (view.user_id, view.session_id) == ("alice", "chat-1")
+    assert view.sources["userId"] == "traceloop.association.properties.user_id"
+    view = view_of(attrs({**given, "user.id": "bob", "session.id": "s-2"}))
+    assert view is not None
+    assert (view.user_id, view.session_id) == ("bob", "s-2")
+
+
 def test_a_span_no_convention_describes_has_no_view() -> None:
     """Plain HTTP spans, and spans with only a session or a user, have no view."""
     assert view_of(attrs({"http.method": "GET", "session.id": "s", "user.id": "u"})) is None

@@ -308,6 +308,43 @@ def test_model_calls_stored_without_a_model_get_the_one_their_parameters_name(
     assert remodel(database, Pricer()) == 0
 
 
+def test_spans_stored_before_association_properties_were_read_get_user_and_session(
+    database: Database,
+) -> None:
+    """OpenLLMetry's association properties name the user and session, on a workflow
+    span (which the view describes) and on a plain one (which it does not), as the
+    worker stores them; a store whose spans were stored before they were read: the walk
+    gives the spans, their trace and its session them; run again, it does nothing."""
+    from proto_json import convert_spans
+    from storage.genai_upgrade import ASSOCIATED, associate
+    from storage.span_genai import with_views
+
+    named = {"traceloop.association.properties.user_id": "alice",
+             "traceloop.association.properties.session_id": "chat-1"}  # fmt: skip
+    root = span(traceId=TRACE, spanId="a" * 16, name="support.workflow",
+                attributes={"traceloop.span.kind": "workflow", **named})  # fmt: skip
+    plain = span(traceId="9" * 32, spanId="b" * 16, name="handle", attributes=named)
+    spans = [root, _llm("1" * 16, "a" * 16, (10, 1), startTime="2026-11-22T10:00:01Z"), plain]
+    request = convert_spans(orjson.dumps({"spans": spans})).request
+    rows = with_views(rows_of(request, "p", 5), Pricer())
+    assert [(row.user_id, row.session_id) for row in rows] == [
+        ("alice", "chat-1"), (None, None), ("alice", "chat-1")
+    ]  # fmt: skip
+    SpanStore(database).upsert([row._replace(user_id=None, session_id=None) for row in rows], 1000)
+    with database.transaction() as tx:
+        tx.execute("DELETE FROM schema_migrations WHERE version = ?", (ASSOCIATED,))
+    assert _summary(database, "p").user_id is None
+    assert associate(database) == 2
+    found = _summary(database, "p")
+    assert (found.user_id, found.session_id) == ("alice", "chat-1")
+    with database.transaction() as tx:
+        assert tx.query("SELECT session_id, user_id, trace_count FROM session_summaries") == [
+            ("chat-1", "alice", 2)
+        ]  # fmt: skip
+        assert tx.query("SELECT 1 FROM trace_index_stale") == []
+    assert associate(database) == 0
+
+
 def test_workflows_stored_as_model_calls_become_chains(database: Database) -> None:
     """An OTel GenAI workflow with messages, stored by a build that read it as a model
     call over the two calls below it: the walk makes it a chain, and its trace counts
