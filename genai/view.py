@@ -34,7 +34,11 @@ from genai.messages import (
 TEXT_CHARS = 1024
 
 PREVIEW_CHARS = 500
-_MAX_TOKENS = 2**62  # beyond any real count; keeps sums inside a BIGINT
+#: A token count at or over this is no real count (the largest context windows hold a
+#: few million): it is not usable, as a negative one is. A trace's and a session's sums
+#: (BIGINT) then stay exact up to millions of spans at it (storage/_rows_genai.h reads
+#: counts by the same bound).
+MAX_TOKENS = 10**12  # 13 digits
 TYPES = ("llm", "embedding", "agent", "tool", "retrieval", "chain")
 MODEL_TYPES = frozenset(("llm", "embedding"))
 _NO_SOURCES: Mapping[str, str] = MappingProxyType({})
@@ -160,7 +164,7 @@ def _count(value: Any) -> int | None:
         value = int(text) if text.isdecimal() and len(text) < 19 else None
     elif isinstance(value, float):
         value = int(value) if math.isfinite(value) and value.is_integer() else None
-    if isinstance(value, int) and 0 <= value < _MAX_TOKENS:
+    if isinstance(value, int) and 0 <= value < MAX_TOKENS:
         return value
     return None
 
@@ -301,7 +305,7 @@ class _Reader:
                         continue
                 else:
                     number = item.get("intValue") if check is _count else None
-                    if type(number) is str and number.isdecimal() and len(number) < 19:
+                    if type(number) is str and number.isdecimal() and len(number) < 13:
                         value = int(number)
                     else:
                         value = check(plain(item))

@@ -281,7 +281,11 @@ static PyObject *usable_text(const Scan *s, int field, uint32_t name, uint32_t v
     return node_str(s, value);
 }
 
-/* A count's value: a plain decimal intValue of up to 18 digits; BAIL otherwise. */
+/* genai/view.py's MAX_TOKENS: a count at or over it is not usable */
+#define MAX_TOKENS 1000000000000LL
+
+/* A count's value: a plain decimal intValue of up to 18 digits, under MAX_TOKENS; BAIL
+ * otherwise (Python reads it then). */
 static PyObject *usable_count(const Scan *s, uint32_t name, uint32_t value, int *status) {
     const Node *n = NODE(s, value);
     const unsigned char *t = s->text + n->start;
@@ -294,6 +298,7 @@ static PyObject *usable_count(const Scan *s, uint32_t name, uint32_t value, int 
         if (t[k] < '0' || t[k] > '9') return NULL;
         v = v * 10 + (t[k] - '0');
     }
+    if (v >= MAX_TOKENS) return NULL;
     *status = OK;
     return PyLong_FromLongLong(v);
 }

@@ -465,6 +465,9 @@ class Database:
             return StoreRefused(f"database refused a value: {_one_line(error)}")
         if isinstance(error, psycopg.errors.UniqueViolation | psycopg.errors.DeadlockDetected):
             return WriteConflict(f"database error: {_one_line(error)}")
+        if isinstance(error, sqlite3.OperationalError) and str(error) == "integer overflow":
+            # a sum past 64 bits: the rows' values, which no retry mends
+            return StoreRefused(f"database refused a value: {_one_line(error)}")
         if isinstance(error, psycopg.OperationalError | sqlite3.OperationalError):
             return StoreUnavailable(f"database {self.display_url} failed: {_one_line(error)}")
         if isinstance(error, psycopg.Error | sqlite3.Error | OverflowError):

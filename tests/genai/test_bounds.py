@@ -156,9 +156,21 @@ def test_a_200_kb_message_is_cut() -> None:
 
 
 def test_bad_token_counts_are_none() -> None:
-    """Negative, fractional, non-numeric and boolean token counts are None, and the
-    next attribute in the order is read instead."""
-    for bad in (-1, 1.5, "many", True, "1e3", "\u00b2", " \u00b3 "):  # superscripts: digits
+    """Negative, fractional, non-numeric and boolean token counts, and those of a
+    trillion or more, are None, and the next attribute in the order is read instead."""
+    for bad in (
+        -1,
+        1.5,
+        "many",
+        True,
+        "1e3",
+        "\u00b2",
+        " \u00b3 ",  # superscripts: digits
+        10**12,
+        str(10**12),
+        2**62,
+        "4611686018427387903",
+    ):  # no real count
         view = view_of(
             attrs(
                 {

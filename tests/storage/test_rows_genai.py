@@ -159,6 +159,33 @@ def test_the_ordinary_are_read_in_c() -> None:
     assert same_rows(body) == ([0, 1, 3], [])
 
 
+def test_a_count_of_a_trillion_or_more_is_none_in_c_as_in_python() -> None:
+    """The C reader's bound on a count is the view's (genai/view.py's MAX_TOKENS)."""
+    for count in (10**12 - 1, 10**12, 10**18 - 1):
+        body = proto_json.convert_spans(
+            orjson.dumps(
+                {
+                    "spans": [
+                        {
+                            "traceId": "1" * 32,
+                            "spanId": "1" * 16,
+                            "name": "call",
+                            "startTime": "2026-11-22T10:00:00Z",
+                            "attributes": {
+                                "gen_ai.operation.name": "chat",
+                                "gen_ai.request.model": "m",
+                                "gen_ai.usage.input_tokens": count,
+                            },
+                        }
+                    ]
+                }
+            )  # fmt: skip
+        ).payload
+        same_rows(body)
+        [row], _ = rows_with_views(body, "p", 7, Pricer())
+        assert row.input_tokens == (count if count < 10**12 else None), count
+
+
 def test_a_plain_spans_conversation_id_is_its_session_in_c() -> None:
     """A span of no convention with `gen_ai.conversation.id` and no session is read in
     C, which gives it that session, as Python's reading does; a `session.id` wins."""

@@ -345,6 +345,25 @@ def test_spans_stored_before_association_properties_were_read_get_user_and_sessi
     assert associate(database) == 0
 
 
+def test_sums_past_64_bits_are_refused_values_not_an_unavailable_store(
+    database: Database,
+) -> None:
+    """Counts the view no longer reads (a trillion or more) in a store that holds them:
+    a session's sums past 64 bits are the rows' fault (the worker then writes each entry
+    on its own), never the store being down, which the worker retries without end."""
+    from proto_json import convert_spans
+    from storage.errors import StoreError, StoreUnavailable
+
+    store = SpanStore(database)
+    with pytest.raises(StoreError) as refused:
+        for n in range(1, 4):
+            call = _llm(f"{n:016x}", None, (1, 1), attributes={"session.id": "s"})
+            call["traceId"] = f"{n:032x}"
+            rows = rows_of(convert_spans(orjson.dumps({"spans": [call]})).request, "p", 5)
+            store.upsert([rows[0]._replace(input_tokens=2**62, llm_type="llm")], 1000)
+    assert not isinstance(refused.value, StoreUnavailable)
+
+
 def test_workflows_stored_as_model_calls_become_chains(database: Database) -> None:
     """An OTel GenAI workflow with messages, stored by a build that read it as a model
     call over the two calls below it: the walk makes it a chain, and its trace counts
