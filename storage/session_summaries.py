@@ -131,7 +131,8 @@ class SessionCursor:
             last_ns, session_id = orjson.loads(raw)
         except (binascii.Error, UnicodeError, ValueError, TypeError) as e:
             raise ValueError("cursor is not one this list gave") from e
-        if not fits_int64(last_ns) or not isinstance(session_id, str):
+        if not fits_int64(last_ns) or not isinstance(session_id, str) or "\0" in session_id:
+            # no session id holds a NUL (PostgreSQL's text cannot)
             raise ValueError("cursor is not one this list gave")
         return cls(last_ns, session_id)
 

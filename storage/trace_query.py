@@ -134,6 +134,7 @@ class Cursor:
             and sort in SORTS
             and isinstance(descending, bool)
             and isinstance(trace_id, str)
+            and "\0" not in trace_id  # no id holds one (PostgreSQL's text cannot)
             and before in ([], [True])
             # a cost is a float, every other sort's value an integer the store holds
             and (value is None or (type(value) is float if sort == "cost" else fits_int64(value)))

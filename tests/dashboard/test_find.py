@@ -210,6 +210,7 @@ async def test_cursors_page_every_sort_in_both_orders(
         ("preset=1+h&preset=bad", "preset"),
         ("preset=24+h&preset=1+h", "preset"),
         ("cursor=bm90LWEtY3Vyc29y", "cursor"),
+        ("cursor=WyJzdGFydCIsdHJ1ZSwxLCJhXHUwMDAwIl0", "cursor"),  # a NUL in the trace id
         ("sort=cost&cursor=WyJzdGFydCIsdHJ1ZSwxLCJhIl0", "cursor"),  # a start cursor
         ("sort=cost&sort=bogus", "sort"),  # a parameter of one value, given twice
         ("limit=5&limit=6", "limit"),

@@ -102,7 +102,13 @@ async def test_a_session_of_several_users_is_found_by_each(site: Site, client: C
 
 @pytest.mark.parametrize(
     ("query", "parameter"),
-    [("from=soon", "from"), ("to=x", "to"), ("cursor=abc", "cursor"), ("limit=0", "limit")],
+    [
+        ("from=soon", "from"),
+        ("to=x", "to"),
+        ("cursor=abc", "cursor"),
+        ("limit=0", "limit"),
+        ("cursor=WzEsInNcdTAwMDAiXQ", "cursor"),
+    ],  # [1, "s\u0000"]: no id holds a NUL
 )
 async def test_a_bad_sessions_parameter_is_a_400(
     client: Client, query: str, parameter: str
