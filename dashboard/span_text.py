@@ -58,13 +58,15 @@ def markdown_html(text: str) -> Markup:
 
 
 def json_of(text: str) -> Any:
-    """The JSON object or array `text` holds, or None when it holds none."""
+    """The JSON object or array `text` holds, or None when it holds none (or one
+    nested too deep to be written again, which is shown as its text)."""
     stripped = text.strip()
     if not stripped or stripped[0] not in "[{" or len(stripped) > MAX_PRETTY_CHARS:
         return None
     try:
         value = orjson.loads(stripped)
-    except orjson.JSONDecodeError:
+        orjson.dumps(value)  # nested deeper than orjson writes (254 levels): a text
+    except (orjson.JSONDecodeError, orjson.JSONEncodeError):
         return None
     return value if isinstance(value, dict | list) else None
 

@@ -32,7 +32,7 @@ def _decoded(text: str) -> str | None:
         return None
     try:
         return orjson.dumps(orjson.loads(text)).decode()
-    except orjson.JSONDecodeError:
+    except (orjson.JSONDecodeError, orjson.JSONEncodeError):  # not JSON, or nested too deep
         return None
 
 

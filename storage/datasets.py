@@ -68,10 +68,13 @@ def _item(value: Any, at: int) -> Item:
             f'item {at + 1} must be an object with "input" and, optionally, "expected"'
         )
     expected = value.get("expected")
-    return Item(
-        orjson.dumps(value["input"]).decode(),
-        None if "expected" not in value else orjson.dumps(expected).decode(),
-    )
+    try:
+        return Item(
+            orjson.dumps(value["input"]).decode(),
+            None if "expected" not in value else orjson.dumps(expected).decode(),
+        )
+    except orjson.JSONEncodeError:
+        raise ValueError(f"item {at + 1} is nested too deep (at most 254 levels)") from None
 
 
 def parse_items(text: str) -> tuple[Item, ...]:

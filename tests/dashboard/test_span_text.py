@@ -38,6 +38,22 @@ def test_json_text_is_indented_and_foldable() -> None:
     assert "\n  &#34;order&#34;: 7" in html
 
 
+def test_json_nested_deeper_than_it_can_be_written_is_text() -> None:
+    """JSON nested deeper than orjson writes again (254 levels) is shown as its text;
+    a find in a span holding it looks through the text."""
+    from dashboard.trace_find import span_text
+
+    deep = "[" * 300 + "]" * 300
+    for render in (value_html, content_html):
+        html = str(render(deep))
+        assert "JSON array" not in html and "[[[" in html
+    pairs = [
+        {"key": "note", "value": {"stringValue": '{"a": "\\u00e9' + deep + '"}'}},
+        {"key": "deep", "value": {"stringValue": deep[:299] + '"\\u00e9"' + deep[299:]}},
+    ]
+    assert "note" in span_text({"name": "s", "attributes": pairs})  # fmt: skip
+
+
 def test_long_values_fold_and_show_once() -> None:
     """A long text is folded with Show all; the same text again says where it was;
     the attribute the messages came from is folded shut."""
