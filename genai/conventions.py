@@ -184,6 +184,7 @@ SYSTEM_INSTRUCTIONS = "gen_ai.system_instructions"
 INDEXED_INPUT = (
     ("llm.input_messages.", "openinference"),
     ("gen_ai.prompt.", "indexed"),
+    ("embedding.embeddings.", "openinference"),  # an embedding call's texts, as messages
 )
 INDEXED_OUTPUT = (
     ("llm.output_messages.", "openinference"),

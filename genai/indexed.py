@@ -2,7 +2,8 @@
 
 OpenInference writes `llm.input_messages.N.message.role`, `.message.content`,
 `.message.contents.M.message_content.text` and
-`.message.tool_calls.M.tool_call.{id,function.name,function.arguments}`; OpenLLMetry and
+`.message.tool_calls.M.tool_call.{id,function.name,function.arguments}`, and an
+embedding call's texts as `embedding.embeddings.N.embedding.text`; OpenLLMetry and
 the older OTel GenAI names write `gen_ai.prompt.N.role`, `.content` and
 `.tool_calls.M.{id,name,arguments}`. Both become the same members here.
 """
@@ -33,6 +34,7 @@ _MEMBERS = (
     ),
     (re.compile(r"message\.tool_calls\.(\d+)\.tool_call\.id"), r"tool_calls.\1.id"),
     (re.compile(r"message\.contents\.(\d+)\.message_content\.text"), r"contents.\1"),
+    (re.compile(r"embedding\.text"), "content"),  # an embedding call's text
     (re.compile(r"message\.(.+)"), r"\1"),
 )
 

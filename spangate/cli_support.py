@@ -106,7 +106,8 @@ def upgrade_stored_spans(db: Database, pricer: Pricer) -> None:
     model calls stored without a model the one their parameters name; and the traces
     stored with a model call under a model call their summaries counting it once,
     and the OTel GenAI workflows stored the facts of a chain; and the spans that name
-    their user or session by OpenLLMetry's association properties those."""
+    their user or session by OpenLLMetry's association properties those; and the
+    embedding calls' texts to the text index."""
 
     def progress(done: int, total: int) -> None:
         end = "\n" if done >= total else ""
@@ -127,3 +128,4 @@ def upgrade_stored_spans(db: Database, pricer: Pricer) -> None:
     genai_upgrade.remodel(db, pricer, progress)
     genai_upgrade.count_once(db, pricer, progress)
     genai_upgrade.associate(db, progress)
+    genai_upgrade.embed_texts(db, progress)

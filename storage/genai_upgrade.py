@@ -37,6 +37,10 @@ COUNTED_ONCE = 1025
 #: The version recorded once every stored span that names its user or session by
 #: OpenLLMetry's association properties (genai/conventions.py) has them.
 ASSOCIATED = 1026
+#: The version recorded once every stored trace with an embedding call that gives its
+#: texts (OpenInference's `embedding.embeddings.N.embedding.text`) has them in its text
+#: index and previews.
+EMBEDDED = 1027
 
 log = logging.getLogger("spangate.worker")
 
@@ -224,3 +228,22 @@ def associate(db: Database, progress: trace_walk.Progress | None = None) -> int:
     association properties (and by no earlier convention) those, and their traces' and
     sessions' summaries anew; the traces gone through (0 when it was done before)."""
     return trace_walk.walk(db, ASSOCIATED, _associate_trace, lock=True, progress=progress)
+
+
+#: Whether a trace has an embedding call that may give its texts.
+_EMBEDDED = (
+    "SELECT 1 FROM spans WHERE project_id = ? AND trace_id = ? AND llm_type = 'embedding' "
+    "AND attributes LIKE ? LIMIT 1"
+)
+
+
+def _embedded_trace(tx: Transaction, project_id: str, trace_id: str) -> None:
+    prefix = next(p for p, _ in conventions.INDEXED_INPUT if p.startswith("embedding."))
+    if tx.query_one(_EMBEDDED, (project_id, trace_id, f'%"key":"{prefix}%')) is not None:
+        trace_texts.rebuild_trace(tx, project_id, trace_id)
+
+
+def embed_texts(db: Database, progress: trace_walk.Progress | None = None) -> int:
+    """Give the stored traces with an embedding call that gives its texts those in
+    their text index and previews; the traces gone through (0 when it was done before)."""
+    return trace_walk.walk(db, EMBEDDED, _embedded_trace, lock=True, progress=progress)

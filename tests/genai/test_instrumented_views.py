@@ -110,10 +110,14 @@ def test_a_call_refused_before_an_answer_names_the_model_asked_for(
 
 @pytest.mark.parametrize("library", LIBRARIES)
 def test_an_embedding_call(instrumented: Instrumented, library: str) -> None:
-    """An embedding call: its type, model and input tokens."""
+    """An embedding call: its type, model, input tokens and the text it embedded, where
+    the library records it (OpenTelemetry's own does not, nor OpenLLMetry's events)."""
     (view,) = _views(instrumented, library, "embedding")
     assert (view.type, view.model) == ("embedding", fake_openai.EMBEDDING_MODEL)
     assert view.input_tokens == fake_openai.EMBEDDING_TOKENS
+    recorded = library in ("openinference", "openinference-genai", "openllmetry")
+    said = [(m.role, m.content) for m in view.input_messages]
+    assert said == ([("user", emit.EMBEDDING_INPUT)] if recorded else []), library
 
 
 def test_every_library_stored_adds_up(instrumented: Instrumented, tmp_path: object) -> None:

@@ -345,6 +345,36 @@ def test_spans_stored_before_association_properties_were_read_get_user_and_sessi
     assert associate(database) == 0
 
 
+def test_embedding_texts_stored_before_they_were_read_are_found_after_the_walk(
+    database: Database,
+) -> None:
+    """OpenInference's embedding texts are a call's input, found by the `text` filter;
+    a store whose embedding calls were stored before they were read: the walk indexes
+    them; run again, it does nothing."""
+    from proto_json import convert_spans
+    from storage.genai_upgrade import EMBEDDED, embed_texts
+    from storage.span_genai import with_views
+
+    given = {"openinference.span.kind": "EMBEDDING", "embedding.model_name": "m",
+             "embedding.embeddings.0.embedding.text": "the wombat report"}  # fmt: skip
+    call = span(traceId=TRACE, spanId="e" * 16, name="CreateEmbeddings", attributes=given)
+    rows = with_views(rows_of(convert_spans(orjson.dumps({"spans": [call]})).request, "p", 5),
+                      Pricer())  # fmt: skip
+    SpanStore(database).upsert(rows, 1000)
+    summaries = TraceSummaries(database)
+    assert [t.trace_id for t in summaries.page("p", TraceFilter(words=("wombat",)), 10).traces] == [
+        TRACE
+    ]
+    with database.transaction() as tx:  # as a build that did not read them stored it
+        tx.execute("DELETE FROM trace_texts")
+        tx.execute("DELETE FROM schema_migrations WHERE version = ?", (EMBEDDED,))
+    assert summaries.page("p", TraceFilter(words=("wombat",)), 10).traces == []
+    assert embed_texts(database) == 1
+    [found] = summaries.page("p", TraceFilter(words=("wombat",)), 10).traces
+    assert found.trace_id == TRACE
+    assert embed_texts(database) == 0
+
+
 def test_sums_past_64_bits_are_refused_values_not_an_unavailable_store(
     database: Database,
 ) -> None:
