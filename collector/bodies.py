@@ -54,6 +54,22 @@ def _not_gzip(detail: str) -> GatewayError:
     )
 
 
+#: The most deflate inflates one byte to (a 258-byte match in 2 bits): zlib's bound.
+MAX_INFLATE_RATIO = 1032
+#: What a gzip member's header and a block's codes may add to that bound.
+_INFLATE_SLACK = 1024
+
+
+def inflated_bound(length: int, codings: list[str], limit: int) -> int:
+    """The most that decoding a body of `length` bytes by `codings` holds at once: each
+    layer's output, at most the limit (plus the byte that tells it is over)."""
+    held, size = 0, length
+    for _ in codings:
+        size = min(limit + 1, size * MAX_INFLATE_RATIO + _INFLATE_SLACK)
+        held += size
+    return held
+
+
 def gunzip(data: bytes, limit: int) -> bytes:
     """Inflate a gzip body (several members allowed) to at most `limit` bytes."""
     out = bytearray()

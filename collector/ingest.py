@@ -29,7 +29,7 @@ from collector.admission import Admission
 from collector.answers import otlp_answer, spans_answer, traces_answer
 from collector.archive import HEADROOM_FRACTION, Archive, ArchiveRecord
 from collector.auth import authenticate
-from collector.bodies import content_codings, decode
+from collector.bodies import content_codings, decode, inflated_bound
 from collector.errors import GatewayError, unavailable
 from collector.inflight import InflightBudget
 from collector.ingestion_record import Requester, RequestRecorder, requester
@@ -267,10 +267,10 @@ class Ingest:
 
     def _reservation(self, head: RequestHead, codings: list[str]) -> int:
         """Bytes this request may hold: its body (the limit when unannounced), plus the
-        inflated copy when it is gzip."""
+        most its gzip layers inflate to (a small body cannot inflate to the limit)."""
         length = head.content_length
         body = length if length is not None else self.max_body_bytes
-        return body + (self.max_body_bytes if codings else 0)
+        return body + inflated_bound(body, codings, self.max_body_bytes)
 
     async def _convert(
         self, incoming: _Incoming, raw: bytes, codings: list[str], convert: Converter
