@@ -44,8 +44,12 @@ SECURITY_HEADERS = {
 }
 
 
+#: Routes outside /api/v1 that answer JSON (a page's script reads them): their errors too.
+_JSON_ENDPOINTS = frozenset(("find_in_trace",))
+
+
 async def _render(error: DashboardError) -> Response:
-    if is_api(request.path):
+    if is_api(request.path) or request.endpoint in _JSON_ENDPOINTS:
         body = {"error": {"code": error.code, "message": error.message}}
         return json_response(body, error.status, headers=error.headers)
     page = await render_template("error.html", error=error)

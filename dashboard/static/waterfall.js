@@ -175,8 +175,9 @@ async function search(form, query) {
   const count = document.getElementById("find-count");
   const url = `${form.action}?q=${encodeURIComponent(query)}`;
   const response = await fetch(url, {credentials: "same-origin"});
-  if (!response.ok) {
-    count.textContent = "cannot search";
+  if (!response.ok) {  // the reason, when the server gave one (a query too long, say)
+    const reason = await response.json().then((body) => body.error.message, () => null);
+    count.textContent = reason ? `cannot search: ${reason}` : "cannot search";
     return false;
   }
   const found = await response.json();

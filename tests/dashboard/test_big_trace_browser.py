@@ -202,4 +202,10 @@ def test_find_in_the_trace_goes_to_an_attribute_match(
     on_page = [at for at in calls if _page_of(at) == here]
     expect(page.locator(".span-row.match")).to_have_count(len(on_page))
     shot(page, tmp_path, "big-trace-find")
+    # a refusal (the store not answering, say) says its reason
+    refusal = '{"error": {"code": "STORAGE_ERROR", "message": "the database is not answering"}}'
+    page.route("**/find?*", lambda route: route.fulfill(status=503, body=refusal))
+    page.get_by_label("Find in trace").fill("another")
+    page.get_by_role("button", name="Next match").click()
+    expect(page.locator("#find-count")).to_have_text("cannot search: the database is not answering")
     page.close()
