@@ -54,11 +54,13 @@ def iso(value: str | None) -> Markup | str:
 _DATED = re.compile(r"(.+?)(-\d{4}-\d{2}-\d{2}|-\d{8})$")
 
 
-def model_html(model: str) -> Markup:
+def model_html(model: str, after: str = "") -> Markup:
     """A model's name in a narrow column: its name and its date each on one line, the
-    line broken, when it must be, before the date alone (not at each hyphen)."""
+    line broken, when it must be, before the date alone (not at each hyphen); `after`
+    (a list's comma) in the last part, never on a line of its own."""
     dated = _DATED.fullmatch(model)
-    parts = dated.groups() if dated else (model,)
+    parts = [*dated.groups()] if dated else [model]
+    parts[-1] += after
     return Markup('<span class="model" title="{}">{}</span>').format(
         model, Markup("<wbr>").join(Markup('<span class="part">{}</span>').format(p) for p in parts)
     )

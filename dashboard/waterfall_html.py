@@ -33,7 +33,8 @@ def _text(value: str) -> str:
 
 def _llm_facts(model: str | None, tokens_in: int | None, tokens_out: int | None) -> str:
     """A model call's model and tokens (in → out; one count alone, an embedding's
-    input, without the arrow), as its row shows them."""
+    input, without the arrow), as its row shows them (and its title, whole, where a
+    narrow row cuts them)."""
     if model is None and tokens_in is None and tokens_out is None:
         return ""
     if tokens_in is not None and tokens_out is not None:
@@ -44,7 +45,8 @@ def _llm_facts(model: str | None, tokens_in: int | None, tokens_out: int | None)
         tokens = f" {count(tokens_out)} tok out"
     else:
         tokens = ""
-    return f'<span class="llm-facts">{escape(model or "")}{tokens}</span> '
+    text = f"{escape(model or '')}{tokens}"
+    return f'<span class="llm-facts" title="{text.strip()}">{text}</span> '
 
 
 def _subtree(below: Subtree) -> str:

@@ -3,6 +3,7 @@ collapse to a depth, previous/next error and find in the trace, across pages."""
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -209,3 +210,30 @@ def test_find_in_the_trace_goes_to_an_attribute_match(
     page.get_by_role("button", name="Next match").click()
     expect(page.locator("#find-count")).to_have_text("cannot search: the database is not answering")
     page.close()
+
+
+@pytest.mark.parametrize("javascript", [True, False])
+def test_the_time_axis_labels_never_run_together(
+    browser: Browser, base: str, tmp_path: Path, javascript: bool
+) -> None:
+    """At any width, with a span selected or not, with JavaScript or without, each
+    label of the time axis ends before the next begins (a narrow axis shows three, or
+    its two ends)."""
+    context = browser.new_context(java_script_enabled=javascript)
+    page = context.new_page()
+    sign_in(page, base)
+    for width in (1400, 1024, 800):
+        page.set_viewport_size({"width": width, "height": 900})
+        for query in ("", f"?span={span_id(1)}"):
+            page.goto(f"{base}/projects/big/traces/{TRACE}{query}")
+            boxes = [
+                box
+                for tick in page.locator(".axis .tick").all()
+                if tick.is_visible() and (box := tick.bounding_box()) is not None
+            ]
+            assert len(boxes) in (2, 3, 5), (width, query)
+            ends = [(b["x"], b["x"] + b["width"]) for b in sorted(boxes, key=lambda b: b["x"])]
+            gaps = [start - end for (_, end), (start, _) in itertools.pairwise(ends)]
+            assert min(gaps) >= 4, (width, query, ends)
+    shot(page, tmp_path, f"big-trace-axis-{'js' if javascript else 'no-js'}")
+    context.close()

@@ -163,7 +163,7 @@ async def test_the_pages_show_models_tokens_and_cost(site: Site) -> None:
         # the sortable columns' headers are links
         assert re.search(f'<th scope="col">(<a [^>]*>)?{header}( [▲▼])?(</a>)?</th>', listing)
     models = (
-        '<span class="model" title="gpt-4o"><span class="part">gpt-4o</span></span>, '
+        '<span class="model" title="gpt-4o"><span class="part">gpt-4o,</span></span> '
         '<span class="model" title="my-model"><span class="part">my-model</span></span>'
     )
     assert models in listing and ">175<" in listing and "cust-42" in listing
@@ -174,9 +174,9 @@ async def test_the_pages_show_models_tokens_and_cost(site: Site) -> None:
     page = (await (await client.get(f"/projects/demo/traces/{TRACE}")).get_data()).decode()
     assert "<dt>LLM calls</dt><dd>2</dd>" in page
     assert "175 (150 in, 25 out)" in page
-    assert '<span class="llm-facts">gpt-4o 100→20 tok</span>' in page
+    assert '<span class="llm-facts" title="gpt-4o 100→20 tok">gpt-4o 100→20 tok</span>' in page
     assert re.search('<span class="kind kind-llm" title="SDK kind: [a-z]+">llm</span> '
-                     '<span class="llm-facts">gpt-4o', page)  # fmt: skip
+                     '<span class="llm-facts" title="gpt-4o', page)  # fmt: skip
     assert '<span class="kind kind-tool" title="SDK kind: ' in page
     store(site.db, site.demo, [span(traceId="c" * 32, spanId="c" * 16, name="chat",
                                     attributes={"gen_ai.operation.name": "chat",
@@ -243,7 +243,8 @@ async def test_an_embeddings_row_shows_its_input_tokens_alone(site: Site) -> Non
     client = site.client()
     await sign_in(client, "viewer@acme.test")
     page = (await (await client.get(f"/projects/demo/traces/{'e' * 32}")).get_data()).decode()
-    assert '<span class="llm-facts">text-embedding-3-small 7 tok in</span>' in page
+    facts = "text-embedding-3-small 7 tok in"
+    assert f'<span class="llm-facts" title="{facts}">{facts}</span>' in page
 
 
 async def test_costs_read_alike_whatever_order_their_sum_was_added_in(site: Site) -> None:
