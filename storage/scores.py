@@ -52,7 +52,7 @@ def _score(value: Any, problems: dict[str, str]) -> float:
     if type(value) not in (int, float):  # bool is a subclass of int and is not a number here
         problems["score"] = "required; a number from 0.0 to 1.0"
         return 0.0
-    number = float(value)
+    number = float(value) + 0.0  # -0.0 is taken as 0.0
     if not (math.isfinite(number) and 0.0 <= number <= 1.0):
         problems["score"] = "must be from 0.0 to 1.0"
     return number

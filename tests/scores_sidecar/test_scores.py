@@ -90,10 +90,12 @@ async def test_every_field(client: Client, key: str) -> None:
     assert status == 201 and {k: body[k] for k in sent} == {**sent, "score": 1.0}
 
 
-@pytest.mark.parametrize("score", [0, 0.0, 1, 1.0, 0.999999])
+@pytest.mark.parametrize("score", [0, 0.0, -0.0, 1, 1.0, 0.999999])
 async def test_score_bounds_are_inclusive(client: Client, key: str, score: float) -> None:
-    """0.0 and 1.0 are valid scores."""
-    assert (await post(client, {"trace_id": TRACE, "score": score}, **bearer(key)))[0] == 201
+    """0.0 and 1.0 are valid scores; -0.0 is taken as 0.0."""
+    status, body = await post(client, {"trace_id": TRACE, "score": score}, **bearer(key))
+    assert status == 201
+    assert str(body["score"]) == str(float(score) + 0.0)
 
 
 @pytest.mark.parametrize(
