@@ -24,6 +24,7 @@ import orjson
 
 from storage.database import Database, Transaction, arrays
 from storage.storable import id_text
+from storage.summary_genai import capped_sum
 from storage.trace_query import COST, INPUT_TOKENS, OUTPUT_TOKENS, fits_int64
 
 _COLUMNS = (
@@ -38,10 +39,21 @@ _AGGREGATE = (
 _SETS = ", ".join(
     f"{c} = excluded.{c}" for c in _COLUMNS.split(", ") if c not in ("project_id", "session_id")
 )
-_UPSERT = (
-    f"INSERT INTO session_summaries ({_COLUMNS}) {_AGGREGATE} "
-    f"ON CONFLICT (project_id, session_id) DO UPDATE SET {_SETS}"
-)
+
+
+def _upsert(postgres: bool) -> str:
+    """A session's summary made anew from its traces' (its token sums capped:
+    storage/summary_genai.py's capped_sum)."""
+    aggregate = _AGGREGATE
+    for tokens in (INPUT_TOKENS, OUTPUT_TOKENS):
+        aggregate = aggregate.replace(f"SUM({tokens})", capped_sum(tokens, postgres))
+    return (
+        f"INSERT INTO session_summaries ({_COLUMNS}) {aggregate} "
+        f"ON CONFLICT (project_id, session_id) DO UPDATE SET {_SETS}"
+    )
+
+
+_UPSERTS = {postgres: _upsert(postgres) for postgres in (False, True)}
 _LOCK = (
     "INSERT INTO session_summaries (project_id, session_id, trace_count, start_ns, last_ns, "
     "error_count) SELECT project_id, session_id, 0, 0, 0, 0 FROM unnest(?::text[], ?::text[]) "
@@ -70,7 +82,7 @@ def refresh_stale(tx: Transaction) -> int:
         tx.execute(_LOCK, arrays(keys))
         tx.query(_LOCKED, arrays(keys))
     for project, session in stale:
-        tx.execute(_UPSERT, (project, session))
+        tx.execute(_UPSERTS[tx.postgres], (project, session))
         tx.execute(_EMPTY, (project, session, project, session))
     return len(stale)
 

@@ -45,6 +45,24 @@ COLUMNS = (
 )
 NAMES = tuple(name for name, _ in COLUMNS)
 USAGE = ("input_tokens", "output_tokens", "total_tokens", "cost_usd")
+#: A sum of token counts stops here, inside a BIGINT: a trace's or session's spans may
+#: count more than 64 bits hold (each under genai/view.py's MAX_TOKENS, millions of
+#: them), and a sum that overflowed would refuse the rows that made it.
+MAX_SUM = 9 * 10**18
+
+
+def capped_sum(expr: str, postgres: bool) -> str:
+    """SQL: the sum of the integer `expr` (NULL when none is known), at most MAX_SUM.
+    SQLite's SUM fails past 64 bits, whatever follows: its TOTAL (a float, exact to
+    2**53) is what it caps; PostgreSQL's SUM of a BIGINT is exact (numeric)."""
+    if postgres:
+        return f"(CASE WHEN SUM({expr}) > {MAX_SUM} THEN {MAX_SUM} ELSE SUM({expr}) END)::bigint"
+    return (
+        f"(CASE WHEN COUNT({expr}) = 0 THEN NULL WHEN TOTAL({expr}) >= {MAX_SUM} "
+        f"THEN {MAX_SUM} ELSE CAST(TOTAL({expr}) AS INTEGER) END)"
+    )
+
+
 _MODEL_CALLS = ("llm", "embedding")
 _IN = "('llm', 'embedding')"
 KEY_LENGTH = 20 + 16 + 10  # start (decimal, zero-padded), span id, start day
@@ -88,19 +106,30 @@ def aggregates(s: str, postgres: bool, calls: str = "", usage: str = "") -> list
         f"SUM(CASE WHEN {llm}{call} THEN 1 ELSE 0 END)",
         models,
         f"MIN({s}user_id)",
-        *(f"SUM(CASE WHEN {s}llm_type IN {_IN}{counted} THEN {s}{c} END)" for c in USAGE),
-        *(f"SUM(CASE WHEN {s}llm_type NOT IN {_IN} THEN {s}{c} END)" for c in USAGE),
+        *(
+            _sum(f"CASE WHEN {s}llm_type IN {_IN}{counted} THEN {s}{c} END", c, postgres)
+            for c in USAGE
+        ),
+        *(_sum(f"CASE WHEN {s}llm_type NOT IN {_IN} THEN {s}{c} END", c, postgres) for c in USAGE),
         f"MIN(CASE WHEN {llm} THEN {key} END)",
         f"MAX(CASE WHEN {llm} THEN {key} END)",
         f"MIN(CASE WHEN {root} THEN {key} END)",
     ]
 
 
+def _sum(expr: str, column: str, postgres: bool) -> str:
+    return f"SUM({expr})" if column == "cost_usd" else capped_sum(expr, postgres)
+
+
 def _plus(column: str) -> str:
+    both = (
+        f"summary.{column} + added.{column}"
+        if column.endswith("cost_usd")
+        else f"LEAST(summary.{column}::numeric + added.{column}, {MAX_SUM})::bigint"
+    )
     return (
         f"CASE WHEN added.{column} IS NULL THEN summary.{column} "
-        f"WHEN summary.{column} IS NULL THEN added.{column} "
-        f"ELSE summary.{column} + added.{column} END"
+        f"WHEN summary.{column} IS NULL THEN added.{column} ELSE {both} END"
     )
 
 
@@ -177,10 +206,19 @@ def summary_of(spans: list[SpanRow]) -> tuple[object, ...]:
         llm_calls,
         orjson.dumps(sorted(models)).decode() if models else None,
         user,
-        *calls,
-        *others,
+        *_capped(calls),
+        *_capped(others),
         *(None if order is None else _key(*order) for order in (first, last, root)),
     )
+
+
+def _capped(sums: list[Any]) -> list[Any]:
+    """USAGE's sums with the token counts' (not the cost's) at most MAX_SUM, as
+    capped_sum gives them."""
+    return [
+        v if v is None or c == "cost_usd" else min(v, MAX_SUM)
+        for c, v in zip(USAGE, sums, strict=True)
+    ]
 
 
 def _usage(row: SpanRow) -> tuple[int | None, int | None, int | None, float | None]:

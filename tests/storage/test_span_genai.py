@@ -375,23 +375,34 @@ def test_embedding_texts_stored_before_they_were_read_are_found_after_the_walk(
     assert embed_texts(database) == 0
 
 
-def test_sums_past_64_bits_are_refused_values_not_an_unavailable_store(
-    database: Database,
-) -> None:
+def test_token_sums_past_64_bits_stop_at_their_cap(database: Database) -> None:
     """Counts the view no longer reads (a trillion or more) in a store that holds them:
-    a session's sums past 64 bits are the rows' fault (the worker then writes each entry
-    on its own), never the store being down, which the worker retries without end."""
+    a trace's and a session's token sums stop at MAX_SUM, whether the spans come
+    together, one at a time (a stored trace's summary added to, or made anew), or in
+    several traces of a session; nothing is refused."""
     from proto_json import convert_spans
-    from storage.errors import StoreError, StoreUnavailable
+    from storage.session_summaries import session_summary
+    from storage.summary_genai import MAX_SUM
 
     store = SpanStore(database)
-    with pytest.raises(StoreError) as refused:
-        for n in range(1, 4):
+
+    def calls(trace: int, spans: range) -> list[SpanRow]:
+        sent = []
+        for n in spans:
             call = _llm(f"{n:016x}", None, (1, 1), attributes={"session.id": "s"})
-            call["traceId"] = f"{n:032x}"
-            rows = rows_of(convert_spans(orjson.dumps({"spans": [call]})).request, "p", 5)
-            store.upsert([rows[0]._replace(input_tokens=2**62, llm_type="llm")], 1000)
-    assert not isinstance(refused.value, StoreUnavailable)
+            call["traceId"] = f"{trace:032x}"
+            sent.append(call)
+        rows = rows_of(convert_spans(orjson.dumps({"spans": sent})).request, "p", 5)
+        return [row._replace(input_tokens=2**62, llm_type="llm") for row in rows]
+
+    store.upsert(calls(1, range(1, 4)), 1000)  # together
+    for n in range(1, 4):  # one at a time
+        store.upsert(calls(2, range(n, n + 1)), 1000)
+    for trace in (1, 2):
+        found = TraceSummaries(database).get("p", f"{trace:032x}")
+        assert found is not None and found.usage[0] == MAX_SUM, trace
+    session = session_summary(database, "p", "s")
+    assert session is not None and (session.traces, session.input_tokens) == (2, MAX_SUM)
 
 
 def test_workflows_stored_as_model_calls_become_chains(database: Database) -> None:
