@@ -237,9 +237,14 @@ _EMBEDDED = (
 )
 
 
+#: The attributes' text of a span that may give an embedding call's texts.
+_EMBEDDING_TEXTS = next(
+    f'%"key":"{p}%' for p, _ in conventions.INDEXED_INPUT if p.startswith("embedding.")
+)
+
+
 def _embedded_trace(tx: Transaction, project_id: str, trace_id: str) -> None:
-    prefix = next(p for p, _ in conventions.INDEXED_INPUT if p.startswith("embedding."))
-    if tx.query_one(_EMBEDDED, (project_id, trace_id, f'%"key":"{prefix}%')) is not None:
+    if tx.query_one(_EMBEDDED, (project_id, trace_id, _EMBEDDING_TEXTS)) is not None:
         trace_texts.rebuild_trace(tx, project_id, trace_id)
 
 
