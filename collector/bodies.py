@@ -56,33 +56,43 @@ def _not_gzip(detail: str) -> GatewayError:
 
 #: The most deflate inflates one byte to (a 258-byte match in 2 bits): zlib's bound.
 MAX_INFLATE_RATIO = 1032
-#: What a gzip member's header and a block's codes may add to that bound.
-_INFLATE_SLACK = 1024
+#: What a gzip member's header and a block's codes may add to that bound, and what
+#: zlib holds besides the output (its window and state).
+_INFLATE_SLACK = 64 * 1024
+#: The most inflated at a time: the pieces are joined once, so a body is held twice at
+#: most (its pieces, then the joined body), never in a buffer that grows by copies.
+_PIECE_BYTES = 256 * 1024
 
 
 def inflated_bound(length: int, codings: list[str], limit: int) -> int:
     """The most that decoding a body of `length` bytes by `codings` holds at once: each
-    layer's output, at most the limit (plus the byte that tells it is over)."""
+    layer's output (at most the limit, plus the byte that tells it is over) twice, as
+    `gunzip` holds its pieces and then the body they make."""
     held, size = 0, length
     for _ in codings:
         size = min(limit + 1, size * MAX_INFLATE_RATIO + _INFLATE_SLACK)
-        held += size
+        held += 2 * size + _INFLATE_SLACK
     return held
 
 
 def gunzip(data: bytes, limit: int) -> bytes:
     """Inflate a gzip body (several members allowed) to at most `limit` bytes."""
-    out = bytearray()
+    pieces: list[bytes] = []
+    size = 0
     pending = data
     while True:
         inflater = zlib.decompressobj(_GZIP_WBITS)
         try:
             while True:
-                out += inflater.decompress(pending, limit + 1 - len(out))
-                if len(out) > limit:
+                asked = min(_PIECE_BYTES, limit + 1 - size)
+                piece = inflater.decompress(pending, asked)
+                pieces.append(piece)
+                size += len(piece)
+                if size > limit:
                     raise _too_large(limit)
                 pending = inflater.unconsumed_tail
-                if inflater.eof or not pending:
+                # a full piece may leave output inside zlib with no input left to give
+                if inflater.eof or (not pending and len(piece) < asked):
                     break
         except zlib.error as e:
             raise _not_gzip(str(e)) from e
@@ -90,7 +100,7 @@ def gunzip(data: bytes, limit: int) -> bytes:
             raise _not_gzip("truncated")
         pending = inflater.unused_data
         if not pending.strip(b"\0"):  # trailing zero padding after the last member is fine
-            return bytes(out)
+            return b"".join(pieces)
 
 
 def decode(data: bytes, codings: list[str], limit: int) -> bytes:

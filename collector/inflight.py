@@ -1,10 +1,10 @@
 """A budget of request-body bytes being processed at once, so memory stays bounded.
 
 Each request reserves, before its body is read, what it may need: its Content-Length
-(the whole body limit when it has none), plus, when it is gzip, the most it can
-inflate to (collector/bodies.py's `inflated_bound`: 1,032 times its length, at most the
-limit). Over the budget: 503 INFLIGHT_BYTES_EXHAUSTED at once, before the body
-is buffered. The collector runs on one event loop, so a plain counter is exact.
+(the whole body limit when it has none), plus, when it is gzip, what inflating it holds
+(collector/bodies.py's `inflated_bound`: twice the most it can inflate to, 1,032 times
+its length, at most the limit). Over the budget: 503 INFLIGHT_BYTES_EXHAUSTED at once,
+before the body is buffered. The collector runs on one event loop, so a plain counter is exact.
 
 A project holds at most half of the budget (HOLDER_SHARE) while it holds anything:
 one key's requests (slow uploads announcing large bodies, say) cannot take the whole
