@@ -20,6 +20,7 @@ from storage import session_summaries, trace_index, trace_summaries, trace_texts
 from storage.database import Database, Transaction
 from storage.schema import SPAN_GENAI_COLUMNS
 from storage.span_genai import described, facts, stored_ids, stored_view
+from storage.storable import id_text
 
 #: The version recorded in schema_migrations once every stored span has its facts.
 UPGRADED = 1011
@@ -44,6 +45,23 @@ EMBEDDED = 1027
 
 log = logging.getLogger("spangate.worker")
 
+_USER_AT = [name for name, _ in SPAN_GENAI_COLUMNS].index("user_id")
+
+
+def _ids(user: str | None, session: str | None) -> tuple[str | None, str | None]:
+    """A user and session id as the worker stores them (storage/storable.py)."""
+    return (None if user is None else id_text(user), None if session is None else id_text(session))
+
+
+def _as_stored(values: tuple[object, ...], session: str | None) -> tuple[object, ...]:
+    """A view's facts and session as the worker stores them (storage/storable.py): no
+    NUL in a text, the ids cut."""
+    fixed = [v.replace("\x00", "\ufffd") if isinstance(v, str) else v for v in values]
+    user = fixed[_USER_AT]
+    fixed[_USER_AT], session = _ids(user if isinstance(user, str) else None, session)
+    return (*fixed, session)
+
+
 _SET = ", ".join(f"{name} = ?" for name, _ in SPAN_GENAI_COLUMNS)
 _UPDATE = (
     f"UPDATE spans SET {_SET}, session_id = COALESCE(session_id, ?) WHERE project_id = ? "
@@ -63,19 +81,8 @@ def _upgrade_trace(tx: Transaction, project_id: str, trace_id: str, pricer: Pric
         view = stored_view(name, kind, attributes, events)
         if view is None:
             continue
-        found = facts(view, pricer)
-        tx.execute(
-            _UPDATE,
-            (
-                *found,
-                view.session_id,
-                project_id,
-                trace_id,
-                span_id,
-                start_day,
-                content_hash,
-            ),
-        )
+        key = (project_id, trace_id, span_id, start_day, content_hash)
+        tx.execute(_UPDATE, (*_as_stored(facts(view, pricer), view.session_id), *key))
     trace_summaries.refresh(tx, project_id, trace_id)
 
 
@@ -121,12 +128,12 @@ def _redescribe_trace(
         key = (project_id, trace_id, span_id, day, content_hash)
         view = _view(name, kind, attributes, events)
         if view is not None:
-            tx.execute(_UPDATE, (*facts(view, pricer), view.session_id, *key))
+            tx.execute(_UPDATE, (*_as_stored(facts(view, pricer), view.session_id), *key))
             typed = given = True
             continue
         user, session = stored_ids(attributes, True)
         if user is not None or session is not None:  # as span_genai.with_user
-            tx.execute(_SET_IDS, (user, session, *key))
+            tx.execute(_SET_IDS, (*_ids(user, session), *key))
             given = True
     if not given:
         return
@@ -215,7 +222,8 @@ def _associate_trace(tx: Transaction, project_id: str, trace_id: str) -> None:
     ):
         user, session = stored_ids(attributes, True)
         if user is not None or session is not None:
-            tx.execute(_SET_IDS, (user, session, project_id, trace_id, span_id, day, content_hash))
+            key = (project_id, trace_id, span_id, day, content_hash)
+            tx.execute(_SET_IDS, (*_ids(user, session), *key))
             given = True
     if given:
         trace_summaries.refresh(tx, project_id, trace_id)

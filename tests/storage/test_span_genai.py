@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -343,6 +344,44 @@ def test_spans_stored_before_association_properties_were_read_get_user_and_sessi
         ]  # fmt: skip
         assert tx.query("SELECT 1 FROM trace_index_stale") == []
     assert associate(database) == 0
+
+
+def test_the_walk_stores_ids_as_the_worker_does(database: Database) -> None:
+    """A user and session named by association properties with a NUL, or of 1,024
+    four-byte characters (each id, and both in one session's summary, over PostgreSQL's
+    B-tree limit were they kept whole): the walk stores them as the worker stores them
+    (storage/storable.py), and the worker stores a span with both."""
+    from proto_json import convert_spans
+    from storage.genai_upgrade import ASSOCIATED, associate
+    from storage.span_genai import with_views
+    from storage.storable import storable
+
+    pick = random.Random(7).randrange  # characters PostgreSQL cannot compress away
+    wide = "".join(chr(0x1F300 + pick(0x800)) for _ in range(1024))
+    sent = [
+        span(traceId=f"{n:032x}", spanId="a" * 16, name="handle",
+             attributes={"traceloop.association.properties.user_id": user,
+                         "traceloop.association.properties.session_id": session})
+        for n, (user, session) in enumerate((("a\x00b", "s\x00t"), (wide, wide)), start=1)
+    ]  # fmt: skip
+    rows = with_views(rows_of(convert_spans(orjson.dumps({"spans": sent})).request, "p", 5),
+                      Pricer())  # fmt: skip
+    fresh = [(row.user_id, row.session_id) for row in storable(list(rows))]
+    store = SpanStore(database)
+    store.upsert([row._replace(user_id=None, session_id=None) for row in rows], 1000)
+    with database.transaction() as tx:
+        tx.execute("DELETE FROM schema_migrations WHERE version = ?", (ASSOCIATED,))
+    assert associate(database) == 2
+    with database.transaction() as tx:
+        walked = tx.query("SELECT user_id, session_id FROM spans ORDER BY trace_id")
+        assert [tuple(row) for row in walked] == fresh
+        assert len(tx.query("SELECT 1 FROM session_summaries")) == 2
+    plain = span(traceId="9" * 32, spanId="b" * 16, name="plain",
+                 attributes={"user.id": wide, "session.id": "x" + wide})  # fmt: skip
+    rows = rows_of(convert_spans(orjson.dumps({"spans": [plain]})).request, "p", 5)
+    store.upsert(storable(with_views(rows, Pricer())), 1000)
+    with database.transaction() as tx:
+        assert len(tx.query("SELECT 1 FROM session_summaries")) == 3
 
 
 def test_embedding_texts_stored_before_they_were_read_are_found_after_the_walk(
