@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import orjson
 from quart import Response, render_template, request, url_for
 
 from dashboard.errors import DashboardError
@@ -26,8 +27,18 @@ def _side(messages: list[dict[str, Any]]) -> Any:
     if len(messages) == 1 and set(messages[0]) == {"role", "content"}:
         content = messages[0]["content"]
         found = None if content is None else json_of(content)
-        return content if found is None else found
+        return content if found is None or not _fits(found) else found
     return messages or None
+
+
+def _fits(value: Any) -> bool:
+    """Whether a JSON value fits an item as the dataset writes its items back (two
+    levels deeper: storage/datasets.py); a deeper one is kept as its text."""
+    try:
+        orjson.dumps([{"input": value}])
+    except orjson.JSONEncodeError:
+        return False
+    return True
 
 
 def span_item(span: dict[str, Any]) -> dict[str, Any]:

@@ -68,13 +68,14 @@ def _item(value: Any, at: int) -> Item:
             f'item {at + 1} must be an object with "input" and, optionally, "expected"'
         )
     expected = value.get("expected")
-    try:
-        return Item(
-            orjson.dumps(value["input"]).decode(),
-            None if "expected" not in value else orjson.dumps(expected).decode(),
-        )
+    try:  # as `items_text` writes it back: in the array of items, an object each
+        orjson.dumps([value])
     except orjson.JSONEncodeError:
-        raise ValueError(f"item {at + 1} is nested too deep (at most 254 levels)") from None
+        raise ValueError(f"item {at + 1} is nested too deep (at most 252 levels)") from None
+    return Item(
+        orjson.dumps(value["input"]).decode(),
+        None if "expected" not in value else orjson.dumps(expected).decode(),
+    )
 
 
 def parse_items(text: str) -> tuple[Item, ...]:

@@ -4,7 +4,8 @@ problem shown beside its field; viewers only read."""
 from __future__ import annotations
 
 from storage.datasets import DatasetStore
-from tests.dashboard.conftest import Site, sign_in
+from tests.dashboard.conftest import Site, sign_in, store
+from tests.proto_json.spans import span
 
 ITEMS = '[{"input": {"q": "capital of France?"}, "expected": "Paris"}, {"input": "hi"}]'
 
@@ -38,7 +39,7 @@ async def test_problems_are_shown_beside_their_fields(site: Site) -> None:
     and the text as sent; a taken name is 409."""
     client = site.client()
     csrf = await sign_in(client, "member@acme.test")
-    deep = '[{"input": ' + "[" * 300 + "]" * 300 + "}]"  # orjson writes 254 levels
+    deep = '[{"input": ' + "[" * 253 + "]" * 253 + "}]"  # 255 levels; orjson writes 254
     for items, expected in (("[1,", "not JSON"), ('[{"output": 1}]', "item 1 must be"),
                             (deep, "item 1 is nested too deep")):  # fmt: skip
         form = {"name": "", "description": "", "items": items, "csrf_token": csrf}
@@ -83,3 +84,26 @@ async def test_viewers_read_only(site: Site) -> None:
     owner = site.client()
     await sign_in(owner, "owner@acme.test")
     assert (await owner.get(f"/projects/demo/datasets/{theirs}")).status_code == 404
+
+
+async def test_items_as_deep_as_the_page_writes_back(site: Site) -> None:
+    """An item nested 252 levels (254 in the array of items the page writes back) is
+    kept and shown; a span's JSON input too deep for that is added as its text."""
+    client = site.client()
+    csrf = await sign_in(client, "member@acme.test")
+    items = '[{"input": ' + "[" * 252 + "]" * 252 + "}]"
+    form = {"name": "deep", "description": "", "items": items, "csrf_token": csrf}
+    response = await client.post("/projects/demo/datasets", form=form)
+    assert response.status_code == 303
+    assert (await client.get(response.headers["Location"])).status_code == 200
+    deep = "[" * 253 + "]" * 253
+    said = f'[{{"role": "user", "parts": [{{"type": "text", "content": "{deep}"}}]}}]'
+    call = {"gen_ai.operation.name": "chat", "gen_ai.input.messages": said}
+    store(site.db, site.demo, [span(traceId="d" * 32, spanId="d" * 16, attributes=call)])
+    added = await client.post(f"/projects/demo/traces/{'d' * 32}/spans/{'d' * 16}/dataset",
+                              form={"dataset": "from-span", "csrf_token": csrf})  # fmt: skip
+    assert added.status_code == 303
+    assert (await client.get(added.headers["Location"])).status_code == 200
+    [made] = [d for d in DatasetStore(site.db).list(site.demo.id) if d.name == "from-span"]
+    [item] = DatasetStore(site.db).get(site.demo.id, made.id).items
+    assert item.input == f'"{deep}"'  # its text
