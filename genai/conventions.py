@@ -184,8 +184,10 @@ SYSTEM_INSTRUCTIONS = "gen_ai.system_instructions"
 INDEXED_INPUT = (
     ("llm.input_messages.", "openinference"),
     ("gen_ai.prompt.", "indexed"),
-    ("embedding.embeddings.", "openinference"),  # an embedding call's texts, as messages
 )
+#: OpenInference: an embedding call's texts (`embedding.embeddings.N.embedding.text`),
+#: read as its input messages, of an embedding call only.
+EMBEDDING_TEXTS = "embedding.embeddings."
 INDEXED_OUTPUT = (
     ("llm.output_messages.", "openinference"),
     ("gen_ai.completion.", "indexed"),

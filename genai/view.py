@@ -220,7 +220,7 @@ _RAW = frozenset(
         c.VERCEL_TOOL_CALLS,
     )
 )
-_INDEXED = tuple(prefix for prefix, _ in (*c.INDEXED_INPUT, *c.INDEXED_OUTPUT))
+_INDEXED = (*(prefix for prefix, _ in (*c.INDEXED_INPUT, *c.INDEXED_OUTPUT)), c.EMBEDDING_TEXTS)
 _TYPE_KEYS = frozenset(key for key, _ in c.TYPE_ATTRIBUTES)
 _MESSAGE_KEYS = _RAW - _TYPE_KEYS
 _IS_INDEXED = operator.methodcaller("startswith", _INDEXED)
@@ -371,15 +371,22 @@ def _type(reader: _Reader, kind: str | None) -> str | None:
     return None
 
 
-def _messages_of_attributes(reader: _Reader) -> tuple[list[Message], list[Message]]:
+def _messages_of_attributes(
+    reader: _Reader, span_type: str | None
+) -> tuple[list[Message], list[Message]]:
     """Input and output messages from the attributes: JSON ones, then indexed ones."""
-    return _input_messages(reader), _output_messages(reader)
+    return _input_messages(reader, span_type), _output_messages(reader)
 
 
 _READERS = {"otel": lambda v: otel_messages(v, "user"), "vercel": vercel_messages}
 
 
-def _input_messages(reader: _Reader) -> list[Message]:
+#: The prefixes of indexed input messages, in order; an embedding call's texts last.
+_INDEXED_INPUTS = tuple(prefix for prefix, _ in c.INDEXED_INPUT)
+_EMBEDDING_INPUTS = (*_INDEXED_INPUTS, c.EMBEDDING_TEXTS)
+
+
+def _input_messages(reader: _Reader, span_type: str | None) -> list[Message]:
     sources = reader.sources
     inputs: list[Message] = []
     for key, shape in c.INPUT_MESSAGES:
@@ -388,7 +395,7 @@ def _input_messages(reader: _Reader) -> list[Message]:
             if inputs:
                 sources["inputMessages"] = key
                 break
-    for prefix, _ in c.INDEXED_INPUT:
+    for prefix in _EMBEDDING_INPUTS if span_type == "embedding" else _INDEXED_INPUTS:
         if inputs or not reader.indexed:
             break
         inputs = indexed_messages(reader.attributes, prefix, "user")
@@ -523,7 +530,7 @@ def _view(
     model = reader.text("model")
     take = reader.take
     tokens = {field: take(field) for field in _TOKENS if field in best}
-    inputs, outputs, said = _said(reader, events, messages)
+    inputs, outputs, said = _said(reader, events, messages, span_type)
     if span_type is None and (model or tokens or said or inputs or outputs):
         span_type = "llm"
     if span_type is None and _OPENINFERENCE_VALUES & {found[2] for found in _given(best)}:
@@ -573,10 +580,11 @@ def _model_asked(reader: _Reader) -> str | None:
 
 
 def _said(
-    reader: _Reader, events: Any, messages: bool
+    reader: _Reader, events: Any, messages: bool, span_type: str | None
 ) -> tuple[list[Message], list[Message], bool]:
     """A span's input and output messages from its attributes, else from its events
-    (none when not `messages`), and whether either says any."""
+    (none when not `messages`), and whether either says any (`span_type`: the span's
+    type as known so far; an embedding call's texts are its input alone)."""
     inputs: list[Message] = []
     outputs: list[Message] = []
     values = reader.values
@@ -584,7 +592,7 @@ def _said(
         not values.keys().isdisjoint(c.VERCEL_TEXT) and "vercelText" in reader.best
     )
     if messages and (said or reader.indexed):
-        inputs, outputs = _messages_of_attributes(reader)
+        inputs, outputs = _messages_of_attributes(reader, span_type)
     if not said and events is not None:  # read only when needed
         listed = events() if callable(events) else events
         if messages:
@@ -599,7 +607,7 @@ def message_view(attributes: Any, events: Any, span_type: str) -> GenAIView:
     than the whole view (the worker reads them for the text index of every model call
     it stores: storage/trace_texts.py)."""
     reader = _Reader(attributes)
-    inputs, outputs, _ = _said(reader, events, True)
+    inputs, outputs, _ = _said(reader, events, True, span_type)
     if not inputs and not outputs and span_type not in MODEL_TYPES:
         inputs, outputs = _values(reader, span_type)
     return GenAIView(span_type, input_messages=tuple(inputs), output_messages=tuple(outputs))

@@ -246,14 +246,13 @@ _EMBEDDED = (
 
 
 #: The attributes' text of a span that may give an embedding call's texts.
-_EMBEDDING_TEXTS = next(
-    f'%"key":"{p}%' for p, _ in conventions.INDEXED_INPUT if p.startswith("embedding.")
-)
+_EMBEDDING_TEXTS = f'%"key":"{conventions.EMBEDDING_TEXTS}%'
 
 
 def _embedded_trace(tx: Transaction, project_id: str, trace_id: str) -> None:
     if tx.query_one(_EMBEDDED, (project_id, trace_id, _EMBEDDING_TEXTS)) is not None:
         trace_texts.rebuild_trace(tx, project_id, trace_id)
+        trace_texts.give_ends(tx, [(project_id, trace_id)])
 
 
 def embed_texts(db: Database, progress: trace_walk.Progress | None = None) -> int:

@@ -388,6 +388,27 @@ def test_openllmetry_association_properties_name_user_and_session() -> None:
     assert (view.user_id, view.session_id) == ("bob", "s-2")
 
 
+def test_embedding_texts_are_an_embedding_calls_input_only() -> None:
+    """OpenInference's `embedding.embeddings.N.embedding.text` are an embedding call's
+    input messages; on a span of another type they are not its input (a retriever's is
+    its `input.value`)."""
+    texts = {"embedding.embeddings.0.embedding.text": "doc one",
+             "embedding.embeddings.1.embedding.text": "doc two"}  # fmt: skip
+    view = view_of(attrs({"openinference.span.kind": "EMBEDDING", **texts}))
+    assert view is not None and view.type == "embedding"
+    assert [(m.role, m.content) for m in view.input_messages] == [
+        ("user", "doc one"), ("user", "doc two")
+    ]  # fmt: skip
+    assert view.sources["inputMessages"] == "embedding.embeddings.N"
+    for kind, given in (("RETRIEVER", [("user", "q")]), ("CHAIN", []), ("AGENT", [])):
+        found = {"openinference.span.kind": kind, **texts}
+        if given:
+            found["input.value"] = "q"
+        view = view_of(attrs(found))
+        assert view is not None
+        assert [(m.role, m.content) for m in view.input_messages] == given, kind
+
+
 def test_a_span_no_convention_describes_has_no_view() -> None:
     """Plain HTTP spans, and spans with only a session or a user, have no view."""
     assert view_of(attrs({"http.method": "GET", "session.id": "s", "user.id": "u"})) is None

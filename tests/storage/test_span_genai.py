@@ -406,11 +406,12 @@ def test_embedding_texts_stored_before_they_were_read_are_found_after_the_walk(
     ]
     with database.transaction() as tx:  # as a build that did not read them stored it
         tx.execute("DELETE FROM trace_texts")
+        tx.execute("DELETE FROM span_texts")
         tx.execute("DELETE FROM schema_migrations WHERE version = ?", (EMBEDDED,))
     assert summaries.page("p", TraceFilter(words=("wombat",)), 10).traces == []
     assert embed_texts(database) == 1
     [found] = summaries.page("p", TraceFilter(words=("wombat",)), 10).traces
-    assert found.trace_id == TRACE
+    assert (found.trace_id, found.input) == (TRACE, "the wombat report")
     assert embed_texts(database) == 0
 
 
