@@ -53,8 +53,10 @@ MAX_SUM = 9 * 10**18
 
 def capped_sum(expr: str, postgres: bool) -> str:
     """SQL: the sum of the integer `expr` (NULL when none is known), at most MAX_SUM.
-    SQLite's SUM fails past 64 bits, whatever follows: its TOTAL (a float, exact to
-    2**53) is what it caps; PostgreSQL's SUM of a BIGINT is exact (numeric)."""
+    SQLite's SUM fails past 64 bits, whatever follows: its TOTAL (a float) is what it
+    caps, exact up to 2**53 (9×10^15 tokens in a trace or session) and within a float's
+    precision beyond, where `summary_of` and PostgreSQL's SUM of a BIGINT (numeric) are
+    exact."""
     if postgres:
         return f"(CASE WHEN SUM({expr}) > {MAX_SUM} THEN {MAX_SUM} ELSE SUM({expr}) END)::bigint"
     return (
