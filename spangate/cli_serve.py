@@ -24,10 +24,11 @@ from spangate.cli_support import fail, load_pricer, load_settings, upgrade_store
 from spangate.embedded_redis import EmbeddedRedis, EmbeddedRedisError, die_with_parent
 from spangate.ports import PortTaken, check_ports
 from spangate.supervisor import Supervisor
+from storage import trace_walk
 from storage.database import Database, sqlite_writer_refused
 from storage.errors import StoreError
 from storage.identity import IdentityStore
-from storage.schema import migrate
+from storage.schema import migrate, refuse_newer
 
 #: How often a part run alone looks whether the embedded Redis it started has exited.
 WATCH_EVERY_S = 1.0
@@ -202,7 +203,7 @@ def _worker(args: argparse.Namespace) -> int:
         )
     try:
         migrate(db)
-        upgrade_stored_spans(db, pricer)
+        upgrade_stored_spans(db, pricer, stop)
         with redis_url_for(settings) as resolved:
             client = queue_client(str(resolved.redis_url), socket_timeout=30)
             metrics = WorkerMetrics()
@@ -223,6 +224,9 @@ def _worker(args: argparse.Namespace) -> int:
             finally:
                 stop_metrics()
             client.close()
+    except trace_walk.Stopped as e:
+        print(f"spangate: {e}; the next start goes on from there", file=sys.stderr)
+        return 0
     except (StoreError, EmbeddedRedisError) as e:
         return fail(str(e))
     except redis.RedisError as e:
@@ -317,7 +321,7 @@ def _say_when_listening(settings: Settings, children: dict[str, subprocess.Popen
 def _serve(args: argparse.Namespace) -> int:
     try:
         settings = load_settings()
-        pricer = load_pricer(settings)
+        load_pricer(settings)  # a bad price file stops start-up here, in one line
     except (SettingsError, PriceFileError) as e:
         return fail(str(e), 2)
     try:  # before anything starts: a taken port is one line, not a child's traceback
@@ -326,10 +330,9 @@ def _serve(args: argparse.Namespace) -> int:
         return fail(str(e))
     configure_logging(settings.log_level)
     db = Database(settings.database_url, settings.database_statement_timeout_ms)
-    try:
+    try:  # the worker part walks the stored traces, while the collector accepts
         migrate(db)
-        if not args.no_worker:
-            upgrade_stored_spans(db, pricer)
+        refuse_newer(db)
         first_run = not IdentityStore(db).has_users()
     except StoreError as e:
         return fail(str(e))

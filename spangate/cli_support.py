@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -11,7 +12,7 @@ import orjson
 
 from genai.prices import Pricer, read_price_file
 from service.settings import Settings, SettingsError
-from storage import find_upgrade, genai_upgrade
+from storage import find_upgrade, genai_upgrade, trace_walk
 from storage.database import Database
 from storage.errors import NotFound, StoreError
 from storage.schema import migrate, refuse_newer
@@ -95,7 +96,7 @@ def load_pricer(settings: Settings) -> Pricer:
     return Pricer(read_price_file(str(settings.prices_file)) if settings.prices_file else ())
 
 
-def upgrade_stored_spans(db: Database, pricer: Pricer) -> None:
+def upgrade_stored_spans(db: Database, pricer: Pricer, stop: threading.Event | None = None) -> None:
     """Before a worker starts: refuse a store a newer build migrated (StoreError); give
     spans stored before the GenAI columns their facts (storage/genai_upgrade.py),
     with its progress on stderr when the store is large enough to take a while; then
@@ -107,7 +108,8 @@ def upgrade_stored_spans(db: Database, pricer: Pricer) -> None:
     stored with a model call under a model call their summaries counting it once,
     and the OTel GenAI workflows stored the facts of a chain; and the spans that name
     their user or session by OpenLLMetry's association properties those; and the
-    embedding calls' texts to the text index."""
+    embedding calls' texts to the text index. Once `stop` is set, the walk under way
+    stops between two chunks (trace_walk.Stopped), the next start going on from there."""
 
     def progress(done: int, total: int) -> None:
         end = "\n" if done >= total else ""
@@ -119,6 +121,11 @@ def upgrade_stored_spans(db: Database, pricer: Pricer) -> None:
         )
 
     refuse_newer(db)
+    with trace_walk.stopped_by(stop or threading.Event()):  # Stopped once `stop` is set
+        _walk_all(db, pricer, progress)
+
+
+def _walk_all(db: Database, pricer: Pricer, progress: trace_walk.Progress) -> None:
     genai_upgrade.upgrade(db, pricer, progress)
     find_upgrade.upgrade(db)
     find_upgrade.preview(db, progress)

@@ -306,6 +306,11 @@ MIGRATIONS: tuple[tuple[str, ...] | ByDialect, ...] = (
         # B-tree limit (2,704 bytes), which refused its batch
         "DROP INDEX session_summaries_user",
     ),
+    (  # 25: the last trace a walk over the stored traces did (storage/trace_walk.py), so
+        # that a walk stopped midway goes on from there
+        "CREATE TABLE walk_progress (version BIGINT PRIMARY KEY, project_id TEXT NOT NULL, "
+        "trace_id TEXT NOT NULL)",
+    ),
 )
 
 
