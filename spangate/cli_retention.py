@@ -5,16 +5,9 @@ from __future__ import annotations
 import argparse
 from datetime import timedelta
 
-from spangate.cli_support import print_json, with_database
+from spangate.cli_support import print_json, whole_number, with_database
 from storage.database import Database
 from storage.retention import remove_days_before, today
-
-
-def _positive_days(text: str) -> int:
-    days = int(text)
-    if days < 1:
-        raise argparse.ArgumentTypeError("must be 1 or more")
-    return days
 
 
 def _retention(args: argparse.Namespace) -> int:
@@ -47,7 +40,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "retention",
         help="remove the spans whose UTC start day is more than N days before today",
     )
-    retention.add_argument("--days", type=_positive_days, required=True, metavar="N")
+    retention.add_argument(  # a century at most: the cutoff is a date
+        "--days", type=whole_number(1, 36_500), required=True, metavar="N"
+    )
     retention.add_argument(
         "--yes", action="store_true", help="remove (without it, only say what would be kept)"
     )

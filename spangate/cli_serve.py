@@ -20,7 +20,13 @@ from contextlib import contextmanager
 from genai.prices import PriceFileError
 from service.logs import configure_logging
 from service.settings import Settings, SettingsError
-from spangate.cli_support import fail, load_pricer, load_settings, upgrade_stored_spans
+from spangate.cli_support import (
+    fail,
+    load_pricer,
+    load_settings,
+    upgrade_stored_spans,
+    whole_number,
+)
 from spangate.embedded_redis import EmbeddedRedis, EmbeddedRedisError, die_with_parent
 from spangate.ports import PortTaken, check_ports
 from spangate.supervisor import Supervisor
@@ -351,13 +357,6 @@ def _serve(args: argparse.Namespace) -> int:
         return fail(str(e))
 
 
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be 1 or more")
-    return value
-
-
 _DEFAULTS = Settings()
 #: The settings a first run is moved with (the rest: docs/operations.md).
 _SETTINGS = "settings (environment variables):\n" + "\n".join(
@@ -392,7 +391,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     serve.add_argument("--no-worker", action="store_true", help="do not drain the queue")
     serve.add_argument(
         "--workers",
-        type=_positive,
+        type=whole_number(1),
         default=1,
         metavar="N",
         help="collector processes sharing the ingest port (SO_REUSEPORT)",
@@ -432,7 +431,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     worker.add_argument(
         "--claim-idle-ms",
-        type=int,
+        type=whole_number(0),
         default=30_000,
         help="take over entries another worker left pending this long",
     )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+import math
 import os
 import sys
 import threading
@@ -94,6 +96,34 @@ def load_pricer(settings: Settings) -> Pricer:
     """The prices a worker costs model calls with: the operator's price file, when set,
     before the table; PriceFileError naming the file and the line of what is wrong."""
     return Pricer(read_price_file(str(settings.prices_file)) if settings.prices_file else ())
+
+
+def whole_number(low: int, high: int | None = None) -> Callable[[str], int]:
+    """An argument's type: a whole number from `low` (to `high`), else argparse's one
+    line naming the argument, not a traceback."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < low or (high is not None and value > high):
+            bounds = f"{low:,} or more" if high is None else f"{low:,} to {high:,}"
+            raise argparse.ArgumentTypeError(f"must be {bounds}")
+        return value
+
+    return parse
+
+
+def rate(text: str) -> float:
+    """An argument's type: a rate above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError("must be a number above 0")
+    return value
 
 
 def upgrade_stored_spans(db: Database, pricer: Pricer, stop: threading.Event | None = None) -> None:

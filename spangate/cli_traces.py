@@ -7,7 +7,14 @@ import sys
 from datetime import UTC, datetime
 
 from genai.prices import settled
-from spangate.cli_support import CommandError, fail, print_json, print_table, with_database
+from spangate.cli_support import (
+    CommandError,
+    fail,
+    print_json,
+    print_table,
+    whole_number,
+    with_database,
+)
 from storage.database import Database
 from storage.erasure import Eraser
 from storage.export import MAX_EXPORT_TRACES, as_csv, check_limit, export_traces, status_name
@@ -165,7 +172,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     listing = traces.add_parser("list", help="recent traces of a project")
     listing.add_argument("--project", required=True)
-    listing.add_argument("--limit", type=int, default=20)
+    listing.add_argument("--limit", type=whole_number(1, 500), default=20)
     listing.add_argument("--json", action="store_true")
     listing.set_defaults(handler=_list)
     show = traces.add_parser("show", help="the stored spans of a trace")

@@ -197,3 +197,26 @@ def test_a_closed_pipe_ends_the_export_quietly(tmp_path: Path) -> None:
     finally:
         os.close(write_end)
     assert export.returncode == 141 and export.stderr.decode() == ""
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["traces", "list", "--project", "demo", "--limit", "0"], "--limit: must be 1 to 500"),
+        (["traces", "list", "--project", "demo", "--limit", "x"], "--limit: 'x' is not a whole"),
+        (["retention", "--days", "800000"], "--days: must be 1 to 36,500"),
+        (["retention", "--days", "99999999999"], "--days: must be 1 to 36,500"),
+        (["worker", "--claim-idle-ms", "-5", "--burst"], "--claim-idle-ms: must be 0 or more"),
+        (["replay", "x.json", "--key", "k", "--rate", "0"], "--rate: must be a number above 0"),
+        (["replay", "x.json", "--key", "k", "--rate", "nan"], "--rate: must be a number above 0"),
+    ],
+)
+def test_a_bad_number_is_one_line_naming_its_argument(
+    capsys: pytest.CaptureFixture[str], argv: list[str], says: str
+) -> None:
+    """A number out of its range is argparse's error naming the argument (exit 2), not
+    a traceback or the queue store's error."""
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and says in err and "Traceback" not in err
