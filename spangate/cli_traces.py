@@ -172,7 +172,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     listing = traces.add_parser("list", help="recent traces of a project")
     listing.add_argument("--project", required=True)
-    listing.add_argument("--limit", type=whole_number(1, 500), default=20)
+    listing.add_argument("--limit", type=whole_number(1, 100_000), default=20)
     listing.add_argument("--json", action="store_true")
     listing.set_defaults(handler=_list)
     show = traces.add_parser("show", help="the stored spans of a trace")

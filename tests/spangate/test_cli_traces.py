@@ -202,7 +202,7 @@ def test_a_closed_pipe_ends_the_export_quietly(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("argv", "says"),
     [
-        (["traces", "list", "--project", "demo", "--limit", "0"], "--limit: must be 1 to 500"),
+        (["traces", "list", "--project", "demo", "--limit", "0"], "--limit: must be 1 to 100,000"),
         (["traces", "list", "--project", "demo", "--limit", "x"], "--limit: 'x' is not a whole"),
         (["retention", "--days", "800000"], "--days: must be 1 to 36,500"),
         (["retention", "--days", "99999999999"], "--days: must be 1 to 36,500"),
