@@ -79,13 +79,17 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def _answers(url: str) -> bool:
+def _answers(url: str, loading: bool = False) -> bool:
+    """Whether a Redis answers at `url` (`loading`: a server still loading its
+    append-only file counts, as it runs and writes that file)."""
     try:
         client = redis.Redis.from_url(url, socket_connect_timeout=0.5, socket_timeout=1)
         try:
             return bool(client.ping())
         finally:
             client.close()
+    except redis.BusyLoadingError:
+        return loading
     except (redis.RedisError, OSError):
         return False
 
@@ -100,13 +104,14 @@ class EmbeddedRedis:
         self.process: subprocess.Popen[bytes] | None = None
         self._lock: IO[str] | None = None
 
-    def running_url(self) -> str | None:
-        """The URL of this directory's server when one is running and answering."""
+    def running_url(self, loading: bool = False) -> str | None:
+        """The URL of this directory's server when one is running and answering
+        (`loading`: or loading its append-only file)."""
         try:
             url = self.url_file.read_text().strip()
         except OSError:
             return None
-        return url if url and _answers(url) else None
+        return url if url and _answers(url, loading) else None
 
     def start(self) -> str:
         """Start the server (or reuse the running one); its URL."""
@@ -183,8 +188,9 @@ class EmbeddedRedis:
 
     def _stop_left_running(self) -> None:
         """Shut down a server of this directory left running by a process that died
-        without stopping it (the lock was free, and it answers)."""
-        url = self.running_url()
+        without stopping it (the lock was free, and it answers, if only that it is still
+        loading: a second server would write the same append-only file)."""
+        url = self.running_url(loading=True)
         if url is None:
             return
         # on its port again: a process that found it through redis.url finds this one
@@ -197,7 +203,7 @@ class EmbeddedRedis:
         finally:
             client.close()
         deadline = time.monotonic() + START_TIMEOUT_S
-        while _answers(url):
+        while _answers(url, loading=True):
             if time.monotonic() > deadline:
                 raise EmbeddedRedisError(f"a Redis left running at {url} would not stop")
             time.sleep(0.05)

@@ -147,3 +147,48 @@ def test_a_process_using_anothers_server_starts_it_when_that_one_is_gone(
     finally:
         user.stop()
         owner.stop()
+
+
+def test_a_server_left_running_and_still_loading_is_shut_down_first(tmp_path: Path) -> None:
+    """A server of the directory left running, still loading its append-only file (it
+    answers LOADING), is shut down too before a new one starts: it runs, and would
+    write the same file."""
+    import subprocess
+    import time
+
+    from spangate.embedded_redis import free_port, redis_server_binary
+
+    directory = tmp_path / "redis"
+    directory.mkdir()
+    command = b"*3\r\n$3\r\nSET\r\n$%d\r\n%b\r\n$5\r\nvalue\r\n"
+    with open(directory / "appendonly.aof", "wb") as log:  # a few seconds to load
+        for chunk in range(300):
+            keys = (b"k%d" % (chunk * 10_000 + n) for n in range(10_000))
+            log.write(b"".join(command % (len(key), key) for key in keys))
+    port = free_port()
+    url = f"redis://127.0.0.1:{port}/0"
+    (directory / "redis.url").write_text(url)
+    left = subprocess.Popen(
+        [redis_server_binary(), "--port", str(port), "--bind", "127.0.0.1", "--dir",
+         str(directory), "--appendonly", "yes", "--save", ""],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        while True:  # until it answers, and answers that it loads
+            try:
+                redis.Redis.from_url(url, socket_timeout=1).ping()
+                raise AssertionError("loaded before the test could see it loading")
+            except redis.BusyLoadingError:
+                break
+            except redis.ConnectionError:
+                time.sleep(0.01)
+        server = EmbeddedRedis(tmp_path)
+        try:
+            assert server.start() == url
+            assert left.poll() is not None  # shut down before the new one started
+            assert redis.Redis.from_url(url).dbsize() == 3_000_000
+        finally:
+            server.stop()
+    finally:
+        left.kill()
+        left.wait()
