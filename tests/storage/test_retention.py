@@ -244,4 +244,4 @@ def test_the_command_refuses_a_retention_of_no_days(tmp_path: Path) -> None:
         timeout=60,
     )
     assert done.returncode == 2
-    assert "must be 1 or more" in done.stderr and "Traceback" not in done.stderr
+    assert "must be 1 to 36,500" in done.stderr and "Traceback" not in done.stderr
