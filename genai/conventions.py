@@ -192,6 +192,8 @@ INDEXED_OUTPUT = (
     ("llm.output_messages.", "openinference"),
     ("gen_ai.completion.", "indexed"),
 )
+#: Every prefix of messages kept as indexed attributes.
+INDEXED_PREFIXES = (*(prefix for prefix, _ in (*INDEXED_INPUT, *INDEXED_OUTPUT)), EMBEDDING_TEXTS)
 #: A Vercel provider call's answer: its text, and its tool calls (JSON).
 VERCEL_TEXT = ("ai.response.text",)
 VERCEL_TOOL_CALLS = "ai.response.toolCalls"

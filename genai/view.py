@@ -220,7 +220,7 @@ _RAW = frozenset(
         c.VERCEL_TOOL_CALLS,
     )
 )
-_INDEXED = (*(prefix for prefix, _ in (*c.INDEXED_INPUT, *c.INDEXED_OUTPUT)), c.EMBEDDING_TEXTS)
+_INDEXED = c.INDEXED_PREFIXES
 _TYPE_KEYS = frozenset(key for key, _ in c.TYPE_ATTRIBUTES)
 _MESSAGE_KEYS = _RAW - _TYPE_KEYS
 _IS_INDEXED = operator.methodcaller("startswith", _INDEXED)

@@ -20,7 +20,7 @@ from storage import session_summaries, trace_index, trace_summaries, trace_texts
 from storage.database import Database, Transaction
 from storage.schema import SPAN_GENAI_COLUMNS
 from storage.span_genai import described, facts, stored_ids, stored_view
-from storage.storable import id_text
+from storage.storable import id_text, no_nul
 
 #: The version recorded in schema_migrations once every stored span has its facts.
 UPGRADED = 1011
@@ -56,7 +56,7 @@ def _ids(user: str | None, session: str | None) -> tuple[str | None, str | None]
 def _as_stored(values: tuple[object, ...], session: str | None) -> tuple[object, ...]:
     """A view's facts and session as the worker stores them (storage/storable.py): no
     NUL in a text, the ids cut."""
-    fixed = [v.replace("\x00", "\ufffd") if isinstance(v, str) else v for v in values]
+    fixed = [no_nul(v) if isinstance(v, str) else v for v in values]
     user = fixed[_USER_AT]
     fixed[_USER_AT], session = _ids(user if isinstance(user, str) else None, session)
     return (*fixed, session)

@@ -36,7 +36,7 @@ _MESSAGE_KEYS = (
     c.SYSTEM_INSTRUCTIONS,
     c.VERCEL_TOOL_CALLS,
 )
-_INDEXED = (*(prefix for prefix, _ in (*c.INDEXED_INPUT, *c.INDEXED_OUTPUT)), c.EMBEDDING_TEXTS)
+_INDEXED = c.INDEXED_PREFIXES
 _STRING_KEYS = (*c.INPUT_VALUE, *c.OUTPUT_VALUE, *c.VERCEL_TEXT)
 _SAID = re.compile(
     '"key":"(?:'

@@ -36,11 +36,15 @@ _TEXTS = ("name", "kind", "status_message", "session_id", "llm_name", "model", "
 _NUL = "\x00"
 
 
+def no_nul(text: str) -> str:
+    """`text` with a NUL character as U+FFFD, as every store keeps it."""
+    return text.replace(_NUL, "\ufffd") if _NUL in text else text
+
+
 def key_text(text: str) -> str:
     """`text` as an index keeps it: its first MAX_KEY_BYTES bytes in UTF-8, cut between
     characters, a NUL character as U+FFFD (an attribute's key may hold one)."""
-    if _NUL in text:
-        text = text.replace(_NUL, "\ufffd")
+    text = no_nul(text)
     if len(text) <= _SHORT:
         return text
     encoded = text.encode("utf-8", "surrogatepass")
@@ -79,7 +83,7 @@ def storable(rows: list[SpanRow]) -> list[SpanRow]:
     for at, row in enumerate(rows):
         if nul:
             fixed: dict[str, Any] = {
-                column: value.replace(_NUL, "\ufffd")
+                column: no_nul(value)
                 for column in _TEXTS
                 if isinstance(value := getattr(row, column), str) and _NUL in value
             }
