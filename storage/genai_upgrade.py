@@ -53,6 +53,17 @@ def _ids(user: str | None, session: str | None) -> tuple[str | None, str | None]
     return (None if user is None else id_text(user), None if session is None else id_text(session))
 
 
+def _give_ids(tx: Transaction, attributes: str, key: tuple[str, ...]) -> bool:
+    """Give the stored span `key` (project, trace, span, day, content hash) the user and
+    session its attributes name, as span_genai.with_user does a span no convention
+    describes; whether they name either."""
+    user, session = stored_ids(attributes, True)
+    if user is None and session is None:
+        return False
+    tx.execute(_SET_IDS, (*_ids(user, session), *key))
+    return True
+
+
 def _as_stored(values: tuple[object, ...], session: str | None) -> tuple[object, ...]:
     """A view's facts and session as the worker stores them (storage/storable.py): no
     NUL in a text, the ids cut."""
@@ -131,10 +142,7 @@ def _redescribe_trace(
             tx.execute(_UPDATE, (*_as_stored(facts(view, pricer), view.session_id), *key))
             typed = given = True
             continue
-        user, session = stored_ids(attributes, True)
-        if user is not None or session is not None:  # as span_genai.with_user
-            tx.execute(_SET_IDS, (*_ids(user, session), *key))
-            given = True
+        given = _give_ids(tx, attributes, key) or given
     if not given:
         return
     trace_summaries.refresh(tx, project_id, trace_id)
@@ -220,11 +228,8 @@ def _associate_trace(tx: Transaction, project_id: str, trace_id: str) -> None:
     for span_id, day, attributes, content_hash in tx.query(
         _ASSOCIATED, (project_id, trace_id, f'%"key":"{conventions.ASSOCIATION}%')
     ):
-        user, session = stored_ids(attributes, True)
-        if user is not None or session is not None:
-            key = (project_id, trace_id, span_id, day, content_hash)
-            tx.execute(_SET_IDS, (*_ids(user, session), *key))
-            given = True
+        key = (project_id, trace_id, span_id, day, content_hash)
+        given = _give_ids(tx, attributes, key) or given
     if given:
         trace_summaries.refresh(tx, project_id, trace_id)
         trace_index.rebuild_stale(tx, [(project_id, trace_id)], recounted=True)
