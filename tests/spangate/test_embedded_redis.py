@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import signal
+import time
 from pathlib import Path
 
+import pytest
 import redis
 
+from spangate import embedded_redis
 from spangate.embedded_redis import EmbeddedRedis
 
 
@@ -192,3 +195,57 @@ def test_a_server_left_running_and_still_loading_is_shut_down_first(tmp_path: Pa
     finally:
         left.kill()
         left.wait()
+
+
+def _log_size(server: EmbeddedRedis) -> int:
+    return (server.dir / "appendonly.aof").stat().st_size
+
+
+def _rewritten(url: str) -> None:
+    client = redis.Redis.from_url(url, decode_responses=True)
+    deadline = time.monotonic() + 30
+    while True:
+        info = client.info("persistence")
+        if not info["aof_rewrite_in_progress"] and not info["aof_rewrite_scheduled"]:
+            break
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    client.close()
+
+
+def test_a_log_of_what_is_no_longer_queued_is_rewritten_at_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server started on an append-only file mostly of entries since deleted (spans
+    stored and acknowledged) rewrites it, keeping what is queued; one whose file holds
+    what is queued leaves it as it is."""
+    monkeypatch.setattr(embedded_redis, "COMPACT_LOG_OVER", 1 << 20)
+    server = EmbeddedRedis(tmp_path)
+    url = server.start()
+    try:
+        client = redis.Redis.from_url(url)
+        for _ in range(40):  # 4 MB written, then deleted, as the worker does
+            ids = [client.xadd("stream", {"span": "x" * 1000}) for _ in range(100)]
+            client.xdel("stream", *ids)
+        kept = client.xadd("stream", {"span": "kept"})
+        client.close()
+        server.stop()
+        assert _log_size(server) > 4_000_000
+        url = server.start()
+        _rewritten(url)
+        assert _log_size(server) < 100_000
+        entries = redis.Redis.from_url(url).xrange("stream")
+        assert entries == [(kept, {b"span": b"kept"})]
+
+        client = redis.Redis.from_url(url)
+        for _ in range(30):  # 3 MB queued
+            client.xadd("stream", {"span": "y" * 1000 * 100})
+        client.close()
+        server.stop()
+        before = _log_size(server)
+        assert before > 3_000_000
+        url = server.start()
+        _rewritten(url)
+        assert _log_size(server) == before
+    finally:
+        server.stop()
