@@ -7,6 +7,7 @@ which the CLI prints as one line before exiting.
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,8 +79,21 @@ def _networks(text: str) -> tuple[IPNetwork, ...]:
     )
 
 
+#: An origin as a browser sends it: scheme://host, with a port where one is given.
+_ORIGIN = re.compile(
+    r"[a-z][a-z0-9+.-]*://(?:[a-z0-9-]+(?:\.[a-z0-9-]+)*|\[[0-9a-f:.]+\])(?::\d{1,5})?"
+)
+
+
 def _origins(text: str) -> tuple[str, ...]:
-    return tuple(part.strip().rstrip("/") for part in text.split(",") if part.strip())
+    origins = tuple(part.strip().rstrip("/") for part in text.split(",") if part.strip())
+    for origin in origins:
+        if origin != "*" and not _ORIGIN.fullmatch(origin):
+            raise ValueError(
+                f"{origin!r} is not an origin: each must be * or scheme://host[:port], "
+                "in lower case, as a browser sends it"
+            )
+    return origins
 
 
 def _log_level(text: str) -> str:

@@ -29,7 +29,7 @@ def test_values_are_read_and_typed() -> None:
             "SPANGATE_DATA_DIR": "/var/lib/sg",
             "SPANGATE_REDIS_URL": "redis://127.0.0.1:6379/0",
             "SPANGATE_TRUSTED_PROXIES": "10.0.0.0/8, ::1",
-            "SPANGATE_CORS_ALLOWED_ORIGINS": "https://app.example.com/,*",
+            "SPANGATE_CORS_ALLOWED_ORIGINS": "https://app.example.com/,*, http://[::1]:8080",
             "SPANGATE_RATE_LIMIT_IP_RPS": "0",
             "SPANGATE_LOG_LEVEL": "DEBUG",
             "SPANGATE_DATABASE_STATEMENT_TIMEOUT_MS": "1500",
@@ -44,7 +44,7 @@ def test_values_are_read_and_typed() -> None:
         ipaddress.ip_network("10.0.0.0/8"),
         ipaddress.ip_network("::1"),
     )
-    assert settings.cors_allowed_origins == ("https://app.example.com", "*")
+    assert settings.cors_allowed_origins == ("https://app.example.com", "*", "http://[::1]:8080")
     assert settings.rate_limit_ip_rps == 0 and settings.log_level == "debug"
 
 
@@ -67,6 +67,10 @@ def test_values_are_read_and_typed() -> None:
         ("DATABASE_STATEMENT_TIMEOUT_MS", "0"),
         ("APP_SECURE_COOKIES", "yes"),
         ("SESSION_SECRET", "too short"),
+        ("CORS_ALLOWED_ORIGINS", "notorigin"),
+        ("CORS_ALLOWED_ORIGINS", "https://app.example.com/path"),
+        ("CORS_ALLOWED_ORIGINS", "https://App.example.com"),
+        ("CORS_ALLOWED_ORIGINS", "https://user@app.example.com"),
     ],
 )
 def test_bad_value_names_the_variable(name: str, value: str) -> None:
