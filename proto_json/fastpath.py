@@ -18,12 +18,40 @@ from typing import Any
 
 from proto_json.result import Conversion, Limits
 
+#: What SPANGATE_PURE_PYTHON may name: the C extensions (setup.py) and the parts of
+#: storage._rows that Python can do instead.
+PARTS = (
+    "proto_json._fastpath",
+    "storage._rows",
+    "storage._rows_genai",
+    "storage._rows_tokens",
+    "storage._llm_text",
+    "storage._words",
+    "storage._sqlite_bulk",
+)
+
+
+def pure_python(value: str) -> str:
+    """SPANGATE_PURE_PYTHON's value when it is one this module reads: empty, `0`, `1`,
+    or a comma-separated list of PARTS (ValueError names what is not one)."""
+    if value in ("", "0", "1"):
+        return value
+    unknown = [name for name in value.split(",") if name.strip() not in PARTS]
+    if unknown:
+        raise ValueError(
+            f"{', '.join(map(repr, unknown))} is no C extension: "
+            f"give 1, or a comma-separated list of {', '.join(PARTS)}"
+        )
+    return value
+
 
 def turned_off(name: str) -> bool:
     """Whether SPANGATE_PURE_PYTHON turns the C extension `name` off: `1` turns off
     every one, a comma-separated list of module names the ones it names."""
     value = os.environ.get("SPANGATE_PURE_PYTHON", "")
-    return value not in ("", "0") and (value == "1" or name in value.split(","))
+    return value not in ("", "0") and (
+        value == "1" or name in (part.strip() for part in value.split(","))
+    )
 
 
 #: Why each C extension that was built refused to load (its ImportError's message).

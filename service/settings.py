@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
+from proto_json import fastpath
+
 PREFIX = "SPANGATE_"
 _SECRETS = frozenset(("SESSION_SECRET",))  # never echoed in an error
 T = TypeVar("T")
@@ -181,6 +183,7 @@ class Settings:
                 raise SettingsError(f"{PREFIX}{name}={shown}: {e}") from None
 
         d = cls()
+        read("PURE_PYTHON", fastpath.pure_python, "")  # read by proto_json/fastpath.py
         data_dir = read("DATA_DIR", Path, d.data_dir)
         return cls(
             host=read("HOST", str, d.host),

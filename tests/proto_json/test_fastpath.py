@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sysconfig
@@ -716,3 +717,16 @@ def test_pure_python_turns_off_all_extensions_or_those_it_names(
     monkeypatch.setenv("SPANGATE_PURE_PYTHON", value)
     names = {"proto_json._fastpath", "storage._rows", "storage._sqlite_bulk"}
     assert {name for name in names if fastpath.turned_off(name)} == off
+
+
+def test_pure_python_names_every_extension_and_part() -> None:
+    """SPANGATE_PURE_PYTHON accepts exactly the extensions setup.py builds and the
+    parts the code asks `turned_off` about."""
+    root = Path(__file__).resolve().parents[2]
+    built = set(re.findall(r'Extension\(\s*"([\w.]+)"', (root / "setup.py").read_text()))
+    asked = {
+        name
+        for path in root.glob("[a-z]*/*.py")
+        for name in re.findall(r'(?:extension|turned_off)\("([\w.]+)"\)', path.read_text())
+    }
+    assert set(fastpath.PARTS) == built | asked

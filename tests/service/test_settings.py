@@ -68,6 +68,8 @@ def test_values_are_read_and_typed() -> None:
         ("APP_SECURE_COOKIES", "yes"),
         ("SESSION_SECRET", "too short"),
         ("CORS_ALLOWED_ORIGINS", "notorigin"),
+        ("PURE_PYTHON", "storage._row"),
+        ("PURE_PYTHON", "true"),
         ("CORS_ALLOWED_ORIGINS", "https://app.example.com/path"),
         ("CORS_ALLOWED_ORIGINS", "https://App.example.com"),
         ("CORS_ALLOWED_ORIGINS", "https://user@app.example.com"),
