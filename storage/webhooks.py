@@ -3,6 +3,8 @@ the beta: nothing sends to them."""
 
 from __future__ import annotations
 
+import ipaddress
+import re
 import uuid
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -35,12 +37,40 @@ class Webhook:
         return f"{parts.scheme}://{host}{port}{path}"
 
 
+#: A host name as DNS has them (after IDNA, for one written in another script).
+_HOST_NAME = re.compile(r"[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*\.?")
+
+
 def check_url(url: str) -> str:
-    """An http(s) URL with a host, or ValueError."""
-    parts = urlsplit(url.strip())
+    """An http(s) URL with a host name or an IP address (and a port, where it has one),
+    nothing in it that a request could not send as it is (a space, a control
+    character), or ValueError saying what is wrong."""
+    url = url.strip()
+    parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError("a webhook URL must be http:// or https:// with a host")
-    return url.strip()
+    if any(ord(character) <= 0x20 or ord(character) == 0x7F for character in url):
+        raise ValueError("a webhook URL holds no space or control character")
+    if not _host(parts.hostname):
+        raise ValueError(f"{parts.hostname!r} is not a host name or an IP address")
+    try:
+        parts.port  # noqa: B018 - ValueError when it is not a port
+    except ValueError:
+        raise ValueError("a webhook URL's port must be a number from 0 to 65535") from None
+    return url
+
+
+def _host(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+        return True
+    except ValueError:
+        pass
+    try:
+        name = host.encode("idna").decode("ascii")
+    except UnicodeError:
+        return False
+    return len(name) <= 253 and _HOST_NAME.fullmatch(name) is not None
 
 
 class WebhookStore:

@@ -35,6 +35,27 @@ def test_webhooks(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["webhooks", "add", "--project", "demo", "--url", "https://h.example/x"]) == 0
     assert main(["webhooks", "add", "--project", "demo", "--url", "ftp://h.example/x"]) == 1
     assert "http:// or https://" in capsys.readouterr().err
+    for bad, says in (
+        ("https://h example/x", "no space"),
+        ("https://h.example/a b", "no space"),
+        ("https://h.example\t/x", "no space"),
+        ("https://h!.example/x", "not a host name"),
+        ("https://h.example:99999/x", "port"),
+        ("https://h.example:port/x", "port"),
+    ):
+        assert main(["webhooks", "add", "--project", "demo", "--url", bad]) == 1
+        assert says in capsys.readouterr().err
+    for good in ("http://[::1]:8080/hook", "https://10.0.0.2/x", "https://bücher.example/x"):
+        assert main(["webhooks", "add", "--project", "demo", "--url", good]) == 0
+    capsys.readouterr()
     assert main(["webhooks", "list", "--project", "demo", "--json"]) == 0
-    (hook,) = orjson.loads(capsys.readouterr().out)
-    assert hook["url"] == "https://h.example/x" and hook["events"] == ["alert.triggered"]
+    hooks = orjson.loads(capsys.readouterr().out)
+    assert sorted(hook["url"] for hook in hooks) == sorted(
+        (
+            "https://h.example/x",
+            "http://[::1]:8080/hook",
+            "https://10.0.0.2/x",
+            "https://bücher.example/x",
+        )
+    )
+    assert all(hook["events"] == ["alert.triggered"] for hook in hooks)
