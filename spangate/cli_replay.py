@@ -30,11 +30,16 @@ def _replay(args: argparse.Namespace) -> int:
     statuses = ", ".join(
         f"{status or 'no answer'}: {n}" for status, n in sorted(summary.statuses.items())
     )
+    scores = (
+        f"; scores recorded {summary.scores}, refused {summary.scores_refused}"
+        if summary.scores or summary.scores_refused
+        else ""
+    )
     print(
         f"{summary.requests} requests ({statuses}); spans accepted {summary.accepted}, "
-        f"rejected {summary.rejected}, refused {summary.refused}"
+        f"rejected {summary.rejected}, refused {summary.refused}{scores}"
     )
-    return 0 if summary.refused == 0 else 1
+    return 0 if summary.refused == 0 and summary.scores_refused == 0 else 1
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -38,7 +38,7 @@ class Outgoing:
     body: bytes
     content_type: str
     gzipped: bool
-    spans: int  # spans in the body (scores: 1)
+    spans: int  # spans in the body (a score: 0)
 
 
 @dataclass
@@ -46,9 +46,11 @@ class Summary:
     """What a replay did."""
 
     requests: int = 0
-    accepted: int = 0
+    accepted: int = 0  # spans
     rejected: int = 0
     refused: int = 0
+    scores: int = 0  # recorded
+    scores_refused: int = 0
     statuses: dict[int, int] = field(default_factory=dict)
 
 
@@ -77,7 +79,7 @@ def _span_count(document: dict[str, Any]) -> int:
 def _json_file(raw: bytes, data: bytes, name: str, gzipped: bool) -> Outgoing:
     document = _document(data, name)
     if "trace_id" in document and "score" in document:
-        return Outgoing(True, "/v1/scores", data, "application/json", False, 1)
+        return Outgoing(True, "/v1/scores", data, "application/json", False, 0)
     if "spans" in document:
         path = ROUTES["spans"]
     elif "traces" in document:
@@ -138,8 +140,6 @@ def _post(url: str, request: Outgoing, key: str) -> tuple[int, bytes, str | None
 
 def _counts(request: Outgoing, body: bytes) -> tuple[int, int]:
     """(accepted, rejected) spans from a 2xx answer, in whichever form it came."""
-    if request.api:
-        return 1, 0
     answer = orjson.loads(body) if body else {}
     if "accepted" in answer:
         return int(answer["accepted"]), int(answer["rejected"])
@@ -164,7 +164,12 @@ def send(request: Outgoing, url: str, key: str, summary: Summary) -> None:
         break
     summary.requests += 1
     summary.statuses[status] = summary.statuses.get(status, 0) + 1
-    if 200 <= status < 300:
+    if request.api:  # a score
+        if 200 <= status < 300:
+            summary.scores += 1
+        else:
+            summary.scores_refused += 1
+    elif 200 <= status < 300:
         accepted, rejected = _counts(request, body)
         summary.accepted += accepted
         summary.rejected += rejected
@@ -203,7 +208,7 @@ def replay(
             print(
                 f"\r[{'#' * done}{'.' * (30 - done)}] {summary.requests}/{len(requests)} "
                 f"requests  accepted {summary.accepted}  rejected {summary.rejected}  "
-                f"refused {summary.refused}",
+                f"refused {summary.refused + summary.scores_refused}",
                 end="",
                 file=sys.stderr,
                 flush=True,

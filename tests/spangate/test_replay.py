@@ -88,6 +88,8 @@ def test_replay_examples_then_archive_against_serve(tmp_path: Path) -> None:
         code, out = _run(["replay", *files, "--key", key, "--quiet"], env, tmp_path)
         assert code == 0, out
         assert "refused 0" in out
+        scores = sum(1 for name in files if name.endswith("score.json"))
+        assert scores and out.rstrip().endswith(f"; scores recorded {scores}, refused 0"), out
         stored = _stored(env, tmp_path, "4bf92f3577b34da6a3ce929d0e0e4736", expect=4)
         code, out = _run(
             [
