@@ -17,8 +17,15 @@ from dashboard.ingestion import iso_ms
 from dashboard.routes import Views, install_routes, route_table
 from dashboard.segments import SegmentConverter
 from dashboard.signin import SignIn, is_api
-from dashboard.span_pane import attribute_rows, conversation_ends, message_sources, message_texts
+from dashboard.span_pane import (
+    attribute_rows,
+    conversation_ends,
+    message_sources,
+    message_texts,
+    messages_cut,
+)
 from dashboard.span_text import arguments_html, content_html, plain_html
+from genai.messages import MAX_CONTENT, was_cut
 from genai.view import PREVIEW_CHARS
 from service.framing import FramingGuard
 from service.settings import Settings
@@ -147,8 +154,11 @@ def create_app(settings: Settings) -> Quart:
     app.add_template_filter(span_view, "llm_view")
     app.jinja_env.globals["no_cost"] = NO_COST
     app.jinja_env.globals["preview_chars"] = PREVIEW_CHARS
-    for text_filter in (attribute_rows, message_sources, message_texts, content_html,
-                        arguments_html, plain_html, iso_ms, conversation_ends):  # fmt: skip
+    app.jinja_env.globals["max_content"] = MAX_CONTENT
+    app.add_template_test(was_cut, "cut")
+    for text_filter in (attribute_rows, message_sources, message_texts, messages_cut,
+                        content_html, arguments_html, plain_html, iso_ms,
+                        conversation_ends):  # fmt: skip
         app.add_template_filter(text_filter)
     ingest_url = f"http://{settings.host}:{settings.ingest_port}"
     app.jinja_env.globals["collector_url"] = ingest_url

@@ -16,6 +16,7 @@ from markupsafe import Markup
 from dashboard.span_text import FOLD_CHARS, folded, json_html, value_html
 from dashboard.waterfall import plain
 from genai.conventions import SYSTEM_INSTRUCTIONS
+from genai.messages import MAX_CONTENT, was_cut
 
 _MESSAGE_FIELDS = ("inputMessages", "outputMessages")
 
@@ -46,6 +47,16 @@ def message_texts(view: Mapping[str, Any] | None) -> dict[str, str]:
         if content is not None and len(content) > FOLD_CHARS:
             texts.setdefault(content, message["role"])
     return texts
+
+
+def messages_cut(view: Mapping[str, Any] | None) -> bool:
+    """Whether any message of a span's view was cut (genai/messages.py: MAX_CONTENT)."""
+    if not view:
+        return False
+    return any(
+        was_cut(message.get("content"))
+        for message in [*view["inputMessages"], *view["outputMessages"]]
+    )
 
 
 #: A conversation longer than this folds its history (`conversation_ends`).
@@ -83,9 +94,11 @@ def attribute_rows(
     pairs: list[dict[str, Any]],
     sources: tuple[str, ...] = (),
     messages: Mapping[str, str] | None = None,
+    cut: bool = False,
 ) -> list[tuple[str, Markup]]:
     """(key, value as HTML) for a list of OTLP attributes (`messages`: the long texts
-    the messages above show, by role)."""
+    the messages above show, by role; `cut`: whether any of them is cut, so that the
+    attributes they came from hold more than they show)."""
     messages = messages or {}
     first_key: dict[str, str] = {}  # a long text -> the key it was first shown under
     rows = []
@@ -104,6 +117,11 @@ def attribute_rows(
             html = Markup('<p class="muted same">Same text as <code>{}</code> above</p>').format(
                 first_key[value]
             )
+        elif _is_source(key, sources) and cut:
+            html = Markup(
+                '<details class="shown-above" open><summary>The whole text of the messages '
+                "above, which show {} characters a message ({} characters)</summary>{}</details>"
+            ).format(f"{MAX_CONTENT:,}", f"{len(value):,}", value_html(value))
         elif _is_source(key, sources):
             html = Markup(
                 '<details class="shown-above"><summary>Shown as messages above '

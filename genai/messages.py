@@ -55,6 +55,12 @@ def bounded(text: str | None) -> str | None:
     return text[:MAX_CONTENT] + _TRUNCATED
 
 
+def was_cut(text: str | None) -> bool:
+    """Whether `bounded` cut this text (a text it leaves whole is at most MAX_CONTENT
+    characters long)."""
+    return text is not None and len(text) == MAX_CONTENT + len(_TRUNCATED)
+
+
 def as_text(value: Any) -> str | None:
     """A value as display text: strings as they are, anything else as JSON."""
     if value is None:

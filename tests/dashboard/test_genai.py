@@ -7,6 +7,7 @@ from typing import Any
 
 import orjson
 
+from genai.messages import MAX_CONTENT
 from tests.dashboard.conftest import Site, sign_in, store
 from tests.proto_json.spans import span
 
@@ -203,6 +204,29 @@ async def test_a_selected_model_call_shows_its_llm_view_escaped(site: Site) -> N
     assert "&lt;script&gt;alert(1)&lt;/script&gt;\nok" in section
     assert "<script>alert" not in page
     assert "model ← <code>gen_ai.request.model</code>" in section
+
+
+async def test_a_message_cut_at_its_bound_says_so_and_its_attribute_is_open(
+    site: Site,
+) -> None:
+    """A message longer than the view keeps is cut, and says so where it ends; the
+    attribute it came from, which holds the whole text, is shown open, not folded
+    away as shown above."""
+    run = _run()
+    long = " ".join(f"paragraph{n}" for n in range(6000))  # 65 KB
+    run[1]["attributes"]["gen_ai.input.messages"] = orjson.dumps(
+        [{"role": "user", "parts": [{"type": "text", "content": long}]}]
+    ).decode()
+    store(site.db, site.demo, run)
+    page, section = await _pane(site, "1" * 16)
+    assert f"Cut here, at {MAX_CONTENT:,} characters" in section
+    assert "Shown as messages above" not in page
+    assert "The whole text of the messages above" in page
+    assert '<details class="shown-above" open>' in page
+
+    page, section = await _pane(site, "3" * 16)  # whole messages: no word of it
+    assert "<h4>Output</h4>" in section
+    assert "Cut here" not in section and "The whole text" not in page
 
 
 async def _api(client: Any, path: str) -> Any:
