@@ -29,8 +29,15 @@ FACET_TTL_S = 30.0
 PRESETS = (("15 min", 15 * 60_000), ("1 h", 3_600_000), ("24 h", 86_400_000),
            ("7 d", 7 * 86_400_000), ("All", None))  # fmt: skip
 _PRESET_SPANS = dict(PRESETS)
-#: A preset as a link may spell it (any case: `all`, `1 H`), to its label.
-_PRESET_LABELS = {label.lower(): label for label, _ in PRESETS}
+#: A preset as a link may spell it (any case, with or without its space: `all`, `1 H`,
+#: `1h`), to its label.
+_PRESET_LABELS = {label.lower().replace(" ", ""): label for label, _ in PRESETS}
+
+
+def _preset_key(asked: str) -> str:
+    return asked.lower().replace(" ", "")
+
+
 #: The sortable columns: header, sort.
 SORTED_COLUMNS = {"Start": "start", "Duration": "duration", "Tokens": "tokens", "Cost": "cost"}
 _facets: dict[str, tuple[float, list[tuple[str, int]], list[tuple[str, int]]]] = {}
@@ -88,7 +95,7 @@ def _preset(args: Args) -> str | None:
     of its own (a range typed in wins). None for two (`resolved` refuses them; the page
     that says so draws its bar)."""
     asked = args.getlist("preset")
-    label = _PRESET_LABELS.get(asked[0].strip().lower()) if len(asked) == 1 else None
+    label = _PRESET_LABELS.get(_preset_key(asked[0])) if len(asked) == 1 else None
     if label is None or args.get("from") or args.get("to"):
         return None
     return label
@@ -99,7 +106,7 @@ def resolved(args: Args, checked: bool = True) -> Args:
     preset that is none of PRESETS, or given twice (when `checked`)."""
     if checked:
         asked = one(args, "preset")
-        if asked and asked.lower() not in _PRESET_LABELS:
+        if asked and _preset_key(asked) not in _PRESET_LABELS:
             raise invalid(f"preset must be one of {', '.join(_PRESET_SPANS)}")
     label = _preset(args)
     span_ms = None if label is None else _PRESET_SPANS[label]

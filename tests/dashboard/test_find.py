@@ -356,7 +356,8 @@ async def test_a_time_preset_is_a_range_from_now_at_each_view(site: Site, client
                for query, label in links)  # fmt: skip
     everything = [40, 5, 4, 3, 2, 1, 0]
     for preset, expected in (("15+min", []), ("1+h", [40]), ("All", everything),
-                             ("all", everything), ("1+H", [40])):  # fmt: skip
+                             ("all", everything), ("1+H", [40]), ("1h", [40]),
+                             ("15min", [])):  # fmt: skip
         assert await _ids(client, f"preset={preset}") == expected
     page = (await (await client.get("/projects/demo/traces?preset=1+h")).get_data()).decode()
     assert recent in page and _trace_id(5) not in page
