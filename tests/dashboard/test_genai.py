@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import orjson
 
+import proto_json
 from genai.messages import MAX_CONTENT
 from tests.dashboard.conftest import Site, sign_in, store
 from tests.proto_json.spans import span
@@ -125,6 +127,34 @@ async def test_the_trace_json_has_totals_and_a_genai_object_per_described_span(
     # `sources` names fields of the object only (the view also reads user and session)
     assert all(set(item["sources"]) <= expected for item in trace["genai"])
     assert "totalTokens" not in first["sources"] and first["sources"]["inputTokens"]
+
+
+async def test_the_native_example_of_the_api_docs_reads_as_they_say(site: Site) -> None:
+    """docs/api.md's native agent run: no field ignored; the model call's model, tokens,
+    price and messages, the tool's name and input, the agent's name, the user and
+    session; and the trace page names the failing span's exception as its first error."""
+    docs = (Path(__file__).parents[2] / "docs" / "api.md").read_text()
+    example = docs.split("## Native spans", 1)[1].split("```json\n", 1)[1].split("```", 1)[0]
+    body = orjson.loads(example)
+    assert proto_json.convert_spans(orjson.dumps(body)).ignored == ()
+    store(site.db, site.demo, body["spans"])
+    client = site.client()
+    await sign_in(client, "viewer@acme.test")
+    trace_id = body["spans"][0]["traceId"]
+    trace = await _api(client, f"traces/{trace_id}")
+    by_type = {item["type"]: item for item in trace["genai"]}
+    call, tool, agent = by_type["llm"], by_type["tool"], by_type["agent"]
+    assert (call["model"], call["provider"], call["inputTokens"], call["outputTokens"]) == (
+        "gpt-4o-mini", "openai", 120, 18)  # fmt: skip
+    assert call["costSource"] == "price-table" and call["costUsd"] > 0
+    assert call["inputMessages"] == [{"role": "user", "content": "Where is order 7?"}]
+    assert call["outputMessages"] == [{"role": "assistant", "content": "Let me look it up."}]
+    assert (tool["name"], tool["inputMessages"][0]["content"]) == ("lookup_order", '{"order": 7}')
+    assert agent["name"] == "support"
+    (listed,) = (await _api(client, "traces"))["traces"]
+    assert (listed["userId"], listed["sessionId"]) == ("cust-42", "chat-7")
+    page = (await (await client.get(f"/projects/demo/traces/{trace_id}")).get_data()).decode()
+    assert "TimeoutError: orders DB timed out" in page
 
 
 async def test_the_agents_json_comes_from_every_convention(site: Site) -> None:
