@@ -5,8 +5,11 @@ layer 0; every other node sits one layer below the nearest node that calls it (a
 breadth-first walk, so cycles end). Within a layer nodes are ordered by the mean
 position of their callers, which keeps most edges from crossing. Every node is a box of
 one width with its label cut to fit (the whole name in its tooltip), so no two labels
-overlap. The SVG has no size of its own: it is scaled to fit its frame, and the page's
-script zooms and pans it by its viewBox.
+overlap. A layer wider than ROW_NODES wraps onto rows of that many (an agent calling 24
+tools is four rows, not one row scaled down to unreadable labels), and an edge's count
+sits just above the box it points to, clear of the rows it passes. The SVG has no size
+of its own: it is scaled to fit its frame, and the page's script zooms and pans it by
+its viewBox.
 """
 
 from __future__ import annotations
@@ -22,6 +25,10 @@ from dashboard.topology import AGENT, Edge, Node, Topology
 
 BOX_W, BOX_H, GAP_X, GAP_Y, MARGIN = 170, 38, 28, 80, 16
 LABEL_CHARS = 22
+#: Nodes a row at most (a layer wraps), and the gap between the rows of one layer.
+ROW_NODES, ROW_GAP = 6, 44
+#: How far above the box it points to an edge's count sits, along the edge.
+COUNT_ABOVE = 16
 
 
 def layers(topology: Topology) -> list[list[Node]]:
@@ -90,15 +97,23 @@ def render(topology: Topology, link: str) -> Markup:
     grouped = layers(topology)
     if not grouped:
         return Markup("")
-    widest = max(len(layer) for layer in grouped)
+    rows = [
+        (number, layer[at : at + ROW_NODES])
+        for number, layer in enumerate(grouped)
+        for at in range(0, len(layer), ROW_NODES)
+    ]
+    widest = max(len(row) for _, row in rows)
     width = 2 * MARGIN + widest * BOX_W + (widest - 1) * GAP_X
-    height = 2 * MARGIN + len(grouped) * BOX_H + (len(grouped) - 1) * GAP_Y
     at: dict[Node, tuple[float, float]] = {}
-    for row, layer in enumerate(grouped):
-        span = len(layer) * BOX_W + (len(layer) - 1) * GAP_X
+    y = float(MARGIN)
+    for index, (number, row) in enumerate(rows):
+        if index:
+            y += BOX_H + (ROW_GAP if rows[index - 1][0] == number else GAP_Y)
+        span = len(row) * BOX_W + (len(row) - 1) * GAP_X
         left = (width - span) / 2
-        for column, node in enumerate(layer):
-            at[node] = (left + column * (BOX_W + GAP_X), MARGIN + row * (BOX_H + GAP_Y))
+        for column, node in enumerate(row):
+            at[node] = (left + column * (BOX_W + GAP_X), y)
+    height = round(y + BOX_H + MARGIN)
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="topology" viewBox="0 0 {width} '
         f'{height}" preserveAspectRatio="xMidYMid meet" data-width="{width}" '
@@ -127,10 +142,12 @@ def _edge(
         path = (
             f"M{x1:.1f},{y1:.1f} C{x1:.1f},{bend:.1f} {x2:.1f},{bend:.1f} {x2:.1f},{y2 + BOX_H:.1f}"
         )
-        label_y = bend
+        label_x, label_y = (x1 + x2) / 2, bend
     else:
         path = f"M{x1:.1f},{y1:.1f} L{x2:.1f},{y2:.1f}"
-        label_y = (y1 + y2) / 2
+        # just above the box it points to: clear of the rows of boxes it passes
+        share = max(0.5, 1 - COUNT_ABOVE / (y2 - y1))
+        label_x, label_y = x1 + share * (x2 - x1), y1 + share * (y2 - y1)
     kind = "delegation" if source[0] == AGENT and target[0] == AGENT else "call"
     errors = f", {edge.errors} with errors" if edge.errors else ""
     title = f"{escape(source[1])} → {escape(target[1])}: {count} calls{errors}"
@@ -140,7 +157,7 @@ def _edge(
         f'data-source="{escape(source[1])}" data-target="{escape(target[1])}" '
         f'data-count="{count}" data-errors="{edge.errors}"><title>{title}</title>'
         f'<path d="{path}" marker-end="url(#arrow)"/>'
-        f'<text x="{(x1 + x2) / 2:.1f}" y="{label_y:.1f}" class="count">{label}</text></g>'
+        f'<text x="{label_x:.1f}" y="{label_y:.1f}" class="count">{label}</text></g>'
     )
 
 

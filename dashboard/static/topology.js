@@ -19,13 +19,13 @@ function zoomTopology(svg, factor) {
   setBox(svg, box.x + (box.width - width) / 2, box.y + (box.height - height) / 2, width, height);
 }
 
-function fitTopology(svg) {  // all of it, never drawn larger than its own size
+function fitTopology(svg) {  // all of it, centred, never drawn larger than its own size
   const width = Number(svg.dataset.width);
   const height = Number(svg.dataset.height);
   const frame = svg.getBoundingClientRect();
   const boxWidth = Math.max(width, frame.width);
   const boxHeight = Math.max(height, frame.height);
-  setBox(svg, (width - boxWidth) / 2, 0, boxWidth, boxHeight);
+  setBox(svg, (width - boxWidth) / 2, (height - boxHeight) / 2, boxWidth, boxHeight);
 }
 
 function panTopology(svg) {

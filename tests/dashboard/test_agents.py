@@ -11,7 +11,16 @@ import pytest
 
 from dashboard import agents
 from dashboard.topology import Edge, Topology, topology
-from dashboard.topology_svg import MAX_NODES, busiest, layers, render
+from dashboard.topology_svg import (
+    BOX_W,
+    GAP_X,
+    MARGIN,
+    MAX_NODES,
+    ROW_NODES,
+    busiest,
+    layers,
+    render,
+)
 from storage.spans import SpanOutline
 from tests.dashboard.conftest import Site, sign_in, store
 from tests.proto_json.spans import span
@@ -223,3 +232,29 @@ def test_only_the_busiest_nodes_are_drawn() -> None:
     assert len(kept.edges) == MAX_NODES - 1
     svg = str(render(Topology(nodes, edges), "/t"))
     assert svg.count('<g class="node ') == MAX_NODES and len(svg) < 200_000
+
+
+def test_a_wide_layer_wraps_onto_rows_and_counts_sit_clear_of_the_boxes() -> None:
+    """An agent calling 24 tools draws them ROW_NODES a row, not one row scaled down to
+    unreadable labels; no edge's count lies on a box."""
+    agent = ("agent", "root")
+    tools = [("tool", f"tool {n:02}") for n in range(24)]
+    graph = Topology(
+        {agent: {"t"}, **{tool: {"t"} for tool in tools}},
+        {(agent, tool): Edge(n + 1, n % 2) for n, tool in enumerate(tools)},
+    )
+    svg = str(render(graph, "/x"))
+    width, height = (float(v) for v in re.search(r'viewBox="0 0 ([\d.]+) ([\d.]+)"', svg).groups())  # type: ignore[union-attr]
+    assert width == 2 * MARGIN + ROW_NODES * BOX_W + (ROW_NODES - 1) * GAP_X
+    assert width / height < 3  # a frame of any usual shape shows it near its own size
+    rect = r'<rect x="([\d.]+)" y="([\d.]+)" width="(\d+)" height="(\d+)"'
+    boxes = [tuple(float(v) for v in found) for found in re.findall(rect, svg)]
+    assert len({y for _, y, _, _ in boxes}) == 1 + 24 // ROW_NODES
+    counts = [
+        (float(x), float(y))
+        for x, y in re.findall(r'<text x="([\d.]+)" y="([\d.]+)" class="count">', svg)
+    ]
+    assert len(counts) == 24
+    for x, y in counts:
+        for left, top, w, h in boxes:
+            assert not (left - 20 <= x <= left + w + 20 and top - 4 <= y <= top + h + 4)
