@@ -25,14 +25,14 @@ def utc_text(value: int | str) -> str:
 
 
 def nanos(value: int | str | None) -> Markup:
-    """A Unix nanosecond time as a `<time>` element: UTC in its text and title, which the
-    page's script turns into local time and "… ago" (UTC stays on hover)."""
+    """A Unix nanosecond time as a `<time>` element: UTC to the second in its text and
+    to the microsecond in its title; the page's script turns the text into local time
+    and "… ago" (UTC stays on hover)."""
     if value is None or value == "":
         return Markup("")
     ms = int(value) // 10**6
-    return Markup('<time data-ms="{}" title="{}">{}</time>').format(
-        ms, utc_text(value), utc_text(value)
-    )
+    exact = utc_text(value)
+    return Markup('<time data-ms="{}" title="{}">{}</time>').format(ms, exact, f"{exact[:19]} UTC")
 
 
 def iso(value: str | None) -> Markup | str:

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from dashboard.formats import millis, model_html, usd
+from dashboard.formats import millis, model_html, nanos, usd
 
 
 @pytest.mark.parametrize(
@@ -65,3 +65,13 @@ def test_a_models_name_breaks_before_its_date_alone() -> None:
     assert parts.findall(model_html("gpt-4o-mini")) == ["gpt-4o-mini"]
     assert parts.findall(model_html("<b>-2024-01-01")) == ["&lt;b&gt;", "-2024-01-01"]
     assert 'title="&lt;b&gt;-2024-01-01"' in model_html("<b>-2024-01-01")
+
+
+def test_a_time_reads_to_the_second_and_is_exact_on_hover() -> None:
+    """Without the page's script a time is UTC to the second (a list's column of them
+    stays one line a time); its title keeps the microseconds."""
+    html = str(nanos(1_795_000_000_123_456_789))
+    assert html == (
+        '<time data-ms="1795000000123" title="2026-11-18 11:06:40.123456 UTC">'
+        "2026-11-18 11:06:40 UTC</time>"
+    )
