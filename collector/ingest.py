@@ -14,6 +14,7 @@ their whole conversion would stall health checks and small requests.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 import time
 from collections.abc import Callable
@@ -38,6 +39,7 @@ from collector.metrics import Metrics
 from collector.queue import RecordArgs, SpanQueue
 from collector.request_head import RequestHead
 from proto_json import Conversion, EnvelopeError, Limits, fastpath
+from proto_json.fastpath import EMPTY_REQUEST
 from service.client_address import client_ip
 from service.settings import IPNetwork
 from service.web import json_response
@@ -57,6 +59,20 @@ _REFUSALS = {
     "TOO_MANY_SPANS": "the request has {count} spans; at most {limit} are accepted per request",
     "TOO_MANY_ATTRIBUTES": "the request has over {limit} attribute pairs; send fewer per request",
 }
+#: Attribute values in one request at most, counting each value inside an array or a
+#: map: a pair's value may be an array of millions of short values, which the canonical
+#: form writes at 8 times their size (`0,` as `{"intValue":"0"},`), and which the worker
+#: and the dashboard then hold (an array of 5,000,000 zeros, sent in 10 MB, took the
+#: worker 2.4 GB). Ample for real spans: the pairs are at most 24,000, and a 10 MB body
+#: holds about 500,000 of an embedding's floats.
+MAX_VALUES = 1_000_000
+#: Every value of the canonical form has one key ending so (`stringValue`, `arrayValue`,
+#: ...); no other key does, and a quote inside a string is escaped.
+_VALUE_KEY = b'Value":'
+_TOO_MANY_VALUES = (
+    f"the request has over {MAX_VALUES:,} attribute values, counting those inside arrays "
+    "and maps; send fewer or shorter arrays per request"
+)
 #: Converts a decoded body; True when the body was OTLP/JSON (answered in the OTLP form).
 Converter = Callable[[bytes, Limits], tuple[Conversion, bool]]
 
@@ -263,6 +279,11 @@ class Ingest:
         except EnvelopeError as e:
             raise GatewayError(400, e.code, e.message, body_error=True) from e
         queued = conversion.payload if conversion.accepted else None
+        if queued is not None and queued.count(_VALUE_KEY) > MAX_VALUES:
+            refused = dataclasses.replace(
+                conversion, canonical=EMPTY_REQUEST, accepted=0, refusal="TOO_MANY_ATTRIBUTES"
+            )
+            return refused, was_otlp, None, data
         return conversion, was_otlp, queued, data
 
     def _reservation(self, head: RequestHead, codings: list[str]) -> int:
@@ -399,9 +420,10 @@ class Ingest:
         if queued is None or conversion.refusal is not None:
             await self._admit(caller)
         if conversion.refusal is not None:
-            message = _REFUSALS[conversion.refusal].format(
-                count=conversion.span_count, limit=self._limit_of(conversion.refusal)
-            )
+            limit = self._limit_of(conversion.refusal)
+            message = _REFUSALS[conversion.refusal].format(count=conversion.span_count, limit=limit)
+            if conversion.refusal == "TOO_MANY_ATTRIBUTES" and conversion.attribute_count <= limit:
+                message = _TOO_MANY_VALUES  # the pairs are within theirs: their values are not
             raise unavailable(conversion.refusal, message)
         return conversion, queued, data
 

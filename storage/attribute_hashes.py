@@ -58,7 +58,8 @@ def _hash_of(value: Any) -> int:
         return _EMPTY
     for kind, inner in value.items():
         if type(inner) in (dict, list):  # arrays and maps: their JSON, not kept
-            return value_hash(orjson.dumps(inner).decode())
+            dumped = orjson.dumps(inner).decode()
+            return KEY_ONLY if len(dumped) > MAX_HASHED_JSON else value_hash(dumped)
         kind_of = type(inner)
         kept = kind_of in (int, bool) or (kind_of is str and len(inner) <= KEPT_CHARS)
         hashed = _hashes.get((kind, kind_of, inner)) if kept else None
@@ -78,6 +79,12 @@ def _hash_of(value: Any) -> int:
 #: The value hash of a row that says only that a trace has the key (the `attr=key`
 #: filter's row: one seek, where the key's rows of every value would be read).
 KEY_ONLY = 0
+#: An array or map whose JSON is longer than this is indexed by its key alone: its
+#: value's hash would be made of a parse of it (an array of a million numbers took the
+#: worker 350 MB), for an `attr=key=value` filter nobody types.
+MAX_HASHED_JSON = 65_536
+#: The canonical text of an array's or a map's value begins with one of these.
+_COMPOSITE_HEADS = ('{"arrayValue":', '{"kvlistValue":')
 
 
 def attribute_pairs(attributes: str) -> list[tuple[str, int]]:
@@ -119,14 +126,16 @@ def text_hash(text: str) -> int:
     AnyValue's JSON text."""
     hashed = _text_hashes.get(text)
     if hashed is None:
-        inner = text[16:-2]
+        inner = text[16:-2] if text.startswith('{"stringValue":"') else None
         if (
-            text.startswith('{"stringValue":"')
+            inner is not None
             and text.endswith('"}')
             and "\\" not in inner
             and '"' not in inner  # one member: a quote unescaped would end the string
         ):
             hashed = value_hash(inner)
+        elif text.startswith(_COMPOSITE_HEADS) and _inner_length(text) > MAX_HASHED_JSON:
+            hashed = KEY_ONLY  # as _hash_of decides, without parsing it
         else:
             try:
                 hashed = _hash_of(orjson.loads(text))
@@ -137,3 +146,10 @@ def text_hash(text: str) -> int:
                 _text_hashes.clear()
             _text_hashes[text] = hashed
     return hashed
+
+
+def _inner_length(text: str) -> int:
+    """The length of an array's or a map's JSON inside its canonical text (what
+    `_hash_of` writes of it: the canonical form is compact, as orjson writes)."""
+    head = len(_COMPOSITE_HEADS[0] if text.startswith(_COMPOSITE_HEADS[0]) else _COMPOSITE_HEADS[1])
+    return len(text) - head - 1

@@ -10,10 +10,10 @@ import pytest
 from quart.typing import TestClientProtocol as Client
 
 import proto_json
-from collector.ingest import OFFLOAD_BYTES
+from collector.ingest import MAX_VALUES, OFFLOAD_BYTES
 from service.settings import Settings
 from tests.collector.conftest import Tenant, make_app
-from tests.proto_json.spans import span
+from tests.proto_json.spans import TRACE_ID, span
 
 ONE = orjson.dumps({"spans": [span()]})
 
@@ -104,6 +104,36 @@ async def test_attribute_cap_refuses_everything(settings: Settings, tenant: Tena
     assert response.status_code == 503
     assert (await response.get_json())["error"]["code"] == "TOO_MANY_ATTRIBUTES"
     assert tenant.queued() == []
+
+
+async def test_attribute_values_are_capped_counting_those_in_arrays(
+    client: Client, tenant: Tenant
+) -> None:
+    """An array of a million short values is 2 MB sent and 17 MB written canonical: a
+    request over MAX_VALUES attribute values, counting those inside arrays and maps,
+    is 503 TOO_MANY_ATTRIBUTES saying so, on every repeat, nothing queued; at the cap
+    it is accepted. (An OTLP body writes each value at its canonical size: a million
+    of them are over the body's limit.)"""
+    over = [0] * MAX_VALUES  # with the top-level value: one over
+    nested = {"m": [{"k": [0] * (MAX_VALUES // 2)}, [0] * (MAX_VALUES // 2)]}
+    for route, body in (
+        ("/v1/spans", {"spans": [span(attributes={"a": over})]}),
+        ("/v1/spans", {"spans": [span(attributes=nested)]}),
+        (
+            "/v1/traces",
+            {"traces": [{"traceId": TRACE_ID, "spans": [span(attributes={"a": over})]}]},
+        ),
+    ):
+        for _ in range(2):
+            response = await client.post(route, data=orjson.dumps(body), headers=tenant.auth())
+            assert response.status_code == 503, route
+            answer = await response.get_json()
+            assert answer["error"]["code"] == "TOO_MANY_ATTRIBUTES"
+            assert f"over {MAX_VALUES:,} attribute values" in answer["error"]["message"]
+    assert tenant.queued() == []
+    at_cap = {"spans": [span(attributes={"a": over[1:]})]}
+    response = await client.post("/v1/spans", data=orjson.dumps(at_cap), headers=tenant.auth())
+    assert response.status_code == 200 and len(tenant.queued()) == 1
 
 
 async def test_gzip_body_accepted(client: Client, tenant: Tenant) -> None:

@@ -4,6 +4,7 @@ summaries follow what is stored, under every re-sending rule, erasure and retent
 from __future__ import annotations
 
 import tempfile
+import tracemalloc
 from datetime import date
 from functools import partial
 from typing import Any
@@ -740,6 +741,31 @@ def test_long_values_are_hashed_without_being_kept() -> None:
         default=0,
     )
     assert kept <= attribute_hashes.KEPT_CHARS
+
+
+@pytest.mark.parametrize("size", [10, 40_000])
+def test_a_long_array_is_indexed_by_its_key_without_being_parsed(size: int) -> None:
+    """An array or map whose JSON is over MAX_HASHED_JSON is indexed by its key alone,
+    from a row's attributes and from its JSON text alike, and its text is not parsed
+    (an array of a million zeros took the worker 350 MB); a short one by its value."""
+    for value in (
+        {"arrayValue": {"values": [{"intValue": "0"}] * size}},
+        {"kvlistValue": {"values": [{"key": f"k{n}", "value": {"intValue": "0"}}
+                                    for n in range(size)]}},
+    ):  # fmt: skip
+        text = orjson.dumps(value).decode()
+        long = len(text) > attribute_hashes.MAX_HASHED_JSON
+        assert long == (size > 10)
+        ((_, from_pair), _) = attribute_pairs(orjson.dumps([{"key": "k", "value": value}]).decode())
+        attribute_hashes._text_hashes.clear()
+        tracemalloc.start()
+        from_text = text_hash(text)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert from_text == from_pair
+        assert (from_text == attribute_hashes.KEY_ONLY) == long
+        if long:
+            assert peak < len(text) // 10
 
 
 def _under_resource(trace: str, service: str, environment: str, route: int = 1) -> bytes:
