@@ -55,6 +55,9 @@ OFFLOAD_CONCURRENCY = 2
 #: converted before a rate limit can refuse it.
 ADMIT_WITH_XADD_BYTES = 16 * 1024
 _PROTOBUF = "application/x-protobuf"
+#: The largest size a request's record gives (a Content-Length may announce any number;
+#: the ingestion JSON writes 64-bit integers).
+LARGEST_RECORDED = 2**63 - 1
 _REFUSALS = {
     "TOO_MANY_SPANS": "the request has {count} spans; at most {limit} are accepted per request",
     "TOO_MANY_ATTRIBUTES": "the request has over {limit} attribute pairs; send fewer per request",
@@ -91,10 +94,11 @@ class _Incoming:
         self.conversion: Conversion | None = None  # once the body is converted
 
     def received_bytes(self) -> int:
-        """The body's size as received; before it is read, as announced (else 0)."""
+        """The body's size as received; before it is read, as announced (else 0; at most
+        the largest integer the record's readers write)."""
         if self.received is not None:
             return self.received
-        return self.head.content_length or 0
+        return min(self.head.content_length or 0, LARGEST_RECORDED)
 
     def answer_in_otlp_form(self) -> None:
         self.otlp_form = True

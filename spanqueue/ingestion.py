@@ -122,7 +122,7 @@ class RequestRecord:
             accepted=int(fields[b"accepted"]),
             rejected=int(rejected) if rejected else None,
             ignored=int(fields[b"ignored"]),
-            body_bytes=int(fields[b"bytes"]),
+            body_bytes=min(int(fields[b"bytes"]), 2**63 - 1),  # as written before it was
             key_prefix=fields[b"key"].decode(),
             reasons=fields.get(b"reasons", b"").decode(),
         )

@@ -12,6 +12,7 @@ import pytest
 import redis
 
 from collector.errors import GatewayError
+from collector.ingest import LARGEST_RECORDED
 from collector.ingestion_record import (
     MAX_PENDING,
     RECORDS_PER_CALL,
@@ -21,6 +22,7 @@ from collector.ingestion_record import (
 )
 from collector.redis_cluster import QueueLink
 from collector.redis_link import Script
+from dashboard.ingestion import ingestion_json
 from service.settings import Settings
 from spanqueue import heartbeat
 from spanqueue.ingestion import KEEP, RECORDS, RequestRecord, minute_field, reasons_of
@@ -133,6 +135,27 @@ async def test_refusals_before_the_body_and_for_too_many_spans(
     assert by_code["PAYLOAD_TOO_LARGE"].rejected is None
     assert by_code["PAYLOAD_TOO_LARGE"].body_bytes == 5000
     assert (by_code["TOO_MANY_SPANS"].rejected, by_code["TOO_MANY_SPANS"].accepted) == (2, 0)
+
+
+async def test_a_length_past_64_bits_is_recorded_as_the_largest_it_writes(
+    settings: Settings, tenant: Tenant
+) -> None:
+    """A Content-Length of 20 digits is a 413, recorded as the largest size the record
+    gives, which the ingestion JSON can write; a record written larger reads so too."""
+    app = make_app(settings)
+    async with app.test_app() as test_app:
+        huge = await test_app.test_client().post(
+            "/v1/spans", data=b"x", headers=tenant.auth(**{"Content-Length": "9" * 20})
+        )
+        (record,) = await records(tenant, 1)
+    assert huge.status_code == 413 and record.body_bytes == LARGEST_RECORDED
+    written = iter(record.field_values())
+    fields = {bytes(key): str(value).encode() for key, value in zip(written, written, strict=True)}
+    fields[b"bytes"] = b"9" * 20
+    assert RequestRecord.from_fields(fields).body_bytes == LARGEST_RECORDED
+    assert orjson.loads(orjson.dumps(ingestion_json(view(tenant))))["requests"][0]["bytes"] == (
+        LARGEST_RECORDED
+    )
 
 
 async def test_a_body_without_a_length_past_the_limit_records_more_than_it(
