@@ -22,7 +22,6 @@ from typing import Any
 
 from quart import Request, Response
 from quart.globals import request_ctx
-from quart.wrappers.request import Body
 from werkzeug.exceptions import RequestEntityTooLarge
 
 import proto_json
@@ -42,7 +41,7 @@ from proto_json import Conversion, EnvelopeError, Limits, fastpath
 from proto_json.fastpath import EMPTY_REQUEST
 from service.client_address import client_ip
 from service.settings import IPNetwork
-from service.web import json_response
+from service.web import json_response, whole_body
 from spanqueue.layout import QueuedRequest
 from storage.verifier import KeyVerifier
 
@@ -252,7 +251,7 @@ class Ingest:
         try:
             # a body has SPANGATE_BODY_TIMEOUT_S (Quart's BODY_TIMEOUT) to arrive whole:
             # one that stops coming holds its in-flight bytes no longer than that
-            data: bytes = await asyncio.wait_for(_whole(request.body), request.body_timeout)
+            data: bytes = await asyncio.wait_for(whole_body(request.body), request.body_timeout)
             incoming.received = len(data)
             return data
         except TimeoutError as e:
@@ -466,9 +465,3 @@ class Ingest:
             self._admitted(caller, await self.queue.admit_and_enqueue(item, checks, record))
         caller.recorded = record is not None
         self.metrics.enqueue_seconds.observe(time.perf_counter() - started)
-
-
-async def _whole(body: Body) -> bytes:
-    """A request's body, whole (an awaitable for asyncio.wait_for)."""
-    data: bytes = await body
-    return data

@@ -21,6 +21,7 @@ from service.web import (
     install_health,
     install_lifespan,
     json_response,
+    whole_body,
 )
 from storage.database import Database
 from storage.errors import StoreError
@@ -81,9 +82,16 @@ class Scores:
             raise _too_large()
         identity = await authorize(self.verifier, request.headers)
         try:
-            data: bytes = await request.body
+            # a body has SPANGATE_BODY_TIMEOUT_S (Quart's BODY_TIMEOUT) to arrive whole
+            data = await asyncio.wait_for(whole_body(request.body), request.body_timeout)
         except RequestEntityTooLarge as e:
             raise _too_large() from e
+        except TimeoutError as e:
+            raise ApiError(
+                408,
+                "REQUEST_TIMEOUT",
+                f"the body did not arrive whole within {request.body_timeout} s",
+            ) from e
         new = parse_score(data)
         try:
             score = await asyncio.to_thread(
@@ -117,6 +125,7 @@ def create_app(settings: Settings) -> Quart:
     """The scores API on the relational store named by `settings.database_url`."""
     app = Quart("spangate.sidecar")
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
+    app.config["BODY_TIMEOUT"] = settings.body_timeout_s
     db = Database(settings.database_url, settings.database_statement_timeout_ms)
     scores = Scores(KeyVerifier(IdentityStore(db).identity_for_hash), ScoreStore(db))
     install_lifespan(app, db, log)

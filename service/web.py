@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 import orjson
 from quart import Quart, Response
+from quart.wrappers.request import Body
 from werkzeug.exceptions import HTTPException
 
 from storage.database import Database
@@ -18,6 +19,13 @@ from storage.schema import migrate_when_reachable
 
 JSON = "application/json"
 CHECK_TIMEOUT_S = 2.0
+
+
+async def whole_body(body: Body) -> bytes:
+    """A request's body, whole (an awaitable for asyncio.wait_for, under the request's
+    body timeout)."""
+    data: bytes = await body
+    return data
 
 
 def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:

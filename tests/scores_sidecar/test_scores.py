@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -12,10 +14,12 @@ from quart.typing import TestClientProtocol as Client
 
 from scores_sidecar.app import create_app
 from service.settings import Settings
+from spangate.embedded_redis import free_port
 from storage.database import Database
 from storage.identity import IdentityStore
 from storage.schema import migrate
 from storage.scores import ScoreStore
+from tests.processes import spawn, wait_healthy
 
 TRACE = "5b8efff798038103d269b633813fc60c"
 
@@ -243,3 +247,39 @@ async def test_store_unreachable_is_500_and_not_ready(tmp_path: Path, key: str) 
         ready = await client.get("/health/ready")
     assert status == 500 and answer["error"]["code"] == "INTERNAL_ERROR"
     assert ready.status_code == 503
+
+
+def test_a_stalled_body_is_408_within_the_body_timeout(
+    settings: Settings, key: str, tmp_path: Path
+) -> None:
+    """`spangate sidecar` as a real process: a body that stops arriving is answered 408
+    REQUEST_TIMEOUT once SPANGATE_BODY_TIMEOUT_S has passed, in the API's error form,
+    and the connection is let go."""
+    port = free_port()
+    env = {
+        "SPANGATE_DATABASE_URL": settings.database_url,
+        "SPANGATE_API_PORT": str(port),
+        "SPANGATE_BODY_TIMEOUT_S": "1",
+    }
+    process = spawn(["sidecar"], env, tmp_path)
+    try:
+        wait_healthy(f"http://127.0.0.1:{port}/health", process)
+        head = (
+            f"POST /v1/scores HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {key}\r\n"
+            "Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
+        ).encode()
+        with socket.create_connection(("127.0.0.1", port), timeout=15) as sock:
+            began = time.monotonic()
+            sock.sendall(head + b'{"trace_id"')
+            reply = b""
+            while chunk := sock.recv(65536):
+                reply += chunk
+                if b"\r\n\r\n" in reply and reply.rstrip().endswith(b"}"):
+                    break
+        assert time.monotonic() - began < 10
+        assert reply.startswith(b"HTTP/1.1 408"), reply
+        error = orjson.loads(reply.split(b"\r\n\r\n", 1)[1])["error"]
+        assert (error["code"], error["details"]) == ("REQUEST_TIMEOUT", {})
+    finally:
+        process.terminate()
+        process.communicate(timeout=30)
