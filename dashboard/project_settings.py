@@ -15,7 +15,7 @@ from dashboard.explorer import Explorer
 from dashboard.params import json_object
 from dashboard.signin import current_session, redirect_to
 from service.web import json_response
-from storage.errors import Conflict
+from storage.errors import Conflict, NotFound
 from storage.identity import CreatedKey, IdentityStore, KeyRecord, Project, User
 
 
@@ -53,9 +53,13 @@ class Settings:
         return self.identity.create_key(project.name, user.email)
 
     def revoke(self, user: User, key_id: str) -> KeyRecord:
-        """Revoke a key of the user's organisation (another's is 404, like none)."""
+        """Revoke a key of the user's organisation (another's is 404, said as of none:
+        its project's name stays theirs)."""
         record = self.identity.key(key_id)
-        self.explorer.project(user, record.project)
+        try:
+            self.explorer.project(user, record.project)
+        except NotFound:
+            raise NotFound(f"no key {key_id}") from None
         self._manager(user, "revoke keys")
         return self.identity.revoke_key(key_id)
 

@@ -91,8 +91,11 @@ async def test_another_organisations_keys_are_not_found(site: Site) -> None:
     assert (await client.get("/api/v1/projects/secret/api-keys")).status_code == 404
     response = await client.post(f"/api/v1/api-keys/{theirs.id}/revoke", headers=headers)
     assert response.status_code == 404
+    assert (await _json(response))["error"]["message"] == f"no key {theirs.id}"
     assert IdentityStore(site.db).key(theirs.id).revoked_at is None
-    assert (await client.post("/api/v1/api-keys/nope/revoke", headers=headers)).status_code == 404
+    response = await client.post("/api/v1/api-keys/nope/revoke", headers=headers)
+    assert response.status_code == 404
+    assert (await _json(response))["error"]["message"] == "no key nope"
 
 
 async def test_the_key_page_shows_a_new_secret_once(site: Site) -> None:
