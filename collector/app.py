@@ -103,7 +103,7 @@ def create_app(settings: Settings) -> Quart:
     install_cors(app, settings.cors_allowed_origins)
     routes = {rule.rule: frozenset(rule.methods or ()) for rule in app.url_map.iter_rules()}
     app.asgi_app = RequestTags(app.asgi_app, metrics, routes)  # type: ignore[method-assign,assignment]
-    app.asgi_app = FramingGuard(app.asgi_app)  # type: ignore[method-assign,assignment]
+    app.asgi_app = FramingGuard(app.asgi_app, "SERIALIZATION_ERROR")  # type: ignore[method-assign,assignment]
     return app
 
 

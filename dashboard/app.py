@@ -168,5 +168,5 @@ def create_app(settings: Settings) -> Quart:
     install_routes(app, route_table(views))
     app.after_serving(views.ingestion.close)
     _install_error_handlers(app)
-    app.asgi_app = FramingGuard(app.asgi_app)  # type: ignore[method-assign,assignment]
+    app.asgi_app = FramingGuard(app.asgi_app, "VALIDATION_ERROR")  # type: ignore[method-assign,assignment]
     return app

@@ -135,5 +135,5 @@ def create_app(settings: Settings) -> Quart:
     install_gates(app)
     _install_error_handlers(app)
     install_cors(app, settings.cors_allowed_origins)
-    app.asgi_app = FramingGuard(app.asgi_app)  # type: ignore[method-assign,assignment]
+    app.asgi_app = FramingGuard(app.asgi_app, "INVALID_CONTENT_LENGTH", details=True)  # type: ignore[method-assign,assignment]
     return app

@@ -24,18 +24,27 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+import orjson
+
 Scope = dict[str, Any]
 Call = Any  # an ASGI receive or send callable
 
-_BODY = (
-    b'{"error": {"code": "BAD_REQUEST", "message": '
-    b'"Content-Length and Transfer-Encoding must not both be sent"}}'
-)
-_HEADERS = [
-    (b"content-type", b"application/json"),
-    (b"content-length", str(len(_BODY)).encode()),
-    (b"connection", b"close"),
-]
+FRAMING_MESSAGE = "Content-Length and Transfer-Encoding must not both be sent"
+
+
+def _refusal(code: str, details: bool) -> tuple[list[tuple[bytes, bytes]], bytes]:
+    """The 400's headers and body: `{"error": {"code", "message"}}`, with `details`
+    (empty) where the app's errors carry them."""
+    error: dict[str, object] = {"code": code, "message": FRAMING_MESSAGE}
+    if details:
+        error["details"] = {}
+    body = orjson.dumps({"error": error})
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        (b"connection", b"close"),
+    ]
+    return headers, body
 
 
 def framing(headers: Iterable[tuple[bytes, bytes]]) -> tuple[bytes | None, bytes | None]:
@@ -57,8 +66,11 @@ class FramingGuard:
     """ASGI middleware: 400 and a closed connection for a body framed two ways; and
     `Connection: close` on an answer given before the request's body came whole."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, code: str, details: bool = False) -> None:
+        """`code`: the app's own code for a body it cannot read (`details`: its errors
+        carry a `details` member)."""
         self.app = app
+        self.headers, self.body = _refusal(code, details)
 
     async def __call__(self, scope: Scope, receive: Call, send: Call) -> None:
         if scope["type"] != "http":
@@ -69,8 +81,8 @@ class FramingGuard:
             await self.app(scope, receive, send)
             return
         if length is not None and chunked is not None:
-            await send({"type": "http.response.start", "status": 400, "headers": _HEADERS})
-            await send({"type": "http.response.body", "body": _BODY})
+            await send({"type": "http.response.start", "status": 400, "headers": self.headers})
+            await send({"type": "http.response.body", "body": self.body})
             return
         whole = False
 

@@ -7,9 +7,10 @@ import socket
 import subprocess
 from collections.abc import Iterator
 
+import orjson
 import pytest
 
-from service.framing import framing
+from service.framing import FRAMING_MESSAGE, framing
 from spangate.embedded_redis import free_port
 from storage.database import Database
 from storage.schema import migrate
@@ -75,17 +76,23 @@ def ports(tmp_path_factory: pytest.TempPathFactory, redis_url: str) -> Iterator[
 
 
 @pytest.mark.parametrize(
-    ("service", "path"),
-    [("collector", "/v1/spans"), ("sidecar", "/v1/scores"), ("dashboard", "/login")],
+    ("service", "path", "error"),
+    [
+        ("collector", "/v1/spans", {"code": "SERIALIZATION_ERROR"}),
+        ("sidecar", "/v1/scores", {"code": "INVALID_CONTENT_LENGTH", "details": {}}),
+        ("dashboard", "/login", {"code": "VALIDATION_ERROR"}),
+    ],
 )
 def test_both_framings_get_400_and_a_closed_connection(
-    ports: dict[str, int], service: str, path: str
+    ports: dict[str, int], service: str, path: str, error: dict[str, object]
 ) -> None:
     """Content-Length with Transfer-Encoding: chunked is answered 400 with Connection:
-    close, and the request hidden after the chunked body is never answered."""
+    close, in the service's own error form and one of its codes, and the request hidden
+    after the chunked body is never answered."""
     reply, closed = _exchange(ports[service], _smuggling(path))
-    head, _, _ = reply.partition(b"\r\n\r\n")
+    head, _, body = reply.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 400"), reply
+    assert orjson.loads(body)["error"] == {**error, "message": FRAMING_MESSAGE}
     assert b"connection: close" in head.lower()
     assert reply.count(b"HTTP/1.1 ") == 1, reply
     assert closed
