@@ -31,3 +31,4 @@ class SpanRejected(Exception):
     def __init__(self, code: str, message: str) -> None:
         super().__init__(f"{code}: {message}")
         self.reason = f"{code}: {message}"
+        self.message = message  # the reason without its code word

@@ -50,7 +50,7 @@ def _described(raw: dict[str, Any], where: str, strings: tuple[str, ...]) -> dic
             raw.get("droppedAttributesCount"), "droppedAttributesCount", 2**32 - 1
         )
     except SpanRejected as e:
-        raise EnvelopeError("VALIDATION_ERROR", f"{where}: {e.reason}") from None
+        raise EnvelopeError("VALIDATION_ERROR", f"{where}: {e.message}") from None
     if dropped:
         out["droppedAttributesCount"] = dropped
     return out
@@ -131,7 +131,9 @@ def convert_otlp_document(document: dict[str, Any], limits: Limits = DEFAULT_LIM
         canonical={"resourceSpans": out_resources},
         accepted=accepted,
         errors=tuple(errors),
-        ignored=(),
+        # a body with spans elsewhere than resourceSpans (a native body sent here): its
+        # members, which OTLP ignores, for the answer to name
+        ignored=() if "resourceSpans" in document else tuple(map(str, document))[:10],
         span_count=span_count,
         attribute_count=pairs,
     )

@@ -91,6 +91,24 @@ async def test_otlp_route_partial_success(client: Client, tenant: Tenant) -> Non
     assert tenant.queued()[0].route == "otlp"
 
 
+async def test_a_body_without_resource_spans_is_answered_with_a_warning(
+    client: Client, tenant: Tenant
+) -> None:
+    """A native body sent to the OTLP route holds no span OTLP reads: 200 (OTLP
+    ignores unknown members), nothing queued, and the answer's errorMessage says so;
+    an empty request says nothing."""
+    native = orjson.dumps({"spans": [span()]})
+    response = await client.post("/v1/otlp/v1/traces", data=native, headers=tenant.auth())
+    partial = (await response.get_json())["partialSuccess"]
+    assert response.status_code == 200 and partial["rejectedSpans"] == 0
+    assert partial["errorMessage"] == (
+        "the body has no resourceSpans, so no span was stored; members ignored: spans"
+    )
+    empty = await client.post("/v1/otlp/v1/traces", data=b"{}", headers=tenant.auth())
+    assert (await empty.get_json())["partialSuccess"]["errorMessage"] == ""
+    assert tenant.queued() == []
+
+
 @pytest.mark.parametrize(
     ("body", "encoding", "status"),
     [

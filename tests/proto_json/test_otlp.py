@@ -252,10 +252,21 @@ def test_unknown_fields_ignored_everywhere() -> None:
     ],
 )
 def test_malformed_envelope_is_validation_error(body: bytes) -> None:
-    """A malformed resource, scope or array above the spans fails the whole request."""
+    """A malformed resource, scope or array above the spans fails the whole request,
+    its message naming where, and its code said once (the answer puts it first)."""
     with pytest.raises(EnvelopeError) as caught:
         proto_json.convert_otlp(body)
     assert caught.value.code == "VALIDATION_ERROR"
+    assert "VALIDATION_ERROR" not in caught.value.message
+
+
+def test_a_scopes_bad_member_is_named_once() -> None:
+    body = b'{"resourceSpans": [{"scopeSpans": [{"scope": {"droppedAttributesCount": -5}}]}]}'
+    with pytest.raises(EnvelopeError) as caught:
+        proto_json.convert_otlp(body)
+    assert caught.value.message == (
+        "resourceSpans[0].scopeSpans[0].scope: droppedAttributesCount is out of range"
+    )
 
 
 def test_caps() -> None:
