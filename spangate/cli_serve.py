@@ -24,6 +24,7 @@ from spangate.cli_support import (
     fail,
     load_pricer,
     load_settings,
+    store_failure,
     upgrade_stored_spans,
     whole_number,
 )
@@ -233,7 +234,9 @@ def _worker(args: argparse.Namespace) -> int:
     except trace_walk.Stopped as e:
         print(f"spangate: {e}; the next start goes on from there", file=sys.stderr)
         return 0
-    except (StoreError, EmbeddedRedisError) as e:
+    except StoreError as e:
+        return fail(store_failure(e))
+    except EmbeddedRedisError as e:
         return fail(str(e))
     except redis.RedisError as e:
         return fail(f"the queue store failed: {e}")
@@ -341,7 +344,7 @@ def _serve(args: argparse.Namespace) -> int:
         refuse_newer(db)
         first_run = not IdentityStore(db).has_users()
     except StoreError as e:
-        return fail(str(e))
+        return fail(store_failure(e))
     finally:
         db.close()
     parts = _parts(args)

@@ -12,11 +12,11 @@ from typing import Any
 
 import orjson
 
-from genai.prices import Pricer, read_price_file
+from genai.prices import PriceFileError, Pricer, read_price_file
 from service.settings import Settings, SettingsError
 from storage import find_upgrade, genai_upgrade, trace_walk
 from storage.database import Database
-from storage.errors import NotFound, StoreError
+from storage.errors import NotFound, StoreError, StoreUnavailable
 from storage.schema import migrate, refuse_newer
 
 EXIT_FAILED = 1
@@ -40,6 +40,12 @@ def load_settings() -> Settings:
 
 #: What moves the database a command asks, named where it found none of what it asked.
 _WHERE = "(SPANGATE_DATA_DIR, SPANGATE_DATABASE_URL)"
+
+
+def store_failure(error: StoreError) -> str:
+    """A store's failure as one line; one that could not reach it names the settings
+    that say where it is."""
+    return f"{error} {_WHERE}" if isinstance(error, StoreUnavailable) else str(error)
 
 
 def with_database(
@@ -71,7 +77,9 @@ def with_database(
         return done
     except NotFound as e:  # a command run where another database is: say which this is
         return fail(f"{e} in {db.display_url} {_WHERE}")
-    except (StoreError, CommandError, ValueError) as e:
+    except StoreError as e:
+        return fail(store_failure(e))
+    except (CommandError, ValueError) as e:
         return fail(str(e))
     finally:
         db.close()
@@ -94,8 +102,14 @@ def print_table(rows: list[tuple[str, ...]], header: tuple[str, ...]) -> None:
 
 def load_pricer(settings: Settings) -> Pricer:
     """The prices a worker costs model calls with: the operator's price file, when set,
-    before the table; PriceFileError naming the file and the line of what is wrong."""
-    return Pricer(read_price_file(str(settings.prices_file)) if settings.prices_file else ())
+    before the table; PriceFileError naming the setting, the file and the line of what
+    is wrong."""
+    if not settings.prices_file:
+        return Pricer()
+    try:
+        return Pricer(read_price_file(str(settings.prices_file)))
+    except PriceFileError as e:
+        raise PriceFileError(f"SPANGATE_PRICES_FILE: {e}") from None
 
 
 def whole_number(low: int, high: int | None = None) -> Callable[[str], int]:

@@ -220,3 +220,17 @@ def test_a_bad_number_is_one_line_naming_its_argument(
         main(argv)
     err = capsys.readouterr().err
     assert exited.value.code == 2 and says in err and "Traceback" not in err
+
+
+def test_a_database_out_of_reach_names_the_settings_that_place_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A data directory that cannot be made: the worker's one line says the database is
+    out of reach and names the settings that say where it is."""
+    monkeypatch.setenv("SPANGATE_DATA_DIR", "/proc/no-such-directory")
+    monkeypatch.delenv("SPANGATE_DATABASE_URL", raising=False)
+    monkeypatch.delenv("SPANGATE_PRICES_FILE", raising=False)
+    assert main(["worker", "--burst"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("spangate: error: database sqlite:////proc/no-such-directory/")
+    assert err.endswith("(SPANGATE_DATA_DIR, SPANGATE_DATABASE_URL)")
