@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from service.settings import SettingsError
-from spangate.cli_support import fail, load_settings, rate
+from spangate.cli_support import base_url, fail, load_settings, rate
 from spangate.replay import ReplayError, replay
 
 
@@ -53,8 +53,12 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     parser.add_argument("--key", required=True, help="the API key to send them with")
     parser.add_argument("--rate", type=rate, default=None, help="requests per second at most")
-    parser.add_argument("--url", help="gateway base URL (default: SPANGATE_HOST:INGEST_PORT)")
-    parser.add_argument("--api-url", help="scores API base URL (default: ...:API_PORT)")
+    parser.add_argument(
+        "--url", type=base_url, help="gateway base URL (default: SPANGATE_HOST:INGEST_PORT)"
+    )
+    parser.add_argument(
+        "--api-url", type=base_url, help="scores API base URL (default: ...:API_PORT)"
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument(
         "--now",

@@ -9,6 +9,7 @@ import sys
 import threading
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 import orjson
 
@@ -110,6 +111,19 @@ def load_pricer(settings: Settings) -> Pricer:
         return Pricer(read_price_file(str(settings.prices_file)))
     except PriceFileError as e:
         raise PriceFileError(f"SPANGATE_PRICES_FILE: {e}") from None
+
+
+def base_url(text: str) -> str:
+    """An argument's type: an http(s) URL with a host (and a port, where it has one),
+    else argparse's one line naming the argument."""
+    parts = urlsplit(text)
+    try:
+        parts.port  # noqa: B018 - ValueError when it is not a port
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} has no valid port") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an http:// or https:// URL")
+    return text
 
 
 def whole_number(low: int, high: int | None = None) -> Callable[[str], int]:

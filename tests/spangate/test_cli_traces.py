@@ -209,6 +209,14 @@ def test_a_closed_pipe_ends_the_export_quietly(tmp_path: Path) -> None:
         (["worker", "--claim-idle-ms", "-5", "--burst"], "--claim-idle-ms: must be 0 or more"),
         (["replay", "x.json", "--key", "k", "--rate", "0"], "--rate: must be a number above 0"),
         (["replay", "x.json", "--key", "k", "--rate", "nan"], "--rate: must be a number above 0"),
+        (
+            ["replay", "x.json", "--key", "k", "--url", "http://127.0.0.1:99999"],
+            "--url: 'http://127.0.0.1:99999' has no valid port",
+        ),
+        (
+            ["replay", "x.json", "--key", "k", "--api-url", "ftp://h"],
+            "--api-url: 'ftp://h' is not an http:// or https:// URL",
+        ),
     ],
 )
 def test_a_bad_number_is_one_line_naming_its_argument(
