@@ -98,6 +98,18 @@ def _origins(text: str) -> tuple[str, ...]:
     return origins
 
 
+#: The largest body limit: a request's queue entry must fit Redis's largest value (512 MB
+#: by default), and its canonical form may be twice the body and more.
+MAX_BODY_LIMIT = 128 * 1024 * 1024
+
+
+def _body_bytes(text: str) -> int:
+    value = _positive_int(text)
+    if value > MAX_BODY_LIMIT:
+        raise ValueError(f"must be at most {MAX_BODY_LIMIT} (128 MB)")
+    return value
+
+
 def _log_level(text: str) -> str:
     level = text.strip().lower()
     if level not in ("debug", "info", "warning", "error"):
@@ -196,7 +208,7 @@ class Settings:
             database_statement_timeout_ms=read(
                 "DATABASE_STATEMENT_TIMEOUT_MS", _positive_int, d.database_statement_timeout_ms
             ),
-            max_body_bytes=read("MAX_BODY_BYTES", _positive_int, d.max_body_bytes),
+            max_body_bytes=read("MAX_BODY_BYTES", _body_bytes, d.max_body_bytes),
             max_spans_per_request=read(
                 "MAX_SPANS_PER_REQUEST", _positive_int, d.max_spans_per_request
             ),

@@ -55,6 +55,7 @@ def test_values_are_read_and_typed() -> None:
         ("INGEST_PORT", "70000"),
         ("MAX_BODY_BYTES", "0"),
         ("MAX_BODY_BYTES", "1.5"),
+        ("MAX_BODY_BYTES", str(128 * 1024 * 1024 + 1)),
         ("REDIS_MEMORY_HIGH_RATIO", "1.5"),
         ("RATE_LIMIT_PROJECT_RPS", "-1"),
         ("RATE_LIMIT_PROJECT_RPS", "inf"),
