@@ -73,6 +73,8 @@ def millis(value: float | None) -> str:
         return "not ended"
     if value == 0:
         return "0 ms"
+    if value < 0:  # its end was sent earlier than its start
+        return f"ends {millis(-value)} before its start"
     if value >= 60_000:
         s = round(value / 1000)
         if s < 3600:

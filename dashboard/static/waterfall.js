@@ -14,6 +14,7 @@ const waterfall = {
 
 function durationText(ms) {  // as dashboard/formats.py's millis
   if (ms === 0) return "0 ms";
+  if (ms < 0) return `ends ${durationText(-ms)} before its start`;
   if (ms >= 60000) {
     const s = Math.round(ms / 1000);
     if (s < 3600) return `${Math.floor(s / 60)} min ${s % 60} s`;

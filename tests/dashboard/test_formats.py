@@ -47,6 +47,7 @@ def test_a_sum_shows_alike_whatever_order_it_was_added_in() -> None:
         (122_000, "2 min 2 s"),
         (240_934_730, "2 d 18 h"),  # a session of days, not 240934.73 s
         (3_600_000 * 3 + 12 * 60_000, "3 h 12 min"),
+        (-60_000, "ends 1 min 0 s before its start"),  # an end sent earlier than the start
     ],
 )
 def test_a_duration_reads_in_the_unit_that_suits_it(ms: float | None, text: str) -> None:
