@@ -71,6 +71,10 @@ MAX_VALUES = 1_000_000
 #: Every value of the canonical form has one key ending so (`stringValue`, `arrayValue`,
 #: ...); no other key does, and a quote inside a string is escaped.
 _VALUE_KEY = b'Value":'
+#: Each value takes 12 bytes of the canonical text at least (`{"intValue":`, its own):
+#: a shorter text holds fewer than MAX_VALUES and is not counted (a count costs a
+#: quarter of a conversion: 0.63 ms for a 1,000-span request's 822 KB).
+_COUNTED_ABOVE = 12 * MAX_VALUES
 _TOO_MANY_VALUES = (
     f"the request has over {MAX_VALUES:,} attribute values, counting those inside arrays "
     "and maps; send fewer or shorter arrays per request"
@@ -282,7 +286,11 @@ class Ingest:
         except EnvelopeError as e:
             raise GatewayError(400, e.code, e.message, body_error=True) from e
         queued = conversion.payload if conversion.accepted else None
-        if queued is not None and queued.count(_VALUE_KEY) > MAX_VALUES:
+        if (
+            queued is not None
+            and len(queued) > _COUNTED_ABOVE
+            and queued.count(_VALUE_KEY) > MAX_VALUES
+        ):
             refused = dataclasses.replace(
                 conversion, canonical=EMPTY_REQUEST, accepted=0, refusal="TOO_MANY_ATTRIBUTES"
             )
