@@ -217,6 +217,22 @@ async def test_the_pages_show_models_tokens_and_cost(site: Site) -> None:
     assert 'title="No cost known' in listing
 
 
+async def test_the_trace_page_shows_the_traces_input_and_output(site: Site) -> None:
+    """Above the waterfall, the trace's input and output as the list gives them
+    (Markdown rendered); a trace with neither has no such section."""
+    store(site.db, site.demo, _run())
+    page, _ = await _pane(site, "1" * 16)
+    ends = page.split('<section class="trace-ends"', 1)[1].split("</section>", 1)[0]
+    assert '<span class="role">input</span>' in ends and "Where is my order?" in ends
+    assert "It <strong>ships</strong> today." in ends
+    plain = [span(traceId="0" * 31 + "1", spanId="9" * 16, name="plain")]
+    store(site.db, site.demo, plain)
+    client = site.client()
+    await sign_in(client, "viewer@acme.test")
+    other = (await (await client.get(f"/projects/demo/traces/{'0' * 31}1")).get_data()).decode()
+    assert "Input and output" not in other
+
+
 async def test_a_selected_model_call_shows_its_llm_view_escaped(site: Site) -> None:
     """Selecting an LLM span shows its model, tokens, cost and messages (newlines kept by
     the stylesheet, markup escaped) and where each field was read from."""
