@@ -26,6 +26,7 @@ from dashboard.span_pane import (
 )
 from dashboard.span_text import arguments_html, content_html, plain_html
 from genai.messages import MAX_CONTENT, was_cut
+from genai.parameters import offered_tools, request_parameters
 from genai.view import PREVIEW_CHARS
 from service.framing import FramingGuard
 from service.settings import Settings
@@ -158,7 +159,7 @@ def create_app(settings: Settings) -> Quart:
     app.add_template_test(was_cut, "cut")
     for text_filter in (attribute_rows, message_sources, message_texts, messages_cut,
                         content_html, arguments_html, plain_html, iso_ms,
-                        conversation_ends):  # fmt: skip
+                        conversation_ends, request_parameters, offered_tools):  # fmt: skip
         app.add_template_filter(text_filter)
     ingest_url = f"http://{settings.host}:{settings.ingest_port}"
     app.jinja_env.globals["collector_url"] = ingest_url

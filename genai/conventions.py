@@ -224,3 +224,34 @@ MESSAGE_EVENTS = {
 }
 CHOICE_EVENT = "gen_ai.choice"
 DETAILS_EVENT = "gen_ai.client.inference.operation.details"
+
+#: A model call's request parameters as the span pane shows them: its label, the
+#: attributes that give it (OTel GenAI, also OpenLLMetry's; the Vercel AI SDK's), and
+#: its key in OpenInference's `llm.invocation_parameters` (JSON), read where none does.
+REQUEST_PARAMETERS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
+    ("temperature", ("gen_ai.request.temperature", "ai.settings.temperature"), ("temperature",)),
+    (
+        "max tokens",
+        ("gen_ai.request.max_tokens", "ai.settings.maxOutputTokens", "ai.settings.maxTokens"),
+        ("max_tokens", "max_completion_tokens", "max_output_tokens"),
+    ),
+    ("top p", ("gen_ai.request.top_p", "ai.settings.topP"), ("top_p",)),
+    ("top k", ("gen_ai.request.top_k", "ai.settings.topK"), ("top_k",)),
+    (
+        "frequency penalty",
+        ("gen_ai.request.frequency_penalty", "ai.settings.frequencyPenalty"),
+        ("frequency_penalty",),
+    ),
+    (
+        "presence penalty",
+        ("gen_ai.request.presence_penalty", "ai.settings.presencePenalty"),
+        ("presence_penalty",),
+    ),
+    ("seed", ("gen_ai.request.seed", "ai.settings.seed"), ("seed",)),
+    ("stop", ("gen_ai.request.stop_sequences", "ai.settings.stopSequences"), ("stop",)),
+    ("reasoning effort", ("gen_ai.openai.request.reasoning_effort",), ("reasoning_effort",)),
+)
+#: The tools a call offered the model: OTel GenAI's (JSON: a list of definitions), and
+#: OpenInference's indexed JSON schemas (`llm.tools.N.tool.json_schema`).
+TOOL_DEFINITIONS = "gen_ai.tool.definitions"
+INDEXED_TOOLS = ("llm.tools.", "tool.json_schema")

@@ -275,6 +275,26 @@ async def test_a_message_cut_at_its_bound_says_so_and_its_attribute_is_open(
     assert "Cut here" not in section and "The whole text" not in page
 
 
+async def test_a_model_calls_parameters_and_tools_offered_are_shown(site: Site) -> None:
+    """The pane's LLM facts name the call's request parameters and the tools it offered
+    (escaped); a call with neither has no such rows."""
+    run = _run()
+    run[1]["attributes"] |= {
+        "gen_ai.request.temperature": 0.2,
+        "gen_ai.request.max_tokens": 64,
+        "gen_ai.tool.definitions": '[{"type": "function", "name": "<b>lookup</b>"}]',
+    }
+    store(site.db, site.demo, run)
+    _, section = await _pane(site, "1" * 16)
+    assert (
+        '<dt>Parameters</dt><dd class="parameters">temperature <span class="mono">0.2</span>, '
+        'max tokens <span class="mono">64</span></dd>'
+    ) in section
+    assert "<dt>Tools offered</dt><dd>&lt;b&gt;lookup&lt;/b&gt;</dd>" in section
+    _, other = await _pane(site, "3" * 16)
+    assert "<dt>Parameters</dt>" not in other and "Tools offered" not in other
+
+
 async def _api(client: Any, path: str) -> Any:
     """The JSON of `GET /api/v1/projects/demo/{path}`."""
     return orjson.loads(await (await client.get(f"/api/v1/projects/demo/{path}")).get_data())

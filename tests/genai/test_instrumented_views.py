@@ -10,6 +10,7 @@ import pytest
 
 import proto_json
 from genai import GenAIView, view_of
+from genai.parameters import offered_tools, request_parameters
 from genai.prices import Pricer
 from genai.view import message_view
 from storage import llm_text
@@ -68,6 +69,25 @@ def test_a_chat_call(instrumented: Instrumented, library: str) -> None:
         assert view.output_messages[-1].content == fake_openai.ANSWER
         assert (view.input_preview, view.output_preview) == (emit.USER_PROMPT, fake_openai.ANSWER)
     assert Pricer().cost(view)[1] == "price-table"
+
+
+#: Who records the tools a call offers (OpenTelemetry's v2 instrumentation does not;
+#: OpenLLMetry not in its events mode).
+TOOLS_OFFERED = ("openinference", "openinference-genai", "openllmetry")
+
+
+@pytest.mark.parametrize("library", LIBRARIES)
+def test_the_request_parameters_and_the_tools_offered(
+    instrumented: Instrumented, library: str
+) -> None:
+    """The chat call's temperature and max tokens (as the app passed them), whichever
+    attributes the library writes them in; the tools call's offered tool by name."""
+    (chat,) = instrumented.spans(library, "chat")
+    parameters = dict(request_parameters(chat.get("attributes")))
+    assert (parameters["temperature"], parameters["max tokens"]) == ("0.2", "64"), library
+    asking = instrumented.spans(library, "tools")[0]
+    expected = ["get_weather"] if library in TOOLS_OFFERED else []
+    assert offered_tools(asking.get("attributes")) == expected, library
 
 
 @pytest.mark.parametrize("library", [name for name in LIBRARIES if name not in EVENT_MODES])
