@@ -15,6 +15,7 @@ import orjson
 
 from genai.conventions import INDEXED_TOOLS, REQUEST_PARAMETERS, TOOL_DEFINITIONS
 from genai.messages import MAX_TOOL_CALLS as MAX_TOOLS
+from genai.messages import loads
 from genai.view import attribute_map
 
 __all__ = ["MAX_TOOLS", "offered_tools", "request_parameters"]
@@ -39,7 +40,7 @@ def offered_tools(attributes: Any) -> list[str]:
     """The names of the tools the call offered, in the order given (each once)."""
     found = attribute_map(attributes)
     names: list[str | None] = []
-    definitions = _json(found.get(TOOL_DEFINITIONS))
+    definitions = loads(found.get(TOOL_DEFINITIONS))
     if isinstance(definitions, list):
         names += [_name(definition) for definition in definitions[:MAX_TOOLS]]
     prefix, member = INDEXED_TOOLS
@@ -49,7 +50,7 @@ def offered_tools(attributes: Any) -> list[str]:
         if key.startswith(prefix) and key.endswith("." + member)
         and (index := key[len(prefix) : -len(member) - 1]).isdecimal() and len(index) <= 6
     )  # fmt: skip
-    names += [_name(_json(value)) for _, value in indexed[:MAX_TOOLS]]
+    names += [_name(loads(value)) for _, value in indexed[:MAX_TOOLS]]
     return list(dict.fromkeys(name for name in names if name))[:MAX_TOOLS]
 
 
@@ -67,19 +68,8 @@ def _text(value: Any) -> str:
     return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
 
 
-def _json(value: Any) -> Any:
-    if isinstance(value, list | dict):
-        return value
-    if not isinstance(value, str):
-        return None
-    try:
-        return orjson.loads(value)
-    except orjson.JSONDecodeError:
-        return None
-
-
 def _json_object(value: Any) -> Mapping[str, Any]:
-    parsed = _json(value)
+    parsed = loads(value)
     return parsed if isinstance(parsed, dict) else {}
 
 
