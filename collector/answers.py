@@ -60,11 +60,8 @@ def otlp_answer(conversion: Conversion) -> dict[str, Any]:
         message = f"{len(errors)} spans rejected: {shown}" + (
             f" (and {more} more)" if more > 0 else ""
         )
-    elif conversion.ignored:  # OTLP's warning where nothing is rejected
-        message = (
-            "the body has no resourceSpans, so no span was stored; members ignored: "
-            + ", ".join(conversion.ignored)
-        )
+    elif conversion.ignored and conversion.span_count == 0:  # OTLP's warning: no span
+        message = "no span was found in the body; members ignored: " + ", ".join(conversion.ignored)
     return otlp_body(len(errors), message)
 
 
