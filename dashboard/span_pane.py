@@ -117,7 +117,7 @@ def attribute_rows(
             html = Markup('<p class="muted same">Same text as <code>{}</code> above</p>').format(
                 first_key[value]
             )
-        elif _is_source(key, sources) and cut:
+        elif _is_source(key, sources) and cut and len(value) > MAX_CONTENT:
             html = Markup(
                 '<details class="shown-above" open><summary>The whole text of the messages '
                 "above, which show {} characters a message ({} characters)</summary>{}</details>"

@@ -6,6 +6,7 @@ import pytest
 
 from dashboard.span_pane import attribute_rows, conversation_ends, message_sources, message_texts
 from dashboard.span_text import FOLD_CHARS, SHOWN_CHARS, content_html, markdown_html, value_html
+from genai.messages import MAX_CONTENT
 from tests.dashboard.reading import HANDLER, HOSTILE, JS_LINK, SCRIPT, SVG_BREAK, SYSTEM_PROMPT
 
 
@@ -102,3 +103,17 @@ def test_a_long_conversation_folds_all_but_its_instructions_and_last_turns() -> 
     assert conversation_ends(turns[:11]) == (0, 5)
     assert conversation_ends([{"role": "system"}, {"role": "developer"}, *turns]) == (2, 36)
     assert conversation_ends([{"role": "system"}] * 3 + turns) == (2, 37)
+
+
+def test_only_an_attribute_holding_a_cut_text_is_shown_open_as_its_whole() -> None:
+    """OpenInference's indexed messages: the content past the view's bound is shown open
+    as the whole text; the role beside it stays folded as shown above."""
+    long = "x" * (MAX_CONTENT + 100)
+    pairs = [
+        {"key": "llm.input_messages.0.message.role", "value": {"stringValue": "user"}},
+        {"key": "llm.input_messages.0.message.content", "value": {"stringValue": long}},
+    ]
+    sources = message_sources({"inputMessages": "llm.input_messages.N"})
+    (_, role), (_, content) = attribute_rows(pairs, sources, {}, cut=True)
+    assert "Shown as messages above" in role and "The whole text" not in role
+    assert "The whole text of the messages above" in content
