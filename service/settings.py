@@ -81,21 +81,32 @@ def _networks(text: str) -> tuple[IPNetwork, ...]:
     )
 
 
-#: An origin as a browser sends it: scheme://host, with a port where one is given.
+#: An origin as a browser sends it: scheme://host, with a port where one is given (a
+#: port of digits, without leading zeros).
 _ORIGIN = re.compile(
-    r"[a-z][a-z0-9+.-]*://(?:[a-z0-9-]+(?:\.[a-z0-9-]+)*|\[[0-9a-f:.]+\])(?::\d{1,5})?"
+    r"(?P<head>[a-z][a-z0-9+.-]*://(?:[a-z0-9-]+(?:\.[a-z0-9-]+)*|\[[0-9a-f:.]+\]))"
+    r"(?::(?P<port>[1-9][0-9]{0,4}))?"
 )
+#: The ports a browser leaves out of an origin: its scheme's own.
+_DEFAULT_PORTS = {"http": "80", "https": "443", "ws": "80", "wss": "443"}
 
 
 def _origins(text: str) -> tuple[str, ...]:
-    origins = tuple(part.strip().rstrip("/") for part in text.split(",") if part.strip())
-    for origin in origins:
-        if origin != "*" and not _ORIGIN.fullmatch(origin):
+    """The allowed origins, each as a browser sends it (its scheme's own port left out,
+    as browsers leave it out)."""
+    origins = []
+    for given in (part.strip().rstrip("/") for part in text.split(",") if part.strip()):
+        found = _ORIGIN.fullmatch(given)
+        port = found["port"] if found else None
+        if given != "*" and (found is None or (port is not None and int(port) > 65535)):
             raise ValueError(
-                f"{origin!r} is not an origin: each must be * or scheme://host[:port], "
+                f"{given!r} is not an origin: each must be * or scheme://host[:port], "
                 "in lower case, as a browser sends it"
             )
-    return origins
+        if found is not None and port == _DEFAULT_PORTS.get(given.partition(":")[0]):
+            given = found["head"]
+        origins.append(given)
+    return tuple(origins)
 
 
 #: The largest body limit: a request's queue entry must fit Redis's largest value (512 MB

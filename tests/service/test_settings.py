@@ -29,7 +29,10 @@ def test_values_are_read_and_typed() -> None:
             "SPANGATE_DATA_DIR": "/var/lib/sg",
             "SPANGATE_REDIS_URL": "redis://127.0.0.1:6379/0",
             "SPANGATE_TRUSTED_PROXIES": "10.0.0.0/8, ::1",
-            "SPANGATE_CORS_ALLOWED_ORIGINS": "https://app.example.com/,*, http://[::1]:8080",
+            "SPANGATE_CORS_ALLOWED_ORIGINS": (
+                "https://app.example.com/,*, http://[::1]:8080, https://b.example:443, "
+                "http://c.example:80"
+            ),
             "SPANGATE_RATE_LIMIT_IP_RPS": "0",
             "SPANGATE_LOG_LEVEL": "DEBUG",
             "SPANGATE_DATABASE_STATEMENT_TIMEOUT_MS": "1500",
@@ -44,7 +47,13 @@ def test_values_are_read_and_typed() -> None:
         ipaddress.ip_network("10.0.0.0/8"),
         ipaddress.ip_network("::1"),
     )
-    assert settings.cors_allowed_origins == ("https://app.example.com", "*", "http://[::1]:8080")
+    assert settings.cors_allowed_origins == (
+        "https://app.example.com",
+        "*",
+        "http://[::1]:8080",
+        "https://b.example",
+        "http://c.example",
+    )  # a scheme's own port is left out, as browsers leave it out
     assert settings.rate_limit_ip_rps == 0 and settings.log_level == "debug"
 
 
@@ -74,6 +83,8 @@ def test_values_are_read_and_typed() -> None:
         ("CORS_ALLOWED_ORIGINS", "https://app.example.com/path"),
         ("CORS_ALLOWED_ORIGINS", "https://App.example.com"),
         ("CORS_ALLOWED_ORIGINS", "https://user@app.example.com"),
+        ("CORS_ALLOWED_ORIGINS", "http://x:99999"),
+        ("CORS_ALLOWED_ORIGINS", "http://x:0080"),
     ],
 )
 def test_bad_value_names_the_variable(name: str, value: str) -> None:
