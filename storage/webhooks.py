@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import unicodedata
 import uuid
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -49,8 +50,10 @@ def check_url(url: str) -> str:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError("a webhook URL must be http:// or https:// with a host")
-    if any(ord(character) <= 0x20 or ord(character) == 0x7F for character in url):
+    if any(_unsendable(character) for character in url):
         raise ValueError("a webhook URL holds no space or control character")
+    if "\\" in url:  # a backslash: some URL parsers read it as a slash, others not
+        raise ValueError("a webhook URL holds no backslash")
     if not _host(parts.hostname):
         raise ValueError(f"{parts.hostname!r} is not a host name or an IP address")
     try:
@@ -60,12 +63,20 @@ def check_url(url: str) -> str:
     return url
 
 
+def _unsendable(character: str) -> bool:
+    """A space, a separator or a control character, of any script (U+0085, U+00A0,
+    U+2028)."""
+    return character.isspace() or unicodedata.category(character) in ("Cc", "Cf", "Zl", "Zp")
+
+
 def _host(host: str) -> bool:
     try:
         ipaddress.ip_address(host)
         return True
     except ValueError:
         pass
+    if host.replace(".", "").isdigit():  # dotted numbers that are no IPv4 address
+        return False
     try:
         name = host.encode("idna").decode("ascii")
     except UnicodeError:

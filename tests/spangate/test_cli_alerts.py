@@ -42,6 +42,12 @@ def test_webhooks(capsys: pytest.CaptureFixture[str]) -> None:
         ("https://h!.example/x", "not a host name"),
         ("https://h.example:99999/x", "port"),
         ("https://h.example:port/x", "port"),
+        ("http://example.com/a\u0085b", "no space"),
+        ("http://example.com/a\u00a0b", "no space"),
+        ("http://example.com/a\u2028b", "no space"),
+        ("http://999.999.999.999/", "not a host name"),
+        ("http://1.2.3/", "not a host name"),
+        ("http://example.com\\@evil.com/", "backslash"),
     ):
         assert main(["webhooks", "add", "--project", "demo", "--url", bad]) == 1
         assert says in capsys.readouterr().err
