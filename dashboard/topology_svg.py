@@ -29,6 +29,8 @@ LABEL_CHARS = 22
 ROW_NODES, ROW_GAP = 6, 44
 #: How far above the box it points to an edge's count sits, along the edge.
 COUNT_ABOVE = 16
+#: The other places along an edge its count may take, the nearest its middle first.
+_ALONG = sorted((n / 20 for n in range(1, 20)), key=lambda share: abs(share - 0.5))
 
 
 def layers(topology: Topology) -> list[list[Node]]:
@@ -123,8 +125,9 @@ def render(topology: Topology, link: str) -> Markup:
         'markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z"/>'
         "</marker></defs>"
     ]
+    labels = _Labels([(x, y, BOX_W, BOX_H) for x, y in at.values()])
     for (source, target), edge in sorted(topology.edges.items()):
-        parts.append(_edge(at[source], at[target], source, target, edge))
+        parts.append(_edge(at[source], at[target], source, target, edge, labels))
     for node, (x, y) in at.items():
         parts.append(_node(node, x, y, len(topology.nodes[node]), link))
     parts.append("</svg>")
@@ -132,9 +135,15 @@ def render(topology: Topology, link: str) -> Markup:
 
 
 def _edge(
-    start: tuple[float, float], end: tuple[float, float], source: Node, target: Node, edge: Edge
+    start: tuple[float, float],
+    end: tuple[float, float],
+    source: Node,
+    target: Node,
+    edge: Edge,
+    labels: _Labels,
 ) -> str:
     count = edge.count
+    label = f"{count} ({edge.errors}✗)" if edge.errors else str(count)
     x1, y1 = start[0] + BOX_W / 2, start[1] + BOX_H
     x2, y2 = end[0] + BOX_W / 2, end[1]
     if y2 <= y1:  # a call back up (a cycle) or sideways: curve around the boxes
@@ -142,16 +151,19 @@ def _edge(
         path = (
             f"M{x1:.1f},{y1:.1f} C{x1:.1f},{bend:.1f} {x2:.1f},{bend:.1f} {x2:.1f},{y2 + BOX_H:.1f}"
         )
-        label_x, label_y = (x1 + x2) / 2, bend
+        label_x, label_y = labels.place(label, [((x1 + x2) / 2, bend)])
     else:
         path = f"M{x1:.1f},{y1:.1f} L{x2:.1f},{y2:.1f}"
-        # just above the box it points to: clear of the rows of boxes it passes
-        share = max(0.5, 1 - COUNT_ABOVE / (y2 - y1))
-        label_x, label_y = x1 + share * (x2 - x1), y1 + share * (y2 - y1)
+        # halfway, else just above the box it points to, else elsewhere along the edge:
+        # the first place clear of every box and of the counts placed before
+        near = max(0.5, 1 - COUNT_ABOVE / (y2 - y1))
+        shares = (0.5, near, *_ALONG)
+        label_x, label_y = labels.place(
+            label, [(x1 + share * (x2 - x1), y1 + share * (y2 - y1)) for share in shares]
+        )
     kind = "delegation" if source[0] == AGENT and target[0] == AGENT else "call"
     errors = f", {edge.errors} with errors" if edge.errors else ""
     title = f"{escape(source[1])} → {escape(target[1])}: {count} calls{errors}"
-    label = f"{count} ({edge.errors}✗)" if edge.errors else str(count)
     return (
         f'<g class="edge edge-{kind}{" has-error" if edge.errors else ""}" '
         f'data-source="{escape(source[1])}" data-target="{escape(target[1])}" '
@@ -159,6 +171,51 @@ def _edge(
         f'<path d="{path}" marker-end="url(#arrow)"/>'
         f'<text x="{label_x:.1f}" y="{label_y:.1f}" class="count">{label}</text></g>'
     )
+
+
+#: A count's box, about: 11 px text (the stylesheet's), a character 6.5 px wide.
+CHAR_W, COUNT_H = 6.5, 13
+Box = tuple[float, float, float, float]  # x, y, width, height
+_CELL = 64  # the grid the placed boxes are found by
+
+
+class _Labels:
+    """Where the edges' counts go: each at the first of its candidate places (a text's
+    centre and baseline) whose box is clear of the nodes' boxes and of the counts placed
+    before it (else the first), found through a grid of the boxes placed."""
+
+    def __init__(self, boxes: list[Box]) -> None:
+        self.grid: dict[tuple[int, int], list[Box]] = {}
+        for box in boxes:
+            self._add(box)
+
+    def place(self, label: str, candidates: list[tuple[float, float]]) -> tuple[float, float]:
+        width = CHAR_W * len(label) + 6
+        for x, y in candidates:
+            box = (x - width / 2, y - COUNT_H + 2, width, COUNT_H + 2)
+            if not any(_overlap(box, other) for other in self._near(box)):
+                self._add(box)
+                return x, y
+        return candidates[0]
+
+    def _cells(self, box: Box) -> list[tuple[int, int]]:
+        x, y, w, h = box
+        return [
+            (cx, cy)
+            for cx in range(int(x // _CELL), int((x + w) // _CELL) + 1)
+            for cy in range(int(y // _CELL), int((y + h) // _CELL) + 1)
+        ]
+
+    def _add(self, box: Box) -> None:
+        for cell in self._cells(box):
+            self.grid.setdefault(cell, []).append(box)
+
+    def _near(self, box: Box) -> list[Box]:
+        return [other for cell in self._cells(box) for other in self.grid.get(cell, ())]
+
+
+def _overlap(a: Box, b: Box) -> bool:
+    return a[0] < b[0] + b[2] and b[0] < a[0] + a[2] and a[1] < b[1] + b[3] and b[1] < a[1] + a[3]
 
 
 def _node(node: Node, x: float, y: float, traces: int, link: str) -> str:

@@ -258,3 +258,31 @@ def test_a_wide_layer_wraps_onto_rows_and_counts_sit_clear_of_the_boxes() -> Non
     for x, y in counts:
         for left, top, w, h in boxes:
             assert not (left - 20 <= x <= left + w + 20 and top - 4 <= y <= top + h + 4)
+
+
+def test_counts_of_edges_into_one_node_do_not_overlap() -> None:
+    """Twelve agents (two rows of them) each calling one tool: their counts, five digits
+    each, are each clear of the others and of every box."""
+    root, tool = ("agent", "root"), ("tool", "search")
+    agents = [("agent", f"agent {n:02}") for n in range(12)]
+    edges = {(root, agent): Edge(10_000 + n, 0) for n, agent in enumerate(agents)}
+    edges |= {(agent, tool): Edge(20_000 + n, n % 3) for n, agent in enumerate(agents)}
+    graph = Topology({node: {"t"} for node in [root, tool, *agents]}, edges)
+    svg = str(render(graph, "/x"))
+    rect = r'<rect x="([\d.]+)" y="([\d.]+)" width="(\d+)" height="(\d+)"'
+    boxes = [tuple(float(v) for v in found) for found in re.findall(rect, svg)]
+    texts = re.findall(r'<text x="([\d.]+)" y="([\d.]+)" class="count">([^<]+)</text>', svg)
+    assert len(texts) == 24
+    counts = [
+        (float(x) - (6.5 * len(label) + 6) / 2, float(y) - 11, 6.5 * len(label) + 6, 15)
+        for x, y, label in texts
+    ]
+
+    def apart(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
+        return (
+            a[0] + a[2] <= b[0] or b[0] + b[2] <= a[0] or a[1] + a[3] <= b[1] or b[1] + b[3] <= a[1]
+        )
+
+    for i, count in enumerate(counts):
+        assert all(apart(count, other) for other in counts[i + 1 :]), texts[i]
+        assert all(apart(count, box) for box in boxes), texts[i]
