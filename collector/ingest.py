@@ -75,10 +75,27 @@ _VALUE_KEY = b'Value":'
 #: a shorter text holds fewer than MAX_VALUES and is not counted (a count costs a
 #: quarter of a conversion: 0.63 ms for a 1,000-span request's 822 KB).
 _COUNTED_ABOVE = 12 * MAX_VALUES
+#: How much larger than its body a request's canonical form may be: twice, and this.
+#: Real spans stay well within (strings are written as they came, and the pairs'
+#: wrappers, 24,000 of them at most, and 10,000 spans' own members take less); nested
+#: arrays and maps are what goes past it (a body of 1.7 MB of single-value arrays 31
+#: deep wrote 22 MB, and took the worker 800 MB).
+GROWTH_SLACK = 8 * 1024 * 1024
 _TOO_MANY_VALUES = (
     f"the request has over {MAX_VALUES:,} attribute values, counting those inside arrays "
-    "and maps; send fewer or shorter arrays per request"
+    "and maps, or they take over twice its size in the stored form; send fewer, shorter "
+    "or flatter arrays and maps per request"
 )
+
+
+def _too_many_values(queued: bytes, body: bytes) -> bool:
+    """Whether a request's canonical form has over MAX_VALUES values, or grew past its
+    body's twice and GROWTH_SLACK."""
+    if len(queued) > 2 * len(body) + GROWTH_SLACK:
+        return True
+    return len(queued) > _COUNTED_ABOVE and queued.count(_VALUE_KEY) > MAX_VALUES
+
+
 #: Converts a decoded body; True when the body was OTLP/JSON (answered in the OTLP form).
 Converter = Callable[[bytes, Limits], tuple[Conversion, bool]]
 
@@ -286,11 +303,7 @@ class Ingest:
         except EnvelopeError as e:
             raise GatewayError(400, e.code, e.message, body_error=True) from e
         queued = conversion.payload if conversion.accepted else None
-        if (
-            queued is not None
-            and len(queued) > _COUNTED_ABOVE
-            and queued.count(_VALUE_KEY) > MAX_VALUES
-        ):
+        if queued is not None and _too_many_values(queued, data):
             refused = dataclasses.replace(
                 conversion, canonical=EMPTY_REQUEST, accepted=0, refusal="TOO_MANY_ATTRIBUTES"
             )

@@ -110,10 +110,11 @@ async def test_attribute_values_are_capped_counting_those_in_arrays(
     client: Client, tenant: Tenant
 ) -> None:
     """An array of a million short values is 2 MB sent and 17 MB written canonical: a
-    request over MAX_VALUES attribute values, counting those inside arrays and maps,
-    is 503 TOO_MANY_ATTRIBUTES saying so, on every repeat, nothing queued; at the cap
-    it is accepted. (An OTLP body writes each value at its canonical size: a million
-    of them are over the body's limit.)"""
+    request over MAX_VALUES attribute values (counting those inside arrays and maps),
+    or whose canonical form grew past twice its body and GROWTH_SLACK (arrays nested
+    deep), is 503 TOO_MANY_ATTRIBUTES saying so, on every repeat, nothing queued; real
+    spans near the body's limit (long texts, embedding vectors) are accepted. (An OTLP
+    body writes each value at its canonical size: it cannot grow.)"""
     over = [0] * MAX_VALUES  # with the top-level value: one over
     nested = {"m": [{"k": [0] * (MAX_VALUES // 2)}, [0] * (MAX_VALUES // 2)]}
     for route, body in (
@@ -131,9 +132,28 @@ async def test_attribute_values_are_capped_counting_those_in_arrays(
             assert answer["error"]["code"] == "TOO_MANY_ATTRIBUTES"
             assert f"over {MAX_VALUES:,} attribute values" in answer["error"]["message"]
     assert tenant.queued() == []
+    deep: object = 0
+    for _ in range(31):
+        deep = [deep]
+    nested = {"spans": [span(attributes={f"k{n}": deep for n in range(23_999)})]}
+    response = await client.post("/v1/spans", data=orjson.dumps(nested), headers=tenant.auth())
+    assert response.status_code == 503  # 1.7 MB sent, 22 MB stored: over twice and 8 MB
+    assert "over twice its size" in (await response.get_json())["error"]["message"]
+    assert tenant.queued() == []
+    # what real spans send at the body's limit grows far less: long texts, embeddings
+    texts = {"spans": [span(spanId=f"{n:016x}", attributes={"t": "w" * 9000}) for n in range(1000)]}
+    vectors = {"spans": [span(spanId=f"{n:016x}", attributes={
+        "embedding.embeddings.0.embedding.vector": [0.0123456789 * k for k in range(1536)]})
+        for n in range(400)]}  # fmt: skip
+    for body in (texts, vectors):
+        data = orjson.dumps(body)
+        assert len(data) > 8_000_000
+        response = await client.post("/v1/spans", data=data, headers=tenant.auth())
+        assert response.status_code == 200
     at_cap = {"spans": [span(attributes={"a": over[1:]})]}
     response = await client.post("/v1/spans", data=orjson.dumps(at_cap), headers=tenant.auth())
-    assert response.status_code == 200 and len(tenant.queued()) == 1
+    assert response.status_code == 503  # 2 MB sent, 17 MB stored: over twice and 8 MB
+    assert len(tenant.queued()) == 2
 
 
 async def test_gzip_body_accepted(client: Client, tenant: Tenant) -> None:
