@@ -42,6 +42,7 @@ from proto_json.fastpath import EMPTY_REQUEST
 from service.client_address import client_ip
 from service.settings import IPNetwork
 from service.web import json_response, whole_body
+from spanqueue.ingestion import LARGEST_RECORDED
 from spanqueue.layout import QueuedRequest
 from storage.verifier import KeyVerifier
 
@@ -54,9 +55,6 @@ OFFLOAD_CONCURRENCY = 2
 #: converted before a rate limit can refuse it.
 ADMIT_WITH_XADD_BYTES = 16 * 1024
 _PROTOBUF = "application/x-protobuf"
-#: The largest size a request's record gives (a Content-Length may announce any number;
-#: the ingestion JSON writes 64-bit integers).
-LARGEST_RECORDED = 2**63 - 1
 _REFUSALS = {
     "TOO_MANY_SPANS": "the request has {count} spans; at most {limit} are accepted per request",
     "TOO_MANY_ATTRIBUTES": "the request has over {limit} attribute pairs; send fewer per request",

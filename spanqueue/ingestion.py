@@ -31,6 +31,9 @@ MS_PER_DAY = 86_400_000
 RECORD_ARGS = 20
 #: Reasons a record keeps (the first rejected spans' or the refusal's), and their length.
 MAX_REASONS = 3
+#: The largest body size a record gives (a Content-Length may announce any number; the
+#: ingestion JSON writes 64-bit integers).
+LARGEST_RECORDED = 2**63 - 1
 MAX_REASON_CHARS = 200
 
 #: Lua: `record(requests, minutes, at)` adds the record in ARGV[at .. at + 19] to the
@@ -122,7 +125,7 @@ class RequestRecord:
             accepted=int(fields[b"accepted"]),
             rejected=int(rejected) if rejected else None,
             ignored=int(fields[b"ignored"]),
-            body_bytes=min(int(fields[b"bytes"]), 2**63 - 1),  # as written before it was
+            body_bytes=min(int(fields[b"bytes"]), LARGEST_RECORDED),  # as written before it was
             key_prefix=fields[b"key"].decode(),
             reasons=fields.get(b"reasons", b"").decode(),
         )

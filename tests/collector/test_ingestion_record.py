@@ -12,7 +12,6 @@ import pytest
 import redis
 
 from collector.errors import GatewayError
-from collector.ingest import LARGEST_RECORDED
 from collector.ingestion_record import (
     MAX_PENDING,
     RECORDS_PER_CALL,
@@ -25,7 +24,14 @@ from collector.redis_link import Script
 from dashboard.ingestion import ingestion_json
 from service.settings import Settings
 from spanqueue import heartbeat
-from spanqueue.ingestion import KEEP, RECORDS, RequestRecord, minute_field, reasons_of
+from spanqueue.ingestion import (
+    KEEP,
+    LARGEST_RECORDED,
+    RECORDS,
+    RequestRecord,
+    minute_field,
+    reasons_of,
+)
 from spanqueue.ingestion_read import IngestionView, read_ingestion
 from spanqueue.layout import minutes_key, requests_key
 from tests.collector.conftest import ADMISSIONS, Tenant, make_app, sent
