@@ -11,11 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import orjson
-
 from genai.conventions import INDEXED_TOOLS, REQUEST_PARAMETERS, TOOL_DEFINITIONS
 from genai.messages import MAX_TOOL_CALLS as MAX_TOOLS
-from genai.messages import loads
+from genai.messages import as_text, loads
 from genai.view import attribute_map
 
 __all__ = ["MAX_TOOLS", "offered_tools", "request_parameters"]
@@ -31,8 +29,9 @@ def request_parameters(attributes: Any) -> list[tuple[str, str]]:
         value = next((found[name] for name in names if _usable(found.get(name))), None)
         if value is None:
             value = next((invocation[key] for key in keys if _usable(invocation.get(key))), None)
-        if value is not None:
-            shown.append((label, _text(value)))
+        text = as_text(value)  # as the messages' values are shown
+        if text is not None:
+            shown.append((label, text))
     return shown
 
 
@@ -56,16 +55,6 @@ def offered_tools(attributes: Any) -> list[str]:
 
 def _usable(value: Any) -> bool:
     return value is not None and value != "" and value != []
-
-
-def _text(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return orjson.dumps(value).decode()
-    return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
 
 
 def _json_object(value: Any) -> Mapping[str, Any]:
