@@ -41,7 +41,7 @@ PROJECTS = 3
 TRACES = 1500  # a project
 TABLES = (
     "spans", "trace_summaries", "trace_facets", "project_span_names",
-    "span_texts", "session_summaries", "scores",
+    "span_texts", "trace_texts", "session_summaries", "scores",
 )  # fmt: skip
 
 
@@ -168,7 +168,9 @@ def _listed_reads(postgres: bool) -> Iterator[tuple[str, str, list[Any]]]:
 def _sqlite_scans(db: Database, sql: str, params: list[Any]) -> list[str]:
     with db.transaction() as tx:
         plan = [row[-1] for row in tx.query(f"EXPLAIN QUERY PLAN {sql}", params)]
-    bare = re.compile(rf"SCAN ({'|'.join(TABLES)})( AS \w+)?$")
+    # SQLite names a table by its alias where it has one
+    aliases = {alias for table, alias in re.findall(r"\b(\w+) AS (\w+)", sql) if table in TABLES}
+    bare = re.compile(rf"SCAN ({'|'.join((*TABLES, *aliases))})( AS \w+)?$")
     return [line for line in plan if bare.match(line)]
 
 
