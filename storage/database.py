@@ -82,6 +82,7 @@ class Cursor(Protocol):
     def executemany(self, sql: Any, params: Sequence[Any]) -> Any: ...
     def fetchall(self) -> list[Any]: ...
     def fetchone(self) -> Any: ...
+    def __iter__(self) -> Iterator[Any]: ...
 
 
 @functools.lru_cache(maxsize=256)
@@ -213,6 +214,14 @@ class Transaction:
         """All rows of a query."""
         self._run(sql, params)
         return [tuple(row) for row in self._cursor.fetchall()]
+
+    def stream(self, sql: str, params: Sequence[Any] = ()) -> Iterator[Row]:
+        """The rows of a query as SQLite steps to each (a reader that stops early has it
+        read no further); no other statement may run in the transaction until the
+        reader is done with them."""
+        self._run(sql, params)
+        for row in self._cursor:
+            yield tuple(row)
 
     def query_one(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
         """The first row of a query, or None."""

@@ -176,6 +176,7 @@ def _fts5_documents(
         f"AND (x.id IN ({newest} AND rowid >= {edge}) OR (x.id < {edge} AND {before}"
         f"EXISTS (SELECT 1 FROM {index} WHERE {index} MATCH {match} AND rowid = x.id))))",
         [*match_params, *match_params, *match_params, *before_params, *match_params],
+        documents=Documents(index, documents, match, match_params),
     )
 
 
@@ -213,6 +214,18 @@ class IndexFilter(NamedTuple):
     counted: bool = False
     #: a query of its matches that counts them for less than `query` (its parameters)
     matches: str | None = None
+    #: SQLite, where its documents are read newest first (storage/newest_first.py): the
+    #: FTS5 index, its table of documents, the MATCH operand and its parameters
+    documents: Documents | None = None
+
+
+class Documents(NamedTuple):
+    """An FTS5 index of documents, and a query of it."""
+
+    fts: str
+    table: str
+    match: str
+    params: list[object]
 
 
 def index_queries(project_id: str, filters: TraceFilter, postgres: bool) -> list[IndexFilter]:
@@ -271,6 +284,7 @@ def _token_traces(postgres: bool, tokens: list[int]) -> IndexFilter:
         f"EXISTS (SELECT 1 {_WALKED} ({' OR '.join(['instr(x.body, ?) > 0'] * len(hexed)) or 0}))",
         list[object](hexed),
         matches=f"SELECT rowid FROM trace_facet_tokens WHERE {matched}",
+        documents=Documents("trace_facet_tokens", "trace_facets", "?", [match]),
     )
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from storage import find_schema, session_summaries, summary_genai
+from storage import document_ceilings, find_schema, session_summaries, summary_genai
 from storage.clock import utc_now_iso
 from storage.database import Database, Transaction
 from storage.errors import StoreError
@@ -310,6 +310,11 @@ MIGRATIONS: tuple[tuple[str, ...] | ByDialect, ...] = (
         # that a walk stopped midway goes on from there
         "CREATE TABLE walk_progress (version BIGINT PRIMARY KEY, project_id TEXT NOT NULL, "
         "trace_id TEXT NOT NULL)",
+    ),
+    ByDialect(  # 26: SQLite: each document of the find indexes with its trace's sort value
+        # and a ceiling, where a page of the newest traces stops reading them
+        # (storage/document_ceilings.py)
+        (document_ceilings.SQLITE_MIGRATION, ())
     ),
 )
 

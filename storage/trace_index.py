@@ -29,7 +29,7 @@ from collections.abc import Collection, Sequence
 from operator import itemgetter
 from typing import NamedTuple
 
-from storage import trace_facets, trace_texts
+from storage import document_ceilings, trace_facets, trace_texts
 from storage.database import Transaction, arrays
 from storage.resend import Written, left_by, replaces
 from storage.span_rows import SpanRow
@@ -174,7 +174,9 @@ def rebuild_stale(
     were looked at. `recounted` (erasure, retention: every summary of `traces` was
     recounted): the ends of all of `traces` are given theirs, a trace with no note left
     too (a writer may have taken the notes of a dropped partition's rows first, and
-    given the ends its summary named before the recount).
+    given the ends its summary named before the recount); and on SQLite, their
+    documents that carry another sort value than the recounted summary's are made anew
+    (storage/document_ceilings.py).
 
     On PostgreSQL, only `traces` (project, trace) are looked at: those whose summaries
     `tx` holds locked, as any transaction that changes a trace's span rows does first.
@@ -190,9 +192,14 @@ def rebuild_stale(
         if stale:
             tx.execute("DELETE FROM trace_index_stale")
     taken = {(project, trace) for project, trace, _ in stale}
-    if taken:
+    days = {tuple(day) for day in stale if day[2] is not None}
+    if recounted:  # a recount may move a trace's sort value: its documents' go with it
+        facets, texts = document_ceilings.resorted(tx, traces)
+        taken |= facets
+        days |= texts
+    if taken or days:
         trace_facets.rebuild(tx, taken)
-        trace_texts.rebuild(tx, {tuple(day) for day in stale if day[2] is not None})
+        trace_texts.rebuild(tx, days)
     trace_texts.give_ends(tx, traces if recounted else taken)
     return len(taken)
 

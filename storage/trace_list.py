@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from genai import view_of
-from storage import find_upgrade, summary_genai, trace_walk
+from storage import find_upgrade, newest_first, summary_genai, trace_walk
 from storage.database import Database, Transaction
 from storage.index_filters import name_tokens
 from storage.trace_query import (
@@ -336,7 +336,10 @@ class TraceSummaries:
             if filters.span_name and filters.span_name_tokens is None:
                 tokens = name_tokens(tx, project_id, filters.span_name)
                 filters = dataclasses.replace(filters, span_name_tokens=tokens)
-            driver = _driver(tx, project_id, filters)
+            read = None
+            if newest_first.applies(postgres, order, after):
+                read = newest_first.rows(tx, project_id, filters, limit + 1, after)
+            driver = None if read is not None else _driver(tx, project_id, filters)
             rows: list[Any] = []
             at = after
             if after is not None and after.before:
@@ -350,7 +353,11 @@ class TraceSummaries:
                     rows, after = [], None
                 more = after is not None
             if after is None or not after.before:
-                rows = _rows(tx, project_id, filters, limit, after, order, driver)
+                rows = (
+                    read
+                    if read is not None
+                    else _rows(tx, project_id, filters, limit, after, order, driver)
+                )
                 more = len(rows) > limit
             rows = rows[:limit]
             traces = summaries_of(tx, project_id, [row[:-1] for row in rows], ends)

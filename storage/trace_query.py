@@ -145,7 +145,7 @@ class Cursor:
         return cls(value, trace_id, sort, descending, bool(before))
 
 
-_SELECT = (
+SELECT_SUMMARY = (
     "SELECT trace_id, root_name, start_ns, end_ns, span_count, error_count, session_id, "
     f"received_ms, sort_ns, {', '.join(summary_genai.NAMES)}"
 )
@@ -230,7 +230,7 @@ def where(
     return conditions, params
 
 
-def _numbered(sql: str, params: list[object], project_id: str) -> tuple[str, list[object]]:
+def numbered(sql: str, params: list[object], project_id: str) -> tuple[str, list[object]]:
     """SQL whose `?1` is the project and whose bare `?`s take `params` in order, as
     plain `?`s on both dialects."""
     out, values, taken = [], list[object](), iter(params)
@@ -272,7 +272,7 @@ def driver_counts(
     return [
         (
             at,
-            *_numbered(
+            *numbered(
                 # rows, not distinct traces: a bounded read of the index, no sort (a
                 # trace with several rows only makes walking likelier)
                 f"SELECT COUNT(*) FROM ({found.matches or found.query} LIMIT ?) AS c",
@@ -331,11 +331,11 @@ def page_query(
         params += [after.value, after.value, after.trace_id]
     way = "DESC" if order.descending else "ASC"
     sql = (
-        f"{_SELECT}, {key} FROM {source} WHERE trace_summaries.project_id = ?1"
+        f"{SELECT_SUMMARY}, {key} FROM {source} WHERE trace_summaries.project_id = ?1"
         + "".join(f" AND {c}" for c in conditions)
         + f" ORDER BY {key} {way}, trace_id {way} LIMIT ?"
     )
-    return _numbered(sql, [*params, limit], project_id)
+    return numbered(sql, [*params, limit], project_id)
 
 
 def tail_query(
@@ -360,8 +360,8 @@ def tail_query(
         conditions.append(f"trace_id {beyond} ?")
         params.append(after.trace_id)
     sql = (
-        f"{_SELECT}, NULL FROM {source} WHERE trace_summaries.project_id = ?1"
+        f"{SELECT_SUMMARY}, NULL FROM {source} WHERE trace_summaries.project_id = ?1"
         + "".join(f" AND {c}" for c in conditions)
         + f" ORDER BY {key} {way}, trace_id {way} LIMIT ?"
     )
-    return _numbered(sql, [*params, limit], project_id)
+    return numbered(sql, [*params, limit], project_id)

@@ -37,6 +37,7 @@ import logging
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+from storage import document_ceilings
 from storage.database import Transaction, arrays
 from storage.llm_text import MAX_TEXT, text_and_previews
 from storage.span_rows import SpanRow
@@ -197,13 +198,17 @@ def write(tx: Transaction, previews: list[Previews], documents: list[Document]) 
 def insert_indexed(
     tx: Transaction, documents: str, index: str, columns: str, rows: Sequence[tuple[str, ...]]
 ) -> None:
-    """SQLite: insert `rows` (`columns`, then the body) into a table of documents, and
+    """SQLite: insert `rows` (`columns`, then the body) into a table of documents, each
+    with its trace's sort value and its ceiling (storage/document_ceilings.py), and
     their bodies into its FTS5 `index` in one statement: FTS5 writes what it holds at
     each statement's savepoint (a trigger's insert of each made a segment of each)."""
     last = tx.query_one(f"SELECT MAX(id) FROM {documents}")
     top = last[0] if last is not None and last[0] is not None else 0
-    marks = ", ".join("?" * (columns.count(",") + 2))
-    tx.executemany(f"INSERT INTO {documents} ({columns}, body) VALUES ({marks})", rows)
+    marks = ", ".join("?" * (columns.count(",") + 4))
+    tx.executemany(
+        f"INSERT INTO {documents} ({columns}, body, sort_ns, ceiling) VALUES ({marks})",
+        document_ceilings.marked(tx, documents, rows),
+    )
     tx.execute(
         f"INSERT INTO {index} (rowid, body) SELECT id, body FROM {documents} WHERE id > ?", (top,)
     )

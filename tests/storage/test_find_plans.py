@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from storage import trace_list
+from storage import newest_first, trace_list
 from storage.database import Database
 from storage.index_filters import index_queries
 from storage.retention import make_partitions
@@ -156,6 +156,22 @@ def _reads(postgres: bool) -> Iterator[tuple[str, str, list[Any]]]:
         for cursor in (None, SessionCursor(10**12, "s5")):
             yield f"sessions {name} after {cursor}", *sessions_query("p1", filters, 51, cursor)
     yield from _listed_reads(postgres)
+    if not postgres:
+        yield from _newest_first_reads()
+
+
+def _newest_first_reads() -> Iterator[tuple[str, str, list[Any]]]:
+    """SQLite: a page of the newest traces read from each filter's documents."""
+    after = Cursor(100 * 10**9, "f" * 32)
+    for what, filters in FILTERS.items():
+        for at, found in enumerate(index_queries("p1", filters, False)):
+            if found.documents is None:
+                continue
+            read = newest_first.plan("p1", filters, after, at, found.documents)
+            yield f"{what}: its documents {at}", *read.read_query()
+            yield f"{what}: its documents {at} ahead", *read.ahead_count_query(10**11, 10**6)
+            yield f"{what}: those {at} ahead matched", *read.ahead_query(10**11, 10**6)
+    yield "the traces read from documents", *newest_first.summaries_query("p1", ["a", "b"])
 
 
 def _listed_reads(postgres: bool) -> Iterator[tuple[str, str, list[Any]]]:

@@ -1,0 +1,213 @@
+"""SQLite: a page of the newest traces (the list's default order) that an index filter
+lets through, read from that filter's documents newest written first.
+
+The walk storage/trace_query.py would otherwise make checks each trace of the sort's
+index (for an attribute 1 trace in 20 has, about 1,000 of them for a page of 50), and
+driving the page from the index reads every match first. Here FTS5 gives the filter's
+documents from the newest written down, each with its ceiling (storage/
+document_ceilings.py); a document's trace is a candidate when the page's other
+conditions hold, and the read stops at the first document whose ceiling is below the
+sort value of the page's last candidate: no document below it holds a trace the page
+could list, but those whose trace's sort value is above their own ceiling (a clock
+ahead), which their own index gives. Exact, and it reads about as many documents as
+the page lists, whatever the size of the store.
+
+It gives up, and the page is read as storage/trace_query.py plans it, after STREAMED
+documents, or where more than AHEAD documents ahead of their ceilings could hold
+traces of the page.
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import Any, NamedTuple
+
+from storage.database import Transaction
+from storage.document_ceilings import AHEAD as AHEAD_OF_CEILING
+from storage.document_ceilings import CEILING
+from storage.index_filters import Documents, index_queries
+from storage.trace_query import SELECT_SUMMARY, Cursor, TraceFilter, TraceOrder, numbered, where
+
+#: The most documents a page reads from its filter's index before giving up.
+STREAMED = 1000
+#: The most documents ahead of their ceilings a page checks one by one.
+AHEAD = 64
+
+
+def applies(postgres: bool, order: TraceOrder, after: Cursor | None) -> bool:
+    """Whether a page in `order` after `after` may be read this way: on SQLite, newest
+    first, forward."""
+    forward = after is None or not after.before
+    return not postgres and order.sort == "start" and order.descending and forward
+
+
+class _Candidates:
+    """The traces a page may list, the best `wanted` kept (a heap: the last on top)."""
+
+    def __init__(self, wanted: int) -> None:
+        self.wanted = wanted
+        self.best: list[tuple[int, str]] = []
+        self.taken: set[str] = set()
+
+    def take(self, trace_id: str, sort_ns: int | None) -> None:
+        """A document's trace, with its sort value where the page may list it."""
+        if sort_ns is None or trace_id in self.taken:
+            return
+        self.taken.add(trace_id)
+        heapq.heappush(self.best, (sort_ns, trace_id))
+        if len(self.best) > self.wanted:
+            heapq.heappop(self.best)
+
+    def beyond(self, ceiling: int) -> bool:
+        """Whether no trace whose sort value is at most `ceiling` can be on the page."""
+        return len(self.best) == self.wanted and ceiling < self.best[0][0]
+
+
+class Plan(NamedTuple):
+    """A page's read of one filter's documents: the project, the documents, and the
+    page's other conditions on trace_summaries (SQL) with their parameters."""
+
+    project_id: str
+    documents: Documents
+    conditions: str
+    params: list[object]
+
+    def _listed(self, alias: str) -> str:
+        """SQL of the sort value of document `alias`'s trace where the page's conditions
+        let the page list it, else NULL."""
+        return (
+            f"(SELECT CASE WHEN {self.conditions} THEN sort_ns END FROM trace_summaries "
+            f"WHERE project_id = ?1 AND trace_id = {alias}.trace_id AND {alias}.project_id = ?1)"
+        )
+
+    def read_query(self) -> tuple[str, list[object]]:
+        """The filter's documents newest first, at most STREAMED: each one's number,
+        trace, ceiling, and its trace's sort value where the page may list it."""
+        fts, documents = self.documents.fts, self.documents
+        return numbered(
+            f"SELECT d.id, d.trace_id, d.c, {self._listed('d')} FROM (SELECT x.id AS id, "
+            f"x.trace_id AS trace_id, x.project_id AS project_id, {CEILING.format(x='x')} AS c "
+            f"FROM (SELECT rowid AS r FROM {fts} WHERE {fts} MATCH {documents.match} "
+            f"ORDER BY rowid DESC LIMIT ?) AS f CROSS JOIN {documents.table} AS x "
+            "ON x.id = f.r) AS d",
+            [*self.params, *documents.params, STREAMED],
+            self.project_id,
+        )
+
+    def _near(self) -> str:
+        return (
+            f"FROM {self.documents.table} AS x WHERE x.project_id = ?1 "
+            f"AND {AHEAD_OF_CEILING.format(x='x')} AND x.sort_ns >= ? AND x.id <= ?"
+        )
+
+    def ahead_count_query(self, least: int, stop: int) -> tuple[str, list[object]]:
+        """How many documents at or below `stop` have a sort value above their ceiling
+        and at least `least` (counted up to AHEAD + 1)."""
+        return numbered(
+            f"SELECT COUNT(*) FROM (SELECT 1 {self._near()} LIMIT ?)",
+            [least, stop, AHEAD + 1],
+            self.project_id,
+        )
+
+    def ahead_query(self, least: int, stop: int) -> tuple[str, list[object]]:
+        """Those of them the filter matches: each one's trace, and its sort value where
+        the page may list it."""
+        fts = self.documents.fts
+        return numbered(
+            f"SELECT x.trace_id, {self._listed('x')} {self._near()} AND EXISTS "
+            f"(SELECT 1 FROM {fts} WHERE {fts} MATCH {self.documents.match} AND rowid = x.id)",
+            [*self.params, least, stop, *self.documents.params],
+            self.project_id,
+        )
+
+
+def plan(
+    project_id: str, filters: TraceFilter, after: Cursor | None, at: int, documents: Documents
+) -> Plan:
+    """The read of the documents of index filter `at` (of `index_queries`)."""
+    conditions, params = where(project_id, filters, False, driver=at)
+    if after is not None:
+        conditions.append("(sort_ns < ? OR (sort_ns = ? AND trace_id < ?))")
+        params += [after.value, after.value, after.trace_id]
+    return Plan(project_id, documents, " AND ".join(conditions) or "1", params)
+
+
+def summaries_query(project_id: str, traces: list[str]) -> tuple[str, list[object]]:
+    """The rows of these traces' summaries (storage/trace_query.py's, the sort value
+    last), in no order: an ORDER BY had SQLite walk the project's sort index."""
+    return (
+        f"{SELECT_SUMMARY}, sort_ns FROM trace_summaries WHERE project_id = ? AND trace_id IN "
+        f"({', '.join('?' * len(traces))})",
+        [project_id, *traces],
+    )
+
+
+def rows(
+    tx: Transaction, project_id: str, filters: TraceFilter, wanted: int, after: Cursor | None
+) -> list[Any] | None:
+    """Up to `wanted` summaries' rows (storage/trace_query.py's, the sort value last),
+    newest first after `after`; None when no index filter's documents can be read so,
+    or the read gave up."""
+    queries = index_queries(project_id, filters, postgres=False)
+    readable = [(at, q.documents) for at, q in enumerate(queries) if q.documents is not None]
+    if not readable or wanted <= 0:
+        return None
+    read = plan(
+        project_id, filters, after, *(readable[0] if len(readable) == 1 else _fewest(tx, readable))
+    )
+    candidates = _Candidates(wanted)
+    stop = _read(tx, read, candidates)
+    if stop is False:
+        return None
+    if stop is not None:
+        ahead = _ahead(tx, read, candidates.best[0][0], stop)
+        if ahead is None:
+            return None
+        for trace_id, sort_ns in ahead:
+            candidates.take(trace_id, sort_ns)
+    if not candidates.best:
+        return []
+    found = tx.query(*summaries_query(project_id, [trace for _, trace in candidates.best]))
+    return sorted(found, key=lambda row: (row[-1], row[0]), reverse=True)
+
+
+def _read(tx: Transaction, read: Plan, candidates: _Candidates) -> int | None | bool:
+    """Read the filter's documents newest first into `candidates`; the number of the
+    document the read stopped at (its ceiling under the page's last), None when it read
+    them all, False when it gave up after STREAMED."""
+    count = 0
+    for doc_id, trace_id, ceiling, sort_ns in tx.stream(*read.read_query()):
+        if candidates.beyond(ceiling):
+            return int(doc_id)
+        candidates.take(trace_id, sort_ns)
+        count += 1
+    return False if count >= STREAMED else None
+
+
+def _ahead(
+    tx: Transaction, read: Plan, least: int, stop: int
+) -> list[tuple[str, int | None]] | None:
+    """The traces of the documents at or below `stop` whose sort value, above their
+    ceiling, is at least `least` and which the filter matches, each with its sort value
+    where the page may list it; None when more than AHEAD could be."""
+    counted = tx.query_one(*read.ahead_count_query(least, stop))
+    if counted is None or counted[0] > AHEAD:
+        return None
+    if counted[0] == 0:
+        return []
+    return [(trace_id, sort_ns) for trace_id, sort_ns in tx.query(*read.ahead_query(least, stop))]
+
+
+def _fewest(tx: Transaction, readable: list[tuple[int, Documents]]) -> tuple[int, Documents]:
+    """Of several filters' documents, those with the fewest matches (each counted up to
+    STREAMED, every project's: a guess, which only the cost depends on)."""
+    counts = []
+    for at, documents in readable:
+        counted = tx.query_one(
+            f"SELECT COUNT(*) FROM (SELECT rowid FROM {documents.fts} WHERE "
+            f"{documents.fts} MATCH {documents.match} LIMIT ?)",
+            (*documents.params, STREAMED),
+        )
+        counts.append((STREAMED if counted is None else counted[0], at, documents))
+    _, at, documents = min(counts, key=lambda count: count[:2])
+    return at, documents
