@@ -30,7 +30,7 @@ import time
 from collections.abc import Iterable, Sequence
 from itertools import groupby
 
-from storage.database import Transaction
+from storage.database import Transaction, arrays
 
 _INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 #: The tables of documents that carry the numbers.
@@ -44,6 +44,20 @@ SQLITE_MIGRATION = (
     f"SELECT COALESCE(MAX(sort_ns), {_INT64_MIN}) FROM trace_summaries",
     *(
         f"CREATE INDEX {table}_ahead ON {table} (project_id, sort_ns) WHERE sort_ns > ceiling"
+        for table in DOCUMENTS
+    ),
+)
+#: Schema migration 26 on PostgreSQL: the sort values alone, of the documents stored too,
+#: and an index in their order (storage/newest_first.py walks it).
+POSTGRES_MIGRATION = (
+    *(f"ALTER TABLE {table} ADD COLUMN sort_ns BIGINT" for table in DOCUMENTS),
+    *(
+        f"UPDATE {table} AS x SET sort_ns = s.sort_ns FROM trace_summaries AS s "
+        "WHERE s.project_id = x.project_id AND s.trace_id = x.trace_id"
+        for table in DOCUMENTS
+    ),
+    *(
+        f"CREATE INDEX {table}_sorted ON {table} (project_id, sort_ns, trace_id)"
         for table in DOCUMENTS
     ),
 )
@@ -99,30 +113,42 @@ def sort_values(tx: Transaction, traces: Iterable[tuple[str, str]]) -> dict[tupl
 def resorted(
     tx: Transaction, traces: Iterable[tuple[str, str]]
 ) -> tuple[set[tuple[str, str]], set[tuple[str, str, str]]]:
-    """SQLite: of these (project, trace), whose summaries were just recounted, those
-    whose documents of tokens carry another sort value than the summary's (or none),
-    and the (project, trace, day) of their texts that do: to be made anew."""
+    """Of these (project, trace), whose summaries were just recounted, those whose
+    documents of tokens carry another sort value than the summary's (or none), and the
+    (project, trace, day) of their texts that do: to be made anew on SQLite (their
+    ceilings with them). PostgreSQL's, which have no ceiling, take the summary's where
+    they are (none is returned)."""
+    asked = sorted(set(traces))
     if tx.postgres:
+        for table in DOCUMENTS if asked else ():
+            tx.execute(
+                f"UPDATE {table} AS x SET sort_ns = s.sort_ns FROM trace_summaries AS s, "
+                "unnest(?::text[], ?::text[]) AS asked (project_id, trace_id) "
+                "WHERE x.project_id = asked.project_id AND x.trace_id = asked.trace_id "
+                "AND s.project_id = x.project_id AND s.trace_id = x.trace_id "
+                "AND x.sort_ns IS DISTINCT FROM s.sort_ns",
+                arrays(asked),
+            )
         return set(), set()
     facets, days = set[tuple[str, str]](), set[tuple[str, str, str]]()
     differs = (
         "x.sort_ns IS NOT (SELECT s.sort_ns FROM trace_summaries AS s "
         "WHERE s.project_id = x.project_id AND s.trace_id = x.trace_id)"
     )
-    for project, trace in sorted(set(traces)):
-        asked = (project, trace)
+    for project, trace in asked:
+        key = (project, trace)
         if tx.query_one(
             f"SELECT 1 FROM trace_facets AS x WHERE x.project_id = ? AND x.trace_id = ? "
             f"AND {differs} LIMIT 1",
-            asked,
+            key,
         ):
-            facets.add(asked)
+            facets.add(key)
         days.update(
             (project, trace, day)
             for (day,) in tx.query(
                 "SELECT DISTINCT x.start_day FROM trace_texts AS x WHERE x.project_id = ? "
                 f"AND x.trace_id = ? AND {differs}",
-                asked,
+                key,
             )
         )
     return facets, days

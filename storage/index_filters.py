@@ -130,6 +130,7 @@ def _text_traces(postgres: bool, word: str) -> IndexFilter:
             f"AND x.trace_id = trace_summaries.trace_id AND {words})",
             [tsquery(word)],
             counted=True,
+            documents=Documents("", "trace_texts", words, [tsquery(word)]),
         )
     return _fts5_traces(word)
 
@@ -214,13 +215,14 @@ class IndexFilter(NamedTuple):
     counted: bool = False
     #: a query of its matches that counts them for less than `query` (its parameters)
     matches: str | None = None
-    #: SQLite, where its documents are read newest first (storage/newest_first.py): the
-    #: FTS5 index, its table of documents, the MATCH operand and its parameters
+    #: where its documents are read newest first (storage/newest_first.py): on SQLite,
+    #: the FTS5 index, its table of documents, the MATCH operand and its parameters; on
+    #: PostgreSQL, no index, the table, the condition on a document `x`, its parameters
     documents: Documents | None = None
 
 
 class Documents(NamedTuple):
-    """An FTS5 index of documents, and a query of it."""
+    """A table of documents, and a query of them: by their FTS5 index `fts` on SQLite."""
 
     fts: str
     table: str
@@ -273,6 +275,7 @@ def _token_traces(postgres: bool, tokens: list[int]) -> IndexFilter:
             f"EXISTS (SELECT 1 {_WALKED} {holds})",
             [tokens],
             counted=True,
+            documents=Documents("", "trace_facets", holds, [tokens]),
         )
     hexed = [hex_token(token) for token in tokens]
     match = " OR ".join(map(fts5_phrase, hexed)) or '""'

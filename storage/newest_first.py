@@ -34,11 +34,79 @@ STREAMED = 1000
 AHEAD = 64
 
 
-def applies(postgres: bool, order: TraceOrder, after: Cursor | None) -> bool:
-    """Whether a page in `order` after `after` may be read this way: on SQLite, newest
+def applies(order: TraceOrder, after: Cursor | None) -> bool:
+    """Whether a page in `order` after `after` may be read from documents: newest
     first, forward."""
     forward = after is None or not after.before
-    return not postgres and order.sort == "start" and order.descending and forward
+    return order.sort == "start" and order.descending and forward
+
+
+def walk_query(
+    project_id: str,
+    filters: TraceFilter,
+    wanted: int,
+    after: Cursor | None,
+    tied: int | None = None,
+) -> tuple[str, list[object]] | None:
+    """PostgreSQL: the query of up to `wanted` traces (and their sort values), newest
+    first after `after`, read by a walk of the first index filter's documents in the
+    order of their index by sort value and trace (an id in the documents' collation,
+    "C" for the texts, which need not be the summaries'), each joined to its summary and
+    checked there; or, `tied`, of every such trace of that sort value. None when no
+    index filter has such documents."""
+    queries = index_queries(project_id, filters, postgres=True)
+    readable = [(at, q.documents) for at, q in enumerate(queries) if q.documents is not None]
+    if not readable:
+        return None
+    at, documents = readable[0]
+    conditions, params = where(project_id, filters, True, driver=at)
+    if after is not None:
+        conditions.append(
+            "(trace_summaries.sort_ns < ? OR (trace_summaries.sort_ns = ? "
+            "AND trace_summaries.trace_id < ?))"
+        )
+        params += [after.value, after.value, after.trace_id]
+    if tied is None:
+        last, values = " ORDER BY d.doc_sort DESC, d.doc_trace DESC LIMIT ?", [wanted]
+    else:
+        conditions.append("d.doc_sort = ?")
+        last, values = "", [tied]
+    return numbered(
+        "SELECT DISTINCT ON (d.doc_sort, d.doc_trace) d.doc_trace, d.doc_sort "
+        "FROM (SELECT x.trace_id AS doc_trace, x.sort_ns AS doc_sort FROM "
+        f"{documents.table} AS x WHERE x.project_id = ?1 AND {documents.match}) AS d "
+        "JOIN trace_summaries ON trace_summaries.project_id = ?1 "
+        'AND trace_summaries.trace_id = d.doc_trace COLLATE "default"'
+        + "".join(f" AND {condition}" for condition in conditions)
+        + last,
+        [*documents.params, *params, *values],
+        project_id,
+    )
+
+
+def walked(
+    tx: Transaction, project_id: str, filters: TraceFilter, wanted: int, after: Cursor | None
+) -> list[Any] | None:
+    """PostgreSQL: up to `wanted` summaries' rows (storage/trace_query.py's, the sort
+    value last) by `walk_query`: for an index filter too common to drive the page
+    (storage/trace_list.py), where a walk of the summaries checked each by a seek of its
+    documents; None when no index filter has documents read so. The traces of the last
+    one's sort value are all read (`tied`), and the summaries' order taken from them."""
+    query = walk_query(project_id, filters, wanted, after)
+    if query is None:
+        return None
+    # the documents' sort index, not their GIN index (whose matches would all be read
+    # and sorted): the filter lets many traces through
+    tx.execute("SET LOCAL enable_bitmapscan = off")
+    found = tx.query(*query)
+    tied = walk_query(project_id, filters, wanted, after, found[-1][1]) if found else None
+    if len(found) == wanted and tied is not None:
+        found += tx.query(*tied)
+    tx.execute("SET LOCAL enable_bitmapscan = on")
+    if not found:
+        return []
+    sql, values = summaries_query(project_id, sorted({trace_id for trace_id, _ in found}))
+    return tx.query(f"{sql} ORDER BY sort_ns DESC, trace_id DESC LIMIT ?", [*values, wanted])
 
 
 class _Candidates:
@@ -97,26 +165,28 @@ class Plan(NamedTuple):
     def _near(self) -> str:
         return (
             f"FROM {self.documents.table} AS x WHERE x.project_id = ?1 "
-            f"AND {AHEAD_OF_CEILING.format(x='x')} AND x.sort_ns >= ? AND x.id <= ?"
+            f"AND {AHEAD_OF_CEILING.format(x='x')} AND x.sort_ns >= ?"
         )
 
-    def ahead_count_query(self, least: int, stop: int) -> tuple[str, list[object]]:
-        """How many documents at or below `stop` have a sort value above their ceiling
-        and at least `least` (counted up to AHEAD + 1)."""
+    def ahead_count_query(self, least: int) -> tuple[str, list[object]]:
+        """How many documents have a sort value above their ceiling and at least `least`
+        (counted up to AHEAD + 1): those below where the read stopped, and those above,
+        which it read (a bound on the rows the index gives, where one on those below
+        alone walked every document ahead written since)."""
         return numbered(
             f"SELECT COUNT(*) FROM (SELECT 1 {self._near()} LIMIT ?)",
-            [least, stop, AHEAD + 1],
+            [least, AHEAD + 1],
             self.project_id,
         )
 
-    def ahead_query(self, least: int, stop: int) -> tuple[str, list[object]]:
+    def ahead_query(self, least: int) -> tuple[str, list[object]]:
         """Those of them the filter matches: each one's trace, and its sort value where
         the page may list it."""
         fts = self.documents.fts
         return numbered(
             f"SELECT x.trace_id, {self._listed('x')} {self._near()} AND EXISTS "
             f"(SELECT 1 FROM {fts} WHERE {fts} MATCH {self.documents.match} AND rowid = x.id)",
-            [*self.params, least, stop, *self.documents.params],
+            [*self.params, least, *self.documents.params],
             self.project_id,
         )
 
@@ -160,7 +230,7 @@ def rows(
     if stop is False:
         return None
     if stop is not None:
-        ahead = _ahead(tx, read, candidates.best[0][0], stop)
+        ahead = _ahead(tx, read, candidates.best[0][0])
         if ahead is None:
             return None
         for trace_id, sort_ns in ahead:
@@ -184,18 +254,16 @@ def _read(tx: Transaction, read: Plan, candidates: _Candidates) -> int | None | 
     return False if count >= STREAMED else None
 
 
-def _ahead(
-    tx: Transaction, read: Plan, least: int, stop: int
-) -> list[tuple[str, int | None]] | None:
-    """The traces of the documents at or below `stop` whose sort value, above their
-    ceiling, is at least `least` and which the filter matches, each with its sort value
-    where the page may list it; None when more than AHEAD could be."""
-    counted = tx.query_one(*read.ahead_count_query(least, stop))
+def _ahead(tx: Transaction, read: Plan, least: int) -> list[tuple[str, int | None]] | None:
+    """The traces of the documents whose sort value, above their ceiling, is at least
+    `least` and which the filter matches, each with its sort value where the page may
+    list it; None when more than AHEAD could be."""
+    counted = tx.query_one(*read.ahead_count_query(least))
     if counted is None or counted[0] > AHEAD:
         return None
     if counted[0] == 0:
         return []
-    return [(trace_id, sort_ns) for trace_id, sort_ns in tx.query(*read.ahead_query(least, stop))]
+    return [(trace_id, sort_ns) for trace_id, sort_ns in tx.query(*read.ahead_query(least))]
 
 
 def _fewest(tx: Transaction, readable: list[tuple[int, Documents]]) -> tuple[int, Documents]:

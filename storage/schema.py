@@ -311,10 +311,10 @@ MIGRATIONS: tuple[tuple[str, ...] | ByDialect, ...] = (
         "CREATE TABLE walk_progress (version BIGINT PRIMARY KEY, project_id TEXT NOT NULL, "
         "trace_id TEXT NOT NULL)",
     ),
-    ByDialect(  # 26: SQLite: each document of the find indexes with its trace's sort value
-        # and a ceiling, where a page of the newest traces stops reading them
-        # (storage/document_ceilings.py)
-        (document_ceilings.SQLITE_MIGRATION, ())
+    ByDialect(  # 26: each document of the find indexes with its trace's sort value, where
+        # a page of the newest traces reads them in that order; on SQLite with a ceiling,
+        # where such a page stops reading them (storage/document_ceilings.py)
+        (document_ceilings.SQLITE_MIGRATION, document_ceilings.POSTGRES_MIGRATION)
     ),
 )
 

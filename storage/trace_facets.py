@@ -37,7 +37,7 @@ import hashlib
 import struct
 from collections.abc import Collection, Iterable
 
-from storage import shared_texts
+from storage import document_ceilings, shared_texts
 from storage.attribute_hashes import attribute_pairs, resource_pairs
 from storage.database import Transaction, arrays
 from storage.storable import key_text
@@ -190,10 +190,11 @@ def write(tx: Transaction, facets: list[Facets], names: list[Name]) -> None:
     if not facets:
         return
     if tx.postgres:
+        sorts = document_ceilings.sort_values(tx, {(p, t) for p, t, _ in facets})
         tx.copy(
-            "trace_facets (project_id, trace_id, tokens)",
-            ("text", "text", "bigint[]"),
-            [(p, t, list(unpacked(tokens))) for p, t, tokens in facets],
+            "trace_facets (project_id, trace_id, tokens, sort_ns)",
+            ("text", "text", "bigint[]", "bigint"),
+            [(p, t, list(unpacked(tokens)), sorts.get((p, t))) for p, t, tokens in facets],
         )
         return
     insert_indexed(

@@ -337,9 +337,12 @@ class TraceSummaries:
                 tokens = name_tokens(tx, project_id, filters.span_name)
                 filters = dataclasses.replace(filters, span_name_tokens=tokens)
             read = None
-            if newest_first.applies(postgres, order, after):
+            documents = newest_first.applies(order, after)
+            if documents and not postgres:
                 read = newest_first.rows(tx, project_id, filters, limit + 1, after)
             driver = None if read is not None else _driver(tx, project_id, filters)
+            if documents and postgres and driver is None:
+                read = newest_first.walked(tx, project_id, filters, limit + 1, after)
             rows: list[Any] = []
             at = after
             if after is not None and after.before:

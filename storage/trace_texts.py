@@ -184,8 +184,9 @@ def write(tx: Transaction, previews: list[Previews], documents: list[Document]) 
         return
     if tx.postgres:
         tx.execute(
-            "INSERT INTO trace_texts (project_id, trace_id, start_day, body, words) "
-            f"SELECT u1, u2, u3, u4, {tsvector_of('u4')} "
+            "INSERT INTO trace_texts (project_id, trace_id, start_day, body, words, sort_ns) "
+            f"SELECT u1, u2, u3, u4, {tsvector_of('u4')}, (SELECT s.sort_ns FROM "
+            "trace_summaries AS s WHERE s.project_id = u1 AND s.trace_id = u2) "
             "FROM unnest(?::text[], ?::text[], ?::text[], ?::text[]) AS u (u1, u2, u3, u4)",
             arrays(documents),
         )

@@ -156,21 +156,30 @@ def _reads(postgres: bool) -> Iterator[tuple[str, str, list[Any]]]:
         for cursor in (None, SessionCursor(10**12, "s5")):
             yield f"sessions {name} after {cursor}", *sessions_query("p1", filters, 51, cursor)
     yield from _listed_reads(postgres)
-    if not postgres:
-        yield from _newest_first_reads()
+    yield from _newest_first_reads(postgres)
 
 
-def _newest_first_reads() -> Iterator[tuple[str, str, list[Any]]]:
-    """SQLite: a page of the newest traces read from each filter's documents."""
+def _newest_first_reads(postgres: bool) -> Iterator[tuple[str, str, list[Any]]]:
+    """A page of the newest traces read from each filter's documents."""
     after = Cursor(100 * 10**9, "f" * 32)
+    if postgres:
+        for what, filters in FILTERS.items():
+            for cursor in (None, after):
+                for tied in (None, 10**11):
+                    walk = newest_first.walk_query("p1", filters, 51, cursor, tied)
+                    if walk is not None:
+                        yield f"{what}: its documents walked after {cursor}, {tied}", *walk
+        sql, values = newest_first.summaries_query("p1", ["a", "b"])
+        yield "the traces walked", f"{sql} ORDER BY sort_ns DESC, trace_id DESC LIMIT 51", values
+        return
     for what, filters in FILTERS.items():
         for at, found in enumerate(index_queries("p1", filters, False)):
             if found.documents is None:
                 continue
             read = newest_first.plan("p1", filters, after, at, found.documents)
             yield f"{what}: its documents {at}", *read.read_query()
-            yield f"{what}: its documents {at} ahead", *read.ahead_count_query(10**11, 10**6)
-            yield f"{what}: those {at} ahead matched", *read.ahead_query(10**11, 10**6)
+            yield f"{what}: its documents {at} ahead", *read.ahead_count_query(10**11)
+            yield f"{what}: those {at} ahead matched", *read.ahead_query(10**11)
     yield "the traces read from documents", *newest_first.summaries_query("p1", ["a", "b"])
 
 

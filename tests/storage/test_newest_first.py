@@ -7,25 +7,30 @@ documents written before their ceilings, two projects; and it stops early."""
 from __future__ import annotations
 
 import tempfile
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import date
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import orjson
+import psycopg
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from storage import document_ceilings, newest_first
+from storage import document_ceilings, newest_first, trace_query
 from storage.database import Database
 from storage.erasure import Eraser, Selection
-from storage.retention import remove_days_before
+from storage.retention import make_partitions, remove_days_before
 from storage.schema import migrate
 from storage.span_rows import SpanRow
 from storage.spans import SpanStore
 from storage.trace_list import Cursor, TraceFilter, TraceSummaries
+from tests.conftest import POSTGRES_URL
 from tests.fuzz import FUZZ
+from tests.postgres_server import postgres_schema
 from tests.storage.rows import span_row
 
 WINDOW_MS = 1_200_000
@@ -242,3 +247,113 @@ def test_documents_written_before_their_ceilings_are_read_exactly(
         page = TraceSummaries(db).page("p", TraceFilter(words=("bravo",)), 2, ends=False)
         assert [t.trace_id for t in page.traces] == [f"{n:032x}" for n in (0, 1)]
         assert answers == [True, True]
+
+
+def test_postgres_walks_a_common_filters_documents_in_their_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """PostgreSQL: a filter too common to drive the page walks its documents by their
+    sort values; its pages are those of the walk of the summaries: traces of two
+    projects, written out of their order, over two days, a later span of a trace
+    starting earlier, an error in some; after a trace's first span is erased."""
+    if not POSTGRES_URL:
+        pytest.skip("SPANGATE_TEST_POSTGRES_URL is not set: no PostgreSQL here")
+    monkeypatch.setattr(trace_query, "DRIVING_MATCHES_POSTGRES", 0)  # every filter walked
+    with postgres_schema(POSTGRES_URL) as url:
+        db = Database(url)
+        try:
+            migrate(db)
+            make_partitions(db)
+            store = SpanStore(db)
+            for batch in range(4):
+                rows = [
+                    _span(project, n, span, said, f"t{n % 2}", (n * 7) % 23 - span, DAYS[span % 2])
+                    for n in range(batch, 24, 4)
+                    for project in "pq"
+                    for span, said in enumerate(("alpha", "bravo" if n % 3 else "alpha bravo"))
+                ]
+                store.upsert(rows, WINDOW_MS)
+            walks = _walked(monkeypatch)
+            for erase in (False, True):
+                if erase:
+                    key = (f"{5:032x}", f"{1:016x}", DAYS[1])
+                    Eraser(db, "p").erase(Selection(frozenset(), frozenset([key])))
+                for filters in FILTERS:
+                    for limit in (1, 2, 50):
+                        with pytest.MonkeyPatch.context() as patched:
+                            patched.setattr(newest_first, "applies", lambda *_: False)
+                            expected = _pages(db, filters, limit)
+                        assert _pages(db, filters, limit) == expected, (filters, limit, erase)
+            # a trace whose first span is erased sorts by its text of the other day
+            store.upsert(
+                [
+                    _span("p", 101, 0, "charlie", "t0", 1, DAYS[0]),
+                    _span("p", 101, 1, "alpha", "t0", 105, DAYS[1]),
+                ],
+                WINDOW_MS,
+            )
+            store.upsert(
+                [_span("p", n, 0, "alpha", "t0", n, DAYS[1]) for n in (103, 104)], WINDOW_MS
+            )
+            key = (f"{101:032x}", f"{0:016x}", DAYS[0])
+            Eraser(db, "p").erase(Selection(frozenset(), frozenset([key])))
+            page = TraceSummaries(db).page("p", TraceFilter(words=("alpha",)), 1, ends=False)
+            assert [trace.trace_id for trace in page.traces] == [f"{101:032x}"]
+            assert walks and all(walks)
+        finally:
+            db.close()
+
+
+def _walked(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Whether each page was read by a walk of its filter's documents."""
+    answers: list[bool] = []
+    walk = newest_first.walked
+
+    def walked(*args: Any, **kwargs: Any) -> list[Any] | None:
+        found = walk(*args, **kwargs)
+        answers.append(found is not None)
+        return found
+
+    monkeypatch.setattr(newest_first, "walked", walked)
+    return answers
+
+
+def test_postgres_walk_orders_ties_as_the_summaries_collate(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """PostgreSQL whose default collation is not "C" (the texts' ids are): traces of one
+    start, `B…` and `a…`, page in the summaries' order (`a` after `B` in "C", before it
+    in English), whichever document walk reads them."""
+    if not POSTGRES_URL:
+        pytest.skip("SPANGATE_TEST_POSTGRES_URL is not set: no PostgreSQL here")
+    monkeypatch.setattr(trace_query, "DRIVING_MATCHES_POSTGRES", 0)
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
+        admin.execute(
+            f"CREATE DATABASE {name} TEMPLATE template0 LOCALE_PROVIDER icu "
+            "ICU_LOCALE 'en-US' LOCALE 'C.UTF-8'"
+        )
+    try:
+        db = Database(urlunsplit(urlsplit(POSTGRES_URL)._replace(path=f"/{name}")))
+        try:
+            migrate(db)
+            make_partitions(db)
+            rows = [
+                _span("p", 0, 0, "alpha", "t1", 7, DAYS[0])._replace(trace_id=trace)
+                for trace in ("B" * 32, "a" * 32, "c" * 32)
+            ]
+            SpanStore(db).upsert(rows, WINDOW_MS)
+            walks = _walked(monkeypatch)
+            for filters in (
+                TraceFilter(words=("alpha",)),
+                TraceFilter(attributes=(("tenant", "t1"),)),
+            ):
+                for limit in (1, 2):
+                    pages = _pages(db, filters, limit)
+                    assert sum(pages, []) == ["c" * 32, "B" * 32, "a" * 32], (filters, limit)
+            assert walks and all(walks)
+        finally:
+            db.close()
+    finally:
+        with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE {name}")
