@@ -45,7 +45,10 @@ from tests.postgres_server import postgres_schema
 SMALL_SPANS = 10_000
 SPANS = 5  # a trace
 WORDS = [f"word{n}" for n in range(200)]
-START_NS = 1_795_300_000 * 10**9
+#: The first trace's start: 2026-10-22, a second between traces, so that a store of
+#: 10,000,000 spans ends (2026-11-14) before it is read, as stored traces do: a trace
+#: dated after the store's clock is ahead of its ceiling (storage/document_ceilings.py)
+START_NS = 1_792_700_000 * 10**9
 PROJECT = "bench"
 #: The traces whose answer says a word no other trace says: five in either store, so
 #: that the word's row measures its lookup, not a page that holds more traces.
