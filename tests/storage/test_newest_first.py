@@ -102,17 +102,18 @@ def _pages(db: Database, filters: TraceFilter, limit: int) -> list[list[str]]:
         after = Cursor.decode(page.next.encode())
 
 
-def _answered(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
-    """Whether each page was read from its filter's documents (not given up)."""
+def _answered(monkeypatch: pytest.MonkeyPatch, name: str = "rows") -> list[bool]:
+    """Whether each page was read from its filter's documents (`rows` on SQLite, not
+    given up; `walked` on PostgreSQL)."""
     answers: list[bool] = []
-    read = newest_first.rows
+    read = getattr(newest_first, name)
 
-    def rows(*args: Any, **kwargs: Any) -> list[Any] | None:
+    def counted(*args: Any, **kwargs: Any) -> list[Any] | None:
         found = read(*args, **kwargs)
         answers.append(found is not None)
         return found
 
-    monkeypatch.setattr(newest_first, "rows", rows)
+    monkeypatch.setattr(newest_first, name, counted)
     return answers
 
 
@@ -273,7 +274,7 @@ def test_postgres_walks_a_common_filters_documents_in_their_order(
                     for span, said in enumerate(("alpha", "bravo" if n % 3 else "alpha bravo"))
                 ]
                 store.upsert(rows, WINDOW_MS)
-            walks = _walked(monkeypatch)
+            walks = _answered(monkeypatch, "walked")
             for erase in (False, True):
                 if erase:
                     key = (f"{5:032x}", f"{1:016x}", DAYS[1])
@@ -304,20 +305,6 @@ def test_postgres_walks_a_common_filters_documents_in_their_order(
             db.close()
 
 
-def _walked(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
-    """Whether each page was read by a walk of its filter's documents."""
-    answers: list[bool] = []
-    walk = newest_first.walked
-
-    def walked(*args: Any, **kwargs: Any) -> list[Any] | None:
-        found = walk(*args, **kwargs)
-        answers.append(found is not None)
-        return found
-
-    monkeypatch.setattr(newest_first, "walked", walked)
-    return answers
-
-
 def test_postgres_walk_orders_ties_as_the_summaries_collate(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -343,7 +330,7 @@ def test_postgres_walk_orders_ties_as_the_summaries_collate(
                 for trace in ("B" * 32, "a" * 32, "c" * 32)
             ]
             SpanStore(db).upsert(rows, WINDOW_MS)
-            walks = _walked(monkeypatch)
+            walks = _answered(monkeypatch, "walked")
             for filters in (
                 TraceFilter(words=("alpha",)),
                 TraceFilter(attributes=(("tenant", "t1"),)),
