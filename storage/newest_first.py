@@ -42,18 +42,15 @@ def applies(order: TraceOrder, after: Cursor | None) -> bool:
 
 
 def walk_query(
-    project_id: str,
-    filters: TraceFilter,
-    wanted: int,
-    after: Cursor | None,
-    tied: int | None = None,
+    project_id: str, filters: TraceFilter, wanted: int, after: Cursor | None
 ) -> tuple[str, list[object]] | None:
-    """PostgreSQL: the query of up to `wanted` traces (and their sort values), newest
-    first after `after`, read by a walk of the first index filter's documents in the
-    order of their index by sort value and trace (an id in the documents' collation,
-    "C" for the texts, which need not be the summaries'), each joined to its summary and
-    checked there; or, `tied`, of every such trace of that sort value. None when no
-    index filter has such documents."""
+    """PostgreSQL: the query of up to `wanted` summaries' rows (storage/trace_query.py's,
+    the sort value last), newest first after `after`, read by a walk of the first index
+    filter's documents in the order of their index by sort value and trace, each joined
+    to its summary and checked there (`walked`); and every such trace of the last one's
+    sort value (`tied`): the documents' ids collate in their own way ("C" for the
+    texts'), which need not be the summaries'. None when no index filter has such
+    documents."""
     queries = index_queries(project_id, filters, postgres=True)
     readable = [(at, q.documents) for at, q in enumerate(queries) if q.documents is not None]
     if not readable:
@@ -66,20 +63,21 @@ def walk_query(
             "AND trace_summaries.trace_id < ?))"
         )
         params += [after.value, after.value, after.trace_id]
-    if tied is None:
-        last, values = " ORDER BY d.doc_sort DESC, d.doc_trace DESC LIMIT ?", [wanted]
-    else:
-        conditions.append("d.doc_sort = ?")
-        last, values = "", [tied]
-    return numbered(
+    matched = (
         "SELECT DISTINCT ON (d.doc_sort, d.doc_trace) d.doc_trace, d.doc_sort "
         "FROM (SELECT x.trace_id AS doc_trace, x.sort_ns AS doc_sort FROM "
         f"{documents.table} AS x WHERE x.project_id = ?1 AND {documents.match}) AS d "
         "JOIN trace_summaries ON trace_summaries.project_id = ?1 "
         'AND trace_summaries.trace_id = d.doc_trace COLLATE "default"'
         + "".join(f" AND {condition}" for condition in conditions)
-        + last,
-        [*documents.params, *params, *values],
+    )
+    found = 'SELECT doc_trace COLLATE "default" FROM'
+    return numbered(
+        f"WITH walked AS ({matched} ORDER BY d.doc_sort DESC, d.doc_trace DESC LIMIT ?), "
+        f"tied AS ({matched} AND d.doc_sort = (SELECT MIN(doc_sort) FROM walked)) "
+        f"{SELECT_SUMMARY}, sort_ns FROM trace_summaries WHERE project_id = ?1 AND trace_id IN "
+        f"({found} walked UNION {found} tied) ORDER BY sort_ns DESC, trace_id DESC LIMIT ?",
+        [*documents.params, *params, wanted, *documents.params, *params, wanted],
         project_id,
     )
 
@@ -87,26 +85,19 @@ def walk_query(
 def walked(
     tx: Transaction, project_id: str, filters: TraceFilter, wanted: int, after: Cursor | None
 ) -> list[Any] | None:
-    """PostgreSQL: up to `wanted` summaries' rows (storage/trace_query.py's, the sort
-    value last) by `walk_query`: for an index filter too common to drive the page
-    (storage/trace_list.py), where a walk of the summaries checked each by a seek of its
-    documents; None when no index filter has documents read so. The traces of the last
-    one's sort value are all read (`tied`), and the summaries' order taken from them."""
+    """PostgreSQL: up to `wanted` summaries' rows by `walk_query`, for an index filter
+    too common to drive the page (storage/trace_list.py), where a walk of the summaries
+    checked each by a seek of its documents; None when no index filter has documents
+    read so."""
     query = walk_query(project_id, filters, wanted, after)
     if query is None:
         return None
     # the documents' sort index, not their GIN index (whose matches would all be read
     # and sorted): the filter lets many traces through
     tx.execute("SET LOCAL enable_bitmapscan = off")
-    found = tx.query(*query)
-    tied = walk_query(project_id, filters, wanted, after, found[-1][1]) if found else None
-    if len(found) == wanted and tied is not None:
-        found += tx.query(*tied)
+    rows = tx.query(*query)
     tx.execute("SET LOCAL enable_bitmapscan = on")
-    if not found:
-        return []
-    sql, values = summaries_query(project_id, sorted({trace_id for trace_id, _ in found}))
-    return tx.query(f"{sql} ORDER BY sort_ns DESC, trace_id DESC LIMIT ?", [*values, wanted])
+    return rows
 
 
 class _Candidates:

@@ -165,12 +165,9 @@ def _newest_first_reads(postgres: bool) -> Iterator[tuple[str, str, list[Any]]]:
     if postgres:
         for what, filters in FILTERS.items():
             for cursor in (None, after):
-                for tied in (None, 10**11):
-                    walk = newest_first.walk_query("p1", filters, 51, cursor, tied)
-                    if walk is not None:
-                        yield f"{what}: its documents walked after {cursor}, {tied}", *walk
-        sql, values = newest_first.summaries_query("p1", ["a", "b"])
-        yield "the traces walked", f"{sql} ORDER BY sort_ns DESC, trace_id DESC LIMIT 51", values
+                walk = newest_first.walk_query("p1", filters, 51, cursor)
+                if walk is not None:
+                    yield f"{what}: its documents walked after {cursor}", *walk
         return
     for what, filters in FILTERS.items():
         for at, found in enumerate(index_queries("p1", filters, False)):

@@ -309,8 +309,8 @@ def test_postgres_walk_orders_ties_as_the_summaries_collate(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """PostgreSQL whose default collation is not "C" (the texts' ids are): traces of one
-    start, `B…` and `a…`, page in the summaries' order (`a` after `B` in "C", before it
-    in English), whichever document walk reads them."""
+    start, `Z…`, `b…` and `a…`, page in the summaries' order (`Z` last in "C", first in
+    English), whichever document walk reads them."""
     if not POSTGRES_URL:
         pytest.skip("SPANGATE_TEST_POSTGRES_URL is not set: no PostgreSQL here")
     monkeypatch.setattr(trace_query, "DRIVING_MATCHES_POSTGRES", 0)
@@ -327,7 +327,7 @@ def test_postgres_walk_orders_ties_as_the_summaries_collate(
             make_partitions(db)
             rows = [
                 _span("p", 0, 0, "alpha", "t1", 7, DAYS[0])._replace(trace_id=trace)
-                for trace in ("B" * 32, "a" * 32, "c" * 32)
+                for trace in ("Z" * 32, "a" * 32, "b" * 32)
             ]
             SpanStore(db).upsert(rows, WINDOW_MS)
             walks = _answered(monkeypatch, "walked")
@@ -337,7 +337,7 @@ def test_postgres_walk_orders_ties_as_the_summaries_collate(
             ):
                 for limit in (1, 2):
                     pages = _pages(db, filters, limit)
-                    assert sum(pages, []) == ["c" * 32, "B" * 32, "a" * 32], (filters, limit)
+                    assert sum(pages, []) == ["Z" * 32, "b" * 32, "a" * 32], (filters, limit)
             assert walks and all(walks)
         finally:
             db.close()
