@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
-from itertools import groupby
 
 from storage.database import Transaction, arrays
 
@@ -95,18 +94,28 @@ def marked(
 
 
 def sort_values(tx: Transaction, traces: Iterable[tuple[str, str]]) -> dict[tuple[str, str], int]:
-    """The summaries' sort values of these (project, trace), where they have one."""
+    """The summaries' sort values of these (project, trace), where they have one: each
+    by the summaries' key (`trace_id IN` a list had either store walk the project's
+    summaries, as many rows as it has)."""
+    pairs = sorted(traces)
+    if tx.postgres:
+        rows = tx.query(
+            "SELECT s.project_id, s.trace_id, s.sort_ns FROM unnest(?::text[], ?::text[]) "
+            "AS k (project_id, trace_id) JOIN trace_summaries AS s "
+            "ON s.project_id = k.project_id AND s.trace_id = k.trace_id",
+            arrays(pairs) if pairs else [[], []],
+        )
+        return {(project, trace): sort_ns for project, trace, sort_ns in rows}
     found: dict[tuple[str, str], int] = {}
-    for project, keys in groupby(sorted(traces), key=lambda key: key[0]):
-        ids = [trace for _, trace in keys]
-        for at in range(0, len(ids), _ASKED):
-            asked = ids[at : at + _ASKED]
-            rows = tx.query(
-                "SELECT trace_id, sort_ns FROM trace_summaries WHERE project_id = ? "
-                f"AND trace_id IN ({', '.join('?' * len(asked))})",
-                (project, *asked),
-            )
-            found.update(((project, trace), sort_ns) for trace, sort_ns in rows)
+    for at in range(0, len(pairs), _ASKED):
+        asked = pairs[at : at + _ASKED]
+        rows = tx.query(
+            f"WITH k (p, t) AS (VALUES {', '.join(['(?, ?)'] * len(asked))}) "
+            "SELECT k.p, k.t, s.sort_ns FROM k CROSS JOIN trace_summaries AS s "
+            "ON s.project_id = k.p AND s.trace_id = k.t",
+            [value for pair in asked for value in pair],
+        )
+        found.update(((project, trace), sort_ns) for project, trace, sort_ns in rows)
     return found
 
 

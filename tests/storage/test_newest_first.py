@@ -344,3 +344,27 @@ def test_postgres_walk_orders_ties_as_the_summaries_collate(
     finally:
         with psycopg.connect(POSTGRES_URL, autocommit=True) as admin:
             admin.execute(f"DROP DATABASE {name}")
+
+
+def test_a_batchs_sort_values_are_read_by_the_summaries_key() -> None:
+    """The sort values a batch's documents take are each read by the summaries' key:
+    a `trace_id IN` list had SQLite read the project's whole sort index (covering), as
+    many rows as the store has, for each batch."""
+    with _store() as db:
+        SpanStore(db).upsert(
+            [_span("p", n, 0, "alpha", "t1", n, DAYS[0]) for n in range(3)], WINDOW_MS
+        )
+        asked: list[tuple[str, list[Any]]] = []
+        with db.transaction() as tx:
+            query = tx.query
+
+            def recorded(sql: str, params: Any = ()) -> list[Any]:
+                asked.append((sql, list(params)))
+                return query(sql, params)
+
+            tx.query = recorded  # type: ignore[method-assign]
+            found = document_ceilings.sort_values(tx, [("p", f"{n:032x}") for n in range(3)])
+            assert found == {("p", f"{n:032x}"): n for n in range(3)}
+            ((sql, params),) = asked
+            plan = [row[-1] for row in query(f"EXPLAIN QUERY PLAN {sql}", params)]
+        assert any("USING INDEX sqlite_autoindex_trace_summaries_1" in line for line in plan), plan
