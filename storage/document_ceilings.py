@@ -1,5 +1,5 @@
-"""SQLite: what lets a page of the newest traces stop reading an index's documents early
-(storage/newest_first.py reads them).
+"""What lets a page of the newest traces read an index's documents in their traces'
+order, and on SQLite stop early (storage/newest_first.py reads them).
 
 The documents of the worker's indexes (`trace_texts`, `trace_facets`: storage/
 trace_texts.py, storage/trace_facets.py) are numbered in the order they are written,
@@ -21,7 +21,9 @@ with two numbers (schema migration 26):
   ceiling after it.
 
 The documents stored before the columns existed have neither: `document_ceiling_floor`
-holds the highest sort value of any summary then, their ceiling.
+holds the highest sort value of any summary then, their ceiling. PostgreSQL's documents
+carry the sort value alone (its writers run at once, and a ceiling would need them one
+at a time), the stored ones given theirs by the migration.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""SQLite: a page of the newest traces (the list's default order) that an index filter
-lets through, read from that filter's documents newest written first.
+"""A page of the newest traces (the list's default order) that an index filter lets
+through, read from that filter's documents: on SQLite newest written first, on
+PostgreSQL by their sort values (`walked`, below).
 
 The walk storage/trace_query.py would otherwise make checks each trace of the sort's
 index (for an attribute 1 trace in 20 has, about 1,000 of them for a page of 50), and
@@ -15,6 +16,10 @@ the page lists, whatever the size of the store.
 It gives up, and the page is read as storage/trace_query.py plans it, after STREAMED
 documents, or where more than AHEAD documents ahead of their ceilings could hold
 traces of the page.
+
+PostgreSQL's documents carry their trace's sort value and an index in that order, and
+writers run at once (a ceiling would need them one at a time): a filter too common to
+drive the page walks that index, each document joined to its summary (`walk_query`).
 """
 
 from __future__ import annotations
@@ -56,13 +61,7 @@ def walk_query(
     if not readable:
         return None
     at, documents = readable[0]
-    conditions, params = where(project_id, filters, True, driver=at)
-    if after is not None:
-        conditions.append(
-            "(trace_summaries.sort_ns < ? OR (trace_summaries.sort_ns = ? "
-            "AND trace_summaries.trace_id < ?))"
-        )
-        params += [after.value, after.value, after.trace_id]
+    conditions, params = _conditions(project_id, filters, True, at, after)
     matched = (
         "SELECT DISTINCT ON (d.doc_sort, d.doc_trace) d.doc_trace, d.doc_sort "
         "FROM (SELECT x.trace_id AS doc_trace, x.sort_ns AS doc_sort FROM "
@@ -182,14 +181,26 @@ class Plan(NamedTuple):
         )
 
 
+def _conditions(
+    project_id: str, filters: TraceFilter, postgres: bool, at: int, after: Cursor | None
+) -> tuple[list[str], list[object]]:
+    """The page's conditions on trace_summaries but index filter `at`'s, which its
+    documents answer, and the cursor's; their parameters."""
+    conditions, params = where(project_id, filters, postgres, driver=at)
+    if after is not None:
+        conditions.append(
+            "(trace_summaries.sort_ns < ? OR (trace_summaries.sort_ns = ? "
+            "AND trace_summaries.trace_id < ?))"
+        )
+        params += [after.value, after.value, after.trace_id]
+    return conditions, params
+
+
 def plan(
     project_id: str, filters: TraceFilter, after: Cursor | None, at: int, documents: Documents
 ) -> Plan:
-    """The read of the documents of index filter `at` (of `index_queries`)."""
-    conditions, params = where(project_id, filters, False, driver=at)
-    if after is not None:
-        conditions.append("(sort_ns < ? OR (sort_ns = ? AND trace_id < ?))")
-        params += [after.value, after.value, after.trace_id]
+    """SQLite: the read of the documents of index filter `at` (of `index_queries`)."""
+    conditions, params = _conditions(project_id, filters, False, at, after)
     return Plan(project_id, documents, " AND ".join(conditions) or "1", params)
 
 
