@@ -76,15 +76,20 @@ def now_ns() -> int:
 
 def marked(
     tx: Transaction, table: str, rows: Sequence[tuple[str, ...]]
-) -> list[tuple[object, ...]]:
-    """`rows` (project, trace, ..., written in this order into `table`, after the
-    summaries of their traces) each with its trace's sort value and its ceiling. A
-    trace without a summary (none is written so) takes the highest sort value: never
-    under a ceiling, always found as `ahead`."""
-    top = tx.query_one(f"SELECT {CEILING.format(x='x')} FROM {table} AS x ORDER BY id DESC LIMIT 1")
-    if top is None:
-        top = tx.query_one("SELECT ceiling FROM document_ceiling_floor")
-    ceiling = _INT64_MIN if top is None else top[0]
+) -> tuple[int, list[tuple[object, ...]]]:
+    """The highest number of `table`'s documents (0: none), and `rows` (project, trace,
+    ..., written in this order into `table`, after the summaries of their traces) each
+    with its trace's sort value and its ceiling. A trace without a summary (none is
+    written so) takes the highest sort value: never under a ceiling, always found as
+    `ahead`."""
+    top = tx.query_one(
+        f"SELECT COALESCE(MAX(x.id), 0), COALESCE((SELECT {CEILING.format(x='y')} FROM {table} "
+        "AS y ORDER BY y.id DESC LIMIT 1), (SELECT ceiling FROM document_ceiling_floor)) "
+        f"FROM {table} AS x"
+    )
+    number, ceiling = (0, None) if top is None else top
+    if ceiling is None:
+        ceiling = _INT64_MIN
     sorts = sort_values(tx, {(row[0], row[1]) for row in rows})
     clock = now_ns()
     out: list[tuple[object, ...]] = []
@@ -92,7 +97,7 @@ def marked(
         sort_ns = sorts.get((row[0], row[1]), INT64_MAX)
         ceiling = max(ceiling, min(sort_ns, clock))
         out.append((*row, sort_ns, ceiling))
-    return out
+    return number, out
 
 
 def sort_values(tx: Transaction, traces: Iterable[tuple[str, str]]) -> dict[tuple[str, str], int]:

@@ -203,12 +203,10 @@ def insert_indexed(
     with its trace's sort value and its ceiling (storage/document_ceilings.py), and
     their bodies into its FTS5 `index` in one statement: FTS5 writes what it holds at
     each statement's savepoint (a trigger's insert of each made a segment of each)."""
-    last = tx.query_one(f"SELECT MAX(id) FROM {documents}")
-    top = last[0] if last is not None and last[0] is not None else 0
+    top, marked = document_ceilings.marked(tx, documents, rows)
     marks = ", ".join("?" * (columns.count(",") + 4))
     tx.executemany(
-        f"INSERT INTO {documents} ({columns}, body, sort_ns, ceiling) VALUES ({marks})",
-        document_ceilings.marked(tx, documents, rows),
+        f"INSERT INTO {documents} ({columns}, body, sort_ns, ceiling) VALUES ({marks})", marked
     )
     tx.execute(
         f"INSERT INTO {index} (rowid, body) SELECT id, body FROM {documents} WHERE id > ?", (top,)
