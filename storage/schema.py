@@ -11,7 +11,13 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from storage import document_ceilings, find_schema, session_summaries, summary_genai
+from storage import (
+    document_ceilings,
+    find_schema,
+    gin_pending,
+    session_summaries,
+    summary_genai,
+)
 from storage.clock import utc_now_iso
 from storage.database import Database, Transaction
 from storage.errors import StoreError
@@ -315,6 +321,10 @@ MIGRATIONS: tuple[tuple[str, ...] | ByDialect, ...] = (
         # a page of the newest traces reads them in that order; on SQLite with a ceiling,
         # where such a page stops reading them (storage/document_ceilings.py)
         (document_ceilings.SQLITE_MIGRATION, document_ceilings.POSTGRES_MIGRATION)
+    ),
+    PostgresOnly(  # 27: the find indexes' GIN pending lists of 4 MB, which the worker's
+        # transaction merges before it commits (storage/gin_pending.py)
+        gin_pending.MIGRATION
     ),
 )
 

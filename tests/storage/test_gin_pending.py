@@ -1,0 +1,89 @@
+"""PostgreSQL: a batch's transaction merges the find indexes' GIN pending lists."""
+
+from __future__ import annotations
+
+import uuid
+
+import orjson
+
+from storage import gin_pending
+from storage.database import Database
+from storage.span_rows import SpanRow
+from storage.spans import SpanStore
+from tests.storage.rows import span_row
+
+
+def _call(trace: str, span: str, answer: str) -> SpanRow:
+    said = [{"role": "assistant", "parts": [{"type": "text", "content": answer}]}]
+    attributes = [
+        {"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}},
+        {"key": "gen_ai.output.messages", "value": {"stringValue": orjson.dumps(said).decode()}},
+        {"key": "tenant", "value": {"stringValue": f"tenant-{trace}"}},
+    ]
+    return span_row(trace=trace, span=span, content=span)._replace(
+        attributes=orjson.dumps(attributes).decode(), llm_type="llm"
+    )
+
+
+def _pending_pages(db: Database) -> dict[str, int]:
+    """The pages each index's pending list holds (merging them: what is left after)."""
+    with db.transaction() as tx:
+        return {
+            index: tx.query_one(f"SELECT gin_clean_pending_list('{index}'::regclass)")[0]
+            for index in gin_pending.INDEXES
+        }
+
+
+def test_a_batch_leaves_no_pending_entries(postgres_database: Database) -> None:
+    """The words and tokens a batch gives its documents are in the indexes' trees when
+    it commits, where they would wait in the pending lists (4 MB of them) without the
+    merge; the lists' limit is the migration's."""
+    db = postgres_database
+    with db.transaction() as tx:
+        options = dict(
+            tx.query(
+                "SELECT relname, reloptions::text FROM pg_class "
+                "WHERE relname = ANY(?) AND relnamespace = current_schema()::regnamespace",
+                (list(gin_pending.INDEXES),),
+            )
+        )
+    assert options == {
+        index: f"{{gin_pending_list_limit={gin_pending.LIMIT_KB}}}" for index in gin_pending.INDEXES
+    }
+    store = SpanStore(db)
+    store.upsert([_call(f"t{n}", "1", f"answer number {n} zyzzyva") for n in range(50)], 1000)
+    assert _pending_pages(db) == {index: 0 for index in gin_pending.INDEXES}
+    with db.transaction() as tx:  # what a merge would find: some, without the worker's
+        tx.execute("INSERT INTO trace_facets (project_id, trace_id, tokens, sort_ns) "
+                   "VALUES ('p', 'x', ARRAY[1, 2, 3], 0)")  # fmt: skip
+    assert _pending_pages(db)["trace_facets_tokens"] > 0
+
+
+def test_a_writer_that_does_not_own_the_indexes_writes(postgres_database: Database) -> None:
+    """A database user with the tables' privileges but not the indexes' ownership
+    writes its batch; the lists then wait for the inserts' merges."""
+    db = postgres_database
+    role = f"spangate_writer_{uuid.uuid4().hex[:8]}"
+    with db.transaction() as tx:
+        tx.execute(f"CREATE ROLE {role}")
+        tx.execute(f"GRANT USAGE ON SCHEMA {_schema(db)} TO {role}")
+        tx.execute(f"GRANT ALL ON ALL TABLES IN SCHEMA {_schema(db)} TO {role}")
+        tx.execute(f"GRANT ALL ON ALL SEQUENCES IN SCHEMA {_schema(db)} TO {role}")
+    try:
+        with db.transaction() as tx:
+            tx.execute(f"SET LOCAL ROLE {role}")
+            SpanStore(db).write(tx, [_call("owned", "1", "not by me")], 1000)
+        with db.transaction() as tx:
+            found = tx.query("SELECT trace_id FROM trace_texts WHERE trace_id = 'owned'")
+        assert found == [("owned",)]
+    finally:
+        with db.transaction() as tx:
+            tx.execute(f"DROP OWNED BY {role}")
+            tx.execute(f"DROP ROLE {role}")
+
+
+def _schema(db: Database) -> str:
+    with db.transaction() as tx:
+        row = tx.query_one("SELECT current_schema()")
+    assert row is not None
+    return str(row[0])
