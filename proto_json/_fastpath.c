@@ -18,8 +18,10 @@
 #include <math.h>
 #include <stdint.h>
 
-/* Nesting deeper than this leaves the fast path; the general one enforces the limit. */
-#define MAX_FAST_DEPTH 16
+/* Nesting this deep leaves the fast path, which the general one refuses: values.py's
+ * MAX_DEPTH. Below it every value is converted here, however deep: the general path
+ * holds a dict a value (a body of 1 MB of arrays 18 deep took it 3.2 s and 226 MB). */
+#define MAX_FAST_DEPTH 32
 #define MAX_UNIX_NANO 9223372036854775807ULL
 #define UINT32_MAX_VALUE 4294967295ULL
 

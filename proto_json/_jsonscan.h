@@ -36,7 +36,10 @@ enum { J_OBJECT, J_ARRAY, J_STRING, J_INT, J_FLOAT, J_TRUE, J_FALSE, J_NULL };
 #else
 #define CANONICAL_MARK 0
 #endif
-#define MAX_SCAN_DEPTH 64
+/* Deeper than the deepest a request can be whose values are nested as deep as the
+ * converters take them (values.py's MAX_DEPTH, 32): an event's attribute (12 levels of
+ * OTLP/JSON or canonical envelope) holding 32 maps, each 4 levels deep. */
+#define MAX_SCAN_DEPTH 160
 #define J_UNSURE 4 /* a float that may overflow: checked once the GIL is held again */
 
 typedef struct {

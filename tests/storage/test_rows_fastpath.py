@@ -15,10 +15,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import proto_json
+from proto_json.values import MAX_DEPTH
 from storage import span_rows
 from tests.fuzz import FUZZ
 from tests.proto_json.test_fastpath import BUILT as CONVERTER_BUILT
-from tests.proto_json.test_fastpath import FLOATS_NEAR_THE_LARGEST_DOUBLE, otlp_span
+from tests.proto_json.test_fastpath import (
+    FLOATS_NEAR_THE_LARGEST_DOUBLE,
+    _deep_bodies,
+    otlp_span,
+)
 from tests.proto_json.test_properties import JSON_VALUES, native_span
 
 FAST = span_rows.FAST_ROWS
@@ -293,3 +298,10 @@ def test_large_bodies_are_scanned_with_the_gil_let_go() -> None:
         stop.set()
         thread.join()
     assert max(counts) > 0
+
+
+def test_values_as_deep_as_taken_are_built_in_c() -> None:
+    """The canonical form of a span whose values are as deep as the converters take,
+    in its attributes, an event's and its resource's, takes the C builder."""
+    for convert, _, body in _deep_bodies(MAX_DEPTH):
+        _same_rows_from_bytes(convert(body).payload, must_take=True)
