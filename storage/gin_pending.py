@@ -14,6 +14,8 @@ merges it (`gin_clean_pending_list`) before it commits: a batch's entries are me
 a few passes, not one each few hundred documents, and a search after the commit reads
 no list. What it bought, in `bench_worker --genai` on PostgreSQL: docs/benchmarks.md.
 
+The worker's batches merge (storage/spans.py); the walks that index the stored traces
+anew leave the lists to their inserts, and the next batch merges what they left.
 `gin_clean_pending_list` needs the index's owner (or a member of its role): a worker that
 does not own them leaves the lists to its inserts' merges, 4 MB at most.
 """
@@ -32,14 +34,17 @@ MIGRATION = tuple(
     f"ALTER INDEX {index} SET (gin_pending_list_limit = {LIMIT_KB})" for index in INDEXES
 )
 
+#: Those of the indexes that are there and GIN (an operator may have dropped or remade
+#: one), of an owner whose privileges the user has.
 _MERGE = (
-    "SELECT gin_clean_pending_list(index.oid) FROM pg_class AS index WHERE index.oid IN ("
-    + ", ".join(f"'{name}'::regclass" for name in INDEXES)
+    "SELECT gin_clean_pending_list(index.oid) FROM pg_class AS index "
+    "JOIN pg_am AS method ON method.oid = index.relam AND method.amname = 'gin' "
+    "WHERE index.oid IN ("
+    + ", ".join(f"to_regclass('{name}')" for name in INDEXES)
     + ") AND pg_has_role(index.relowner, 'USAGE')"
 )
 
 
 def merge(tx: Transaction) -> None:
-    """Merge the indexes' pending lists into them, within `tx` (those it may: of an
-    owner whose privileges its user has)."""
+    """Merge the indexes' pending lists into them, within `tx` (those it may: `_MERGE`)."""
     tx.query(_MERGE)

@@ -8,6 +8,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from storage import (
+    gin_pending,
     session_summaries,
     shared_texts,
     span_copy,
@@ -171,6 +172,8 @@ class SpanStore:
             left_out = written.refused + met
             trace_index.write(tx, batch.found, batch.rows, left_out, traces)
             session_summaries.refresh_stale(tx)
+            if tx.postgres:
+                gin_pending.merge(tx)
         return [batch.rows[at] for at in written.refused]
 
     def _write_sqlite(self, tx: Transaction, rows: list[SpanRow], window_ms: int) -> Written:

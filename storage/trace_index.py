@@ -29,7 +29,7 @@ from collections.abc import Collection, Sequence
 from operator import itemgetter
 from typing import NamedTuple
 
-from storage import document_ceilings, gin_pending, trace_facets, trace_texts
+from storage import document_ceilings, trace_facets, trace_texts
 from storage.database import Transaction, arrays
 from storage.resend import Written, left_by, replaces
 from storage.span_rows import SpanRow
@@ -152,8 +152,6 @@ def write(
     trace_texts.write(tx, index.previews, index.documents)
     trace_facets.write(tx, index.facets, index.names)
     rebuild_stale(tx, traces)
-    if tx.postgres:
-        gin_pending.merge(tx)
 
 
 #: What a stale row notes of a span row replaced or deleted.

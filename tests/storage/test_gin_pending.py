@@ -3,14 +3,33 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 
 import orjson
+import pytest
 
-from storage import gin_pending
+from storage import find_upgrade, gin_pending
 from storage.database import Database
+from storage.schema import migrate
 from storage.span_rows import SpanRow
 from storage.spans import SpanStore
+from tests.conftest import POSTGRES_URL
+from tests.postgres_server import postgres_schema
 from tests.storage.rows import span_row
+
+
+@pytest.fixture
+def postgres_store() -> Iterator[Database]:
+    """A migrated PostgreSQL schema of the test's own (one it may change)."""
+    if not POSTGRES_URL:
+        pytest.skip("SPANGATE_TEST_POSTGRES_URL is not set: no PostgreSQL here")
+    with postgres_schema(POSTGRES_URL) as url:
+        db = Database(url)
+        migrate(db)
+        try:
+            yield db
+        finally:
+            db.close()
 
 
 def _call(trace: str, span: str, answer: str) -> SpanRow:
@@ -87,3 +106,56 @@ def _schema(db: Database) -> str:
         row = tx.query_one("SELECT current_schema()")
     assert row is not None
     return str(row[0])
+
+
+@pytest.mark.parametrize(
+    "remade",
+    [
+        "DROP INDEX trace_texts_words",
+        "DROP INDEX trace_facets_tokens; "
+        "CREATE INDEX trace_facets_tokens ON trace_facets (trace_id)",
+    ],
+)
+def test_a_store_without_one_of_the_indexes_writes(postgres_store: Database, remade: str) -> None:
+    """An index an operator dropped, or made anew of another kind, is not merged; the
+    batch is written, and the other index's list merged."""
+    db = postgres_store
+    with db.transaction() as tx:
+        for statement in remade.split("; "):
+            tx.execute(statement)
+    SpanStore(db).upsert([_call(f"t{n}", "1", f"answer {n}") for n in range(20)], 1000)
+    with db.transaction() as tx:
+        assert tx.query_one("SELECT COUNT(*) FROM trace_texts")[0] == 20
+        gin = tx.query(
+            "SELECT index.relname FROM pg_class AS index JOIN pg_am AS method ON "
+            "method.oid = index.relam AND method.amname = 'gin' WHERE index.relnamespace = "
+            "current_schema()::regnamespace"
+        )
+    left = [name for (name,) in gin]
+    assert len(left) == 1
+    with db.transaction() as tx:
+        assert tx.query_one(f"SELECT gin_clean_pending_list('{left[0]}'::regclass)")[0] == 0
+
+
+def test_a_walk_over_the_stored_traces_leaves_the_merge_to_the_batches(
+    postgres_store: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The walk that indexes each stored trace anew does not merge trace by trace (a
+    trace's words merged alone cost as much as a batch's); a batch after it merges."""
+    db = postgres_store
+    store = SpanStore(db)
+    store.upsert([_call(f"t{n}", "1", f"answer {n}") for n in range(30)], 1000)
+    with db.transaction() as tx:  # as a store the find indexes came to
+        tx.execute("DELETE FROM trace_texts")
+        tx.execute("DELETE FROM trace_facets")
+        tx.execute("DELETE FROM schema_migrations WHERE version = ?", (find_upgrade.UPGRADED,))
+    merges = []
+    merge = gin_pending.merge
+    monkeypatch.setattr(gin_pending, "merge", lambda tx: merges.append(merge(tx)))
+    assert find_upgrade.upgrade(db) == 30
+    assert merges == []
+    with db.transaction() as tx:
+        assert tx.query_one("SELECT COUNT(*) FROM trace_texts")[0] == 30
+    store.upsert([_call("later", "1", "a later answer")], 1000)
+    assert len(merges) == 1
+    assert _pending_pages(db) == {index: 0 for index in gin_pending.INDEXES}
