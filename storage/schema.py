@@ -20,7 +20,7 @@ from storage import (
 )
 from storage.clock import utc_now_iso
 from storage.database import Database, Transaction
-from storage.errors import StoreError
+from storage.errors import StoreError, StoreUnavailable
 from storage.resend import COLUMN_TYPES, FIELDS
 from storage.trace_summaries import BACKFILL_SUMMARIES
 
@@ -386,11 +386,15 @@ MIGRATE_RETRY_S = 2.0
 
 
 async def migrate_when_reachable(db: Database, log: logging.Logger) -> None:
-    """Migrate, retrying while the database is unreachable (it may come up later)."""
+    """Migrate, retrying while the database is unreachable (it may come up later), or
+    refuses the migration (a user without the privileges it needs, which an operator
+    may grant meanwhile: that is logged as an error)."""
     while True:
         try:
             await asyncio.to_thread(migrate, db)
             return
-        except StoreError as e:
+        except StoreUnavailable as e:
             log.warning("database not ready; retrying", extra={"error": str(e)})
-            await asyncio.sleep(MIGRATE_RETRY_S)
+        except StoreError as e:
+            log.error("database migration failed; retrying", extra={"error": str(e)})
+        await asyncio.sleep(MIGRATE_RETRY_S)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
+from pathlib import Path
 
 import pytest
 
+from storage import schema
 from storage.database import Database
-from storage.errors import StoreError
+from storage.errors import StoreError, StoreUnavailable
 from storage.schema import MIGRATIONS, WALKS_FROM, migrate, refuse_newer
 
 
@@ -94,3 +97,31 @@ def test_every_walk_has_a_version_of_its_own() -> None:
         if name.isupper() and isinstance(value, int) and value >= WALKS_FROM
     ]
     assert len(versions) >= 9 and len(versions) == len(set(versions))
+
+
+async def test_a_migration_refused_is_logged_as_an_error_and_tried_again(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, tmp_path: Path
+) -> None:
+    """A database that does not answer is waited for (a warning); one that refuses the
+    migration (a user without the privileges it needs) is an error, tried again until
+    an operator mends it."""
+    failures: list[StoreError] = [
+        StoreUnavailable("database is unreachable"),
+        StoreError("database error: must be owner of index trace_texts_words"),
+    ]
+
+    def migrated(db: Database) -> int:
+        if failures:
+            raise failures.pop(0)
+        return len(MIGRATIONS)
+
+    monkeypatch.setattr(schema, "migrate", migrated)
+    monkeypatch.setattr(schema, "MIGRATE_RETRY_S", 0.0)
+    log = logging.getLogger("spangate.test")
+    with caplog.at_level(logging.WARNING, logger="spangate.test"):
+        await schema.migrate_when_reachable(Database(f"sqlite:///{tmp_path / 's.db'}"), log)
+    assert [(r.levelname, r.getMessage(), r.__dict__["error"]) for r in caplog.records] == [
+        ("WARNING", "database not ready; retrying", "database is unreachable"),
+        ("ERROR", "database migration failed; retrying",
+         "database error: must be owner of index trace_texts_words"),
+    ]  # fmt: skip
