@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -45,10 +46,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("database_url", BACKENDS, indirect=True)
 
 
-@pytest.fixture(scope="module")
-def postgres_database() -> Iterator[Database]:
-    """A migrated PostgreSQL database (a schema) shared by a module's tests; skipped
-    where SPANGATE_TEST_POSTGRES_URL is unset (CI sets it when PostgreSQL answers)."""
+@contextmanager
+def migrated_postgres() -> Iterator[Database]:
+    """A migrated PostgreSQL database in a schema of its own, dropped after; the test is
+    skipped where SPANGATE_TEST_POSTGRES_URL is unset (CI sets it when PostgreSQL
+    answers)."""
     if not POSTGRES_URL:
         pytest.skip("SPANGATE_TEST_POSTGRES_URL is not set: no PostgreSQL here")
     with postgres_schema(POSTGRES_URL) as url:
@@ -58,6 +60,13 @@ def postgres_database() -> Iterator[Database]:
             yield db
         finally:
             db.close()
+
+
+@pytest.fixture(scope="module")
+def postgres_database() -> Iterator[Database]:
+    """A migrated PostgreSQL database (`migrated_postgres`) shared by a module's tests."""
+    with migrated_postgres() as db:
+        yield db
 
 
 @pytest.fixture(scope="session")

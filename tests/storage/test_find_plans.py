@@ -32,8 +32,7 @@ from storage.trace_query import (
     page_query,
     tail_query,
 )
-from tests.conftest import POSTGRES_URL
-from tests.postgres_server import postgres_schema
+from tests.conftest import migrated_postgres
 from tests.storage.rows import span_row
 from tests.storage.test_trace_index import _indexed
 
@@ -92,15 +91,8 @@ def seeded(
         yield _seed(db)
         db.close()
         return
-    if not POSTGRES_URL:
-        pytest.skip("SPANGATE_TEST_POSTGRES_URL is not set: no PostgreSQL here")
-    with postgres_schema(POSTGRES_URL) as url:
-        db = Database(url)
-        migrate(db)
-        try:
-            yield _seed(db)
-        finally:
-            db.close()
+    with migrated_postgres() as db:
+        yield _seed(db)
 
 
 FILTERS = {

@@ -10,26 +10,17 @@ import pytest
 
 from storage import find_upgrade, gin_pending
 from storage.database import Database
-from storage.schema import migrate
 from storage.span_rows import SpanRow
 from storage.spans import SpanStore
-from tests.conftest import POSTGRES_URL
-from tests.postgres_server import postgres_schema
+from tests.conftest import migrated_postgres
 from tests.storage.rows import span_row
 
 
 @pytest.fixture
 def postgres_store() -> Iterator[Database]:
     """A migrated PostgreSQL schema of the test's own (one it may change)."""
-    if not POSTGRES_URL:
-        pytest.skip("SPANGATE_TEST_POSTGRES_URL is not set: no PostgreSQL here")
-    with postgres_schema(POSTGRES_URL) as url:
-        db = Database(url)
-        migrate(db)
-        try:
-            yield db
-        finally:
-            db.close()
+    with migrated_postgres() as db:
+        yield db
 
 
 def _call(trace: str, span: str, answer: str) -> SpanRow:
