@@ -28,9 +28,8 @@ from storage.schema import migrate
 from storage.span_rows import SpanRow
 from storage.spans import SpanStore
 from storage.trace_list import Cursor, TraceFilter, TraceSummaries
-from tests.conftest import POSTGRES_URL
+from tests.conftest import POSTGRES_URL, migrated_postgres
 from tests.fuzz import FUZZ
-from tests.postgres_server import postgres_schema
 from tests.storage.rows import span_row
 
 WINDOW_MS = 1_200_000
@@ -257,52 +256,43 @@ def test_postgres_walks_a_common_filters_documents_in_their_order(
     sort values; its pages are those of the walk of the summaries: traces of two
     projects, written out of their order, over two days, a later span of a trace
     starting earlier, an error in some; after a trace's first span is erased."""
-    if not POSTGRES_URL:
-        pytest.skip("SPANGATE_TEST_POSTGRES_URL is not set: no PostgreSQL here")
     monkeypatch.setattr(trace_query, "DRIVING_MATCHES_POSTGRES", 0)  # every filter walked
-    with postgres_schema(POSTGRES_URL) as url:
-        db = Database(url)
-        try:
-            migrate(db)
-            make_partitions(db)
-            store = SpanStore(db)
-            for batch in range(4):
-                rows = [
-                    _span(project, n, span, said, f"t{n % 2}", (n * 7) % 23 - span, DAYS[span % 2])
-                    for n in range(batch, 24, 4)
-                    for project in "pq"
-                    for span, said in enumerate(("alpha", "bravo" if n % 3 else "alpha bravo"))
-                ]
-                store.upsert(rows, WINDOW_MS)
-            walks = _answered(monkeypatch, "walked")
-            for erase in (False, True):
-                if erase:
-                    key = (f"{5:032x}", f"{1:016x}", DAYS[1])
-                    Eraser(db, "p").erase(Selection(frozenset(), frozenset([key])))
-                for filters in FILTERS:
-                    for limit in (1, 2, 50):
-                        with pytest.MonkeyPatch.context() as patched:
-                            patched.setattr(newest_first, "applies", lambda *_: False)
-                            expected = _pages(db, filters, limit)
-                        assert _pages(db, filters, limit) == expected, (filters, limit, erase)
-            # a trace whose first span is erased sorts by its text of the other day
-            store.upsert(
-                [
-                    _span("p", 101, 0, "charlie", "t0", 1, DAYS[0]),
-                    _span("p", 101, 1, "alpha", "t0", 105, DAYS[1]),
-                ],
-                WINDOW_MS,
-            )
-            store.upsert(
-                [_span("p", n, 0, "alpha", "t0", n, DAYS[1]) for n in (103, 104)], WINDOW_MS
-            )
-            key = (f"{101:032x}", f"{0:016x}", DAYS[0])
-            Eraser(db, "p").erase(Selection(frozenset(), frozenset([key])))
-            page = TraceSummaries(db).page("p", TraceFilter(words=("alpha",)), 1, ends=False)
-            assert [trace.trace_id for trace in page.traces] == [f"{101:032x}"]
-            assert walks and all(walks)
-        finally:
-            db.close()
+    with migrated_postgres() as db:
+        make_partitions(db)
+        store = SpanStore(db)
+        for batch in range(4):
+            rows = [
+                _span(project, n, span, said, f"t{n % 2}", (n * 7) % 23 - span, DAYS[span % 2])
+                for n in range(batch, 24, 4)
+                for project in "pq"
+                for span, said in enumerate(("alpha", "bravo" if n % 3 else "alpha bravo"))
+            ]
+            store.upsert(rows, WINDOW_MS)
+        walks = _answered(monkeypatch, "walked")
+        for erase in (False, True):
+            if erase:
+                key = (f"{5:032x}", f"{1:016x}", DAYS[1])
+                Eraser(db, "p").erase(Selection(frozenset(), frozenset([key])))
+            for filters in FILTERS:
+                for limit in (1, 2, 50):
+                    with pytest.MonkeyPatch.context() as patched:
+                        patched.setattr(newest_first, "applies", lambda *_: False)
+                        expected = _pages(db, filters, limit)
+                    assert _pages(db, filters, limit) == expected, (filters, limit, erase)
+        # a trace whose first span is erased sorts by its text of the other day
+        store.upsert(
+            [
+                _span("p", 101, 0, "charlie", "t0", 1, DAYS[0]),
+                _span("p", 101, 1, "alpha", "t0", 105, DAYS[1]),
+            ],
+            WINDOW_MS,
+        )
+        store.upsert([_span("p", n, 0, "alpha", "t0", n, DAYS[1]) for n in (103, 104)], WINDOW_MS)
+        key = (f"{101:032x}", f"{0:016x}", DAYS[0])
+        Eraser(db, "p").erase(Selection(frozenset(), frozenset([key])))
+        page = TraceSummaries(db).page("p", TraceFilter(words=("alpha",)), 1, ends=False)
+        assert [trace.trace_id for trace in page.traces] == [f"{101:032x}"]
+        assert walks and all(walks)
 
 
 def test_postgres_walk_orders_ties_as_the_summaries_collate(
