@@ -164,6 +164,24 @@ def test_pages_read_newest_first_are_the_lists_pages(
         _assert_same_pages(db)
 
 
+def _first_span_erased(db: Database, store: SpanStore, trace: int) -> None:
+    """Trace `trace` (`_span`'s number) of two spans, its first ("charlie") of the day
+    before its second ("alpha", starting at `trace + 4`), then two traces of the later
+    day that start before that ("alpha", at `trace + 2` and `trace + 3`); its first span
+    erased."""
+    store.upsert(
+        [
+            _span("p", trace, 0, "charlie", "t0", 1, DAYS[0]),
+            _span("p", trace, 1, "alpha", "t0", trace + 4, DAYS[1]),
+        ],
+        WINDOW_MS,
+    )
+    later = [_span("p", n, 0, "alpha", "t0", n, DAYS[1]) for n in (trace + 2, trace + 3)]
+    store.upsert(later, WINDOW_MS)
+    span = (f"{trace:032x}", f"{0:016x}", DAYS[0])
+    Eraser(db, "p").erase(Selection(frozenset(), frozenset([span])))
+
+
 def test_a_trace_whose_start_an_erasure_moves_later_is_read_at_its_new_place(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -171,17 +189,7 @@ def test_a_trace_whose_start_an_erasure_moves_later_is_read_at_its_new_place(
     day, written before the other traces' and not made anew by the erasure itself,
     is made anew above them, where the read finds it first."""
     with _store() as db:
-        store = SpanStore(db)
-        store.upsert(
-            [
-                _span("p", 1, 0, "charlie", "t0", 1, DAYS[0]),
-                _span("p", 1, 1, "alpha", "t0", 5, DAYS[1]),
-            ],
-            WINDOW_MS,
-        )
-        store.upsert([_span("p", n, 0, "alpha", "t0", n, DAYS[1]) for n in (3, 4)], WINDOW_MS)
-        span = (f"{1:032x}", f"{0:016x}", DAYS[0])
-        Eraser(db, "p").erase(Selection(frozenset(), frozenset([span])))
+        _first_span_erased(db, SpanStore(db), 1)
         answers = _answered(monkeypatch)
         page = TraceSummaries(db).page("p", TraceFilter(words=("alpha",)), 1, ends=False)
         assert [trace.trace_id for trace in page.traces] == [f"{1:032x}"]
@@ -280,16 +288,7 @@ def test_postgres_walks_a_common_filters_documents_in_their_order(
                         expected = _pages(db, filters, limit)
                     assert _pages(db, filters, limit) == expected, (filters, limit, erase)
         # a trace whose first span is erased sorts by its text of the other day
-        store.upsert(
-            [
-                _span("p", 101, 0, "charlie", "t0", 1, DAYS[0]),
-                _span("p", 101, 1, "alpha", "t0", 105, DAYS[1]),
-            ],
-            WINDOW_MS,
-        )
-        store.upsert([_span("p", n, 0, "alpha", "t0", n, DAYS[1]) for n in (103, 104)], WINDOW_MS)
-        key = (f"{101:032x}", f"{0:016x}", DAYS[0])
-        Eraser(db, "p").erase(Selection(frozenset(), frozenset([key])))
+        _first_span_erased(db, store, 101)
         page = TraceSummaries(db).page("p", TraceFilter(words=("alpha",)), 1, ends=False)
         assert [trace.trace_id for trace in page.traces] == [f"{101:032x}"]
         assert walks and all(walks)
