@@ -58,7 +58,7 @@ def texts_of(rows: Sequence[SpanRow]) -> tuple[list[Previews], list[Document]]:
     start day (more when its texts pass MAX_TEXT), of what each text adds to the day's
     earlier ones (`_added`)."""
     previews: list[Previews] = []
-    ends = _ends(rows)
+    ends: set[int] | None = None  # made when a row first has messages
     #: each trace's day: its latest texts (_LOOK_BACK), and what each text added
     latest: dict[tuple[str, str, str], list[str]] = {}
     added: dict[tuple[str, str, str], list[str]] = {}
@@ -67,6 +67,8 @@ def texts_of(rows: Sequence[SpanRow]) -> tuple[list[Previews], list[Document]]:
         if given is None:
             continue
         text, shown = given
+        if ends is None:
+            ends = _ends(rows)
         if id(row) in ends:
             previews.append((row.project_id, row.trace_id, row.span_id, row.start_day, shown))
         day = (row.project_id, row.trace_id, row.start_day)
