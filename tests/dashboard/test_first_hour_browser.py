@@ -203,13 +203,28 @@ def test_a_typed_time_is_sent_as_the_browser_reads_it(
     page.close()
 
 
-def _run(code: str, env: dict[str, str] | None = None) -> None:
+def _run(code: str, env: dict[str, str] | None = None, command: tuple[str, ...] = ()) -> None:
+    """Run `code` (then a span sent, and the provider shut down) in a new Python, under
+    `command` when given."""
     script = code + f"\ntrace.get_tracer('setup').start_span({SENT!r}).end()\n"
     script += "trace.get_tracer_provider().shutdown()\n"
     done = subprocess.run(
-        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60
+        [*command, sys.executable, "-c", script],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 0 and not done.stderr, done.stderr
+
+
+def _exported(block: str) -> dict[str, str]:
+    """The variables of a block of `export NAME=value` lines, as a shell would set them."""
+    found = {}
+    for line in block.splitlines():
+        name, _, value = line.removeprefix("export ").partition("=")
+        found[name] = shlex.split(value)[0]
+    return found
 
 
 def test_the_api_keys_page_gives_a_working_exporter_setup(
@@ -227,10 +242,7 @@ def test_the_api_keys_page_gives_a_working_exporter_setup(
     assert f"Bearer {secret}" in python and f"{served['ingest']}/v1/traces" in python
     shot(page.get_by_role("region", name="Send traces"), tmp_path, "first-hour-api-keys")
     _run(python)
-    env = {"PATH": "/usr/bin:/bin"}
-    for line in page.locator("#setup-env").inner_text().splitlines():
-        name, _, value = line.removeprefix("export ").partition("=")
-        env[name] = shlex.split(value)[0]
+    env = {"PATH": "/usr/bin:/bin", **_exported(page.locator("#setup-env").inner_text())}
     _run(
         "from opentelemetry import trace\n"
         "from opentelemetry.exporter.otlp.json.http.trace_exporter import OTLPSpanExporter\n"
@@ -241,9 +253,14 @@ def test_the_api_keys_page_gives_a_working_exporter_setup(
         "trace.set_tracer_provider(provider)\n",
         env,
     )
+    # the SDK configured by opentelemetry-instrument (opentelemetry-distro), from the
+    # variables alone
+    env |= _exported(page.locator("#setup-instrument").inner_text())
+    instrument = Path(sys.executable).with_name("opentelemetry-instrument")
+    _run("from opentelemetry import trace\n", env, (str(instrument),))
     answer = page.request.get(f"{served['app']}/api/v1/projects/demo/ingestion")
     sent = [r for r in answer.json()["requests"] if r["route"] == "/v1/traces"]
     assert [(r["status"], r["accepted"], r["keyPrefix"]) for r in sent] == [
         (200, 1, secret[:12])
-    ] * 2
+    ] * 3
     page.close()
