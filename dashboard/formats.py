@@ -108,8 +108,18 @@ def usd(value: float | None) -> str:
     return "$" + written + "0" * max(0, 2 - len(written.partition(".")[2]))
 
 
-#: Why a cost shows "—" (the title of the dash).
+#: Why a cost shows "—" (the title of the dash) where tokens were reported.
 NO_COST = (
     "No cost known: the span sent none, and neither the operator's price file "
     "(SPANGATE_PRICES_FILE) nor the genai-prices table has a price for its model"
 )
+#: Why it does where none were: nothing to price (a failed call reports none).
+NO_TOKENS = (
+    "No cost known: the span sent none, and reported no token counts to price (a call "
+    "that failed or was cancelled reports none)"
+)
+
+
+def no_cost(input_tokens: int | None, output_tokens: int | None) -> str:
+    """Why a cost of these tokens shows "—"."""
+    return NO_TOKENS if input_tokens is None and output_tokens is None else NO_COST

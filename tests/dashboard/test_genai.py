@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 
 import proto_json
+from dashboard.formats import NO_COST, NO_TOKENS
 from genai.messages import MAX_CONTENT
 from tests.dashboard.conftest import Site, sign_in, store
 from tests.proto_json.spans import span
@@ -16,6 +17,8 @@ from tests.proto_json.spans import span
 TRACE = "5b8efff798038103d269b633813fc60c"
 QUESTION = '[{"role":"user","parts":[{"type":"text","content":"Where is my order?"}]}]'
 ANSWER = '[{"role":"assistant","parts":[{"type":"text","content":"It **ships** today."}]}]'
+#: What the dash of a cost says when the call's model has no price (its end, unescaped).
+UNPRICED = NO_COST.rsplit(" nor ", 1)[1]
 
 
 def _run() -> list[dict[str, Any]]:
@@ -214,7 +217,7 @@ async def test_the_pages_show_models_tokens_and_cost(site: Site) -> None:
                                                 "gen_ai.request.model": "nobody-prices-me",
                                                 "gen_ai.usage.input_tokens": 3})])  # fmt: skip
     listing = (await (await client.get("/projects/demo/traces")).get_data()).decode()
-    assert 'title="No cost known' in listing
+    assert 'title="No cost known' in listing and UNPRICED in listing
 
 
 async def test_the_trace_page_shows_the_traces_input_and_output(site: Site) -> None:
@@ -391,6 +394,26 @@ async def test_a_traces_cost_says_how_many_calls_it_leaves_out(site: Site) -> No
     ])  # fmt: skip
     shown = await cost()
     assert re.search(r"\$0\.5\d*", shown) and "+ 1 call not priced" in shown
+
+
+async def test_a_call_that_reported_no_tokens_says_so_where_its_cost_is_a_dash(
+    site: Site,
+) -> None:
+    """A failed call (no tokens, a priced model): its dash says no tokens were reported,
+    not that its model has no price, in the list, the trace's header and the call's
+    pane; the header shows no token counts of none."""
+    client = site.client()
+    await sign_in(client, "viewer@acme.test")
+    store(site.db, site.demo, [span(traceId=TRACE, spanId="d" * 16, name="chat", status="error",
+                                    attributes={"gen_ai.operation.name": "chat",
+                                                "gen_ai.request.model": "gpt-4o"})])  # fmt: skip
+    listing = (await (await client.get("/projects/demo/traces")).get_data()).decode()
+    assert NO_TOKENS in listing and UNPRICED not in listing
+    page = (await (await client.get(f"/projects/demo/traces/{TRACE}")).get_data()).decode()
+    header = page.split("<dt>Tokens</dt>", 1)[1].split("</dl>", 1)[0]
+    assert header.startswith("<dd>—</dd>") and f'title="{NO_TOKENS}"' in header
+    _, pane = await _pane(site, "d" * 16)
+    assert f'title="{NO_TOKENS}"' in pane and UNPRICED not in pane
 
 
 async def test_a_user_and_session_named_on_a_span_no_convention_describes_are_the_traces(
