@@ -35,6 +35,7 @@ ODD_SESSION = "x/../../settings"
 RIGHT_TO_LEFT = "\u202eevil name"  # a right-to-left override, never closed
 LONG_NAME = "batch-" + "x" * 200  # no space to break it at
 LONG_USER = "user-" + "u" * 125
+LONG_SESSION = "session-" + "s" * 120
 NOJS_TRACE = "0f" * 16
 LONG_TEXT = " ".join(f"word{n}" for n in range(400)) + " THE-END"
 
@@ -146,9 +147,10 @@ def served(tmp_path_factory: pytest.TempPathFactory, redis_url: str) -> Iterator
     odd = IdentityStore(db).create_project("odd", "acme")
     IdentityStore(db).create_key("odd", "owner@acme.test")  # a row on its keys' page
     store(db, odd, odd_run())
+    long_ids = {"user.id": LONG_USER, "session.id": LONG_SESSION}
     store(db, odd, [span(traceId="0e" * 16, spanId="1" * 16, name=LONG_NAME,
                          startTime="2026-11-22T14:00:00Z", endTime="2026-11-22T14:00:01Z",
-                         attributes={"user.id": LONG_USER})])  # fmt: skip
+                         attributes=long_ids)])  # fmt: skip
     store(db, odd, busy_run())
     for name, value in (("helpfulness", 0.8), ("answer_correctness", 1.0)):
         given = NewScore(BUSY_TRACE, None, name, value, None, "ui")
@@ -341,25 +343,51 @@ def test_a_right_to_left_span_name_leaves_its_row_in_order(
     page.close()
 
 
+def test_long_user_and_session_ids_wrap_rather_than_widen_the_pages(
+    browser: Browser, dashboard_url: str
+) -> None:
+    """A user id of 130 characters and a session id of 128, neither with a space: the
+    sessions list and the trace's page show them whole, at 1024 px and at 1280, without
+    scrolling sideways."""
+    page = browser.new_page(viewport={"width": 1024, "height": 800})
+    _sign_in(page, dashboard_url)
+    for width in (1024, 1280):
+        page.set_viewport_size({"width": width, "height": 800})
+        page.goto(f"{dashboard_url}/projects/odd/sessions")
+        row = page.get_by_role("row").filter(has_text=LONG_SESSION)
+        expect(row.get_by_role("cell", name=LONG_USER, exact=True)).to_be_visible()
+        assert page.evaluate("document.documentElement.scrollWidth <= innerWidth"), width
+        page.goto(f"{dashboard_url}/projects/odd/traces/{'0e' * 16}")
+        expect(page.locator(".facts dd").filter(has_text=LONG_USER)).to_have_text(LONG_USER)
+        expect(page.get_by_role("link", name=LONG_SESSION)).to_be_visible()
+        assert page.evaluate("document.documentElement.scrollWidth <= innerWidth"), width
+    page.close()
+
+
 def test_the_trace_list_fits_a_laptops_width_whatever_its_texts(
     browser: Browser, dashboard_url: str, tmp_path: Path
 ) -> None:
-    """At 1280 px the list's every column shows without scrolling sideways, and the
-    filter bar's pickers keep their size: an agent run with two dated models, long user
-    and session ids, two scores, its question and answer (both shown); a root name of
-    206 characters and no space wraps in its cell, a user id of 130 characters is cut in
-    its cell and in the user picker, and a trace id shows its first digits (all of them
-    on hover)."""
-    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    """At 1280 px, and at 1024, the list's every column shows without scrolling
+    sideways, and the filter bar's pickers keep their size: an agent run with two dated
+    models, long user and session ids, two scores, its question and answer (both
+    shown); a root name of 206 characters and no space, and a user id of 130, wrap in
+    their cells (the id is cut in the user picker), and a trace id shows its first
+    digits (all of them on hover)."""
+    page = browser.new_page(viewport={"width": 1024, "height": 800})
     _sign_in(page, dashboard_url)
     page.goto(f"{dashboard_url}/projects/odd/traces")
     expect(page.get_by_role("link", name="0e" * 16)).to_be_visible()
     scroll = page.locator(".table-scroll")
-    assert scroll.evaluate("e => e.scrollWidth <= e.clientWidth"), scroll.evaluate(
+    fits = "e => e.scrollWidth <= e.clientWidth"
+    widths = (
         "e => `${e.scrollWidth} > ${e.clientWidth}: ` + "
         "[...e.querySelectorAll('th')].map(h => `${h.innerText} ${h.offsetWidth}`).join(', ')"
     )
+    assert scroll.evaluate(fits), scroll.evaluate(widths)
+    page.set_viewport_size({"width": 1280, "height": 800})
+    assert scroll.evaluate(fits), scroll.evaluate(widths)
     busy = page.get_by_role("row").filter(has_text="invoke_agent support-agent")
+    expect(page.get_by_role("cell", name=LONG_USER, exact=True).first).to_be_visible()
     expect(busy.locator(".io .said")).to_have_count(2)  # the question and the answer
     expect(busy.locator(".score").first).to_have_text("0.80 helpfulness")  # its value first
     parts = busy.locator(".model .part")  # a name and its date, each on one line
