@@ -186,9 +186,12 @@ def _substring_traces(word: str) -> IndexFilter:
     in `東京タワーに行きました`), for a word of a script written without spaces, whose
     stored words are whole runs of it: the texts' stored words are read (the project's
     texts, by its index), as Langfuse and Phoenix read theirs for any word; a walked
-    trace's are checked by its own texts."""
-    contains = "x.body LIKE ? ESCAPE '\\'"
-    pattern: list[object] = [like(word.casefold())]
+    trace's are checked by its own texts. The word is split as a stored text is, once
+    case-folded (`東京İ` folds to `東京i` and a mark, which is none: the word `東京i`),
+    each of its words contained."""
+    words = split(word.casefold(), sys.maxsize)
+    contains = " AND ".join("x.body LIKE ? ESCAPE '\\'" for _ in words) or "FALSE"
+    pattern: list[object] = [like(found) for found in words]
     return IndexFilter(
         f"SELECT x.trace_id FROM trace_texts AS x WHERE x.project_id = ?1 AND {contains}",
         pattern,

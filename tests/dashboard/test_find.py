@@ -244,13 +244,14 @@ _UNSPACED = {
     61: "明日は大阪城に行きます",
     62: "서울에서 만나요",
     63: "ผมไปกรุงเทพเมื่อวาน",
+    64: "東京İ ソウルǰは",  # İ and ǰ fold to a letter and a mark, which is no letter
 }
 
 
 @pytest.mark.parametrize(
     ("query", "expected"),
     [
-        ("text=東京", [60]),
+        ("text=東京", [64, 60]),
         ("text=タワー", [60]),
         ("text=行き", [61, 60]),
         ("text=行きました", [60]),
@@ -259,6 +260,8 @@ _UNSPACED = {
         ("text=กรุงเทพ", [63]),
         ("text=東京+PARCEL", []),
         ("text=大阪+明日", [61]),
+        ("text=東京İ", [64]),
+        ("text=ソウルǰ", [64]),
     ],
 )
 async def test_a_word_of_a_script_without_spaces_is_found_inside_the_texts_words(
