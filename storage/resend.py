@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from operator import itemgetter
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 from storage.span_rows import SpanRow
 
@@ -104,7 +104,7 @@ def replaces(stored: str, new: str, window_ms: int) -> str:
     )
 
 
-def replaced_by(kept: SpanRow, row: SpanRow, window_ms: int) -> bool:
+def replaced_by(kept: SpanRow | Stored, row: SpanRow, window_ms: int) -> bool:
     """`replaces` in Python: whether `row` replaces `kept`, the row of its key."""
     if kept.content_hash != row.content_hash:
         return True
@@ -114,6 +114,13 @@ def replaced_by(kept: SpanRow, row: SpanRow, window_ms: int) -> bool:
 _ROW_KEY = itemgetter(0, 1, 2, 3)  # project, trace, span, start day: a stored row's key
 
 
+class Stored(NamedTuple):
+    """What the rules read of a stored row: its content hash and receive time."""
+
+    content_hash: str
+    received_ms: int
+
+
 def left_by(
     rows: Iterable[tuple[int, SpanRow]], refused: set[int], window_ms: int
 ) -> tuple[list[SpanRow], list[int]]:
@@ -121,7 +128,31 @@ def left_by(
     row each key is left holding, and the positions of the rows that met the row one
     before them in the batch left and did not replace it (`replaced_by`), which wrote
     nothing. A refused row leaves its key's row as it was."""
-    held: dict[tuple[str, str, str, str], SpanRow] = {}
+    held: dict[tuple[str, str, str, str], SpanRow | Stored] = {}
+    met = _judged(rows, refused, window_ms, held)
+    return cast(list[SpanRow], list(held.values())), met  # the batch's rows, every one
+
+
+def wrote_nothing(
+    rows: list[SpanRow],
+    refused: set[int],
+    stored: dict[tuple[str, str, str, str], Stored],
+    window_ms: int,
+) -> list[int]:
+    """The positions of the rows of a batch that wrote nothing: each met the row of its
+    key as stored before the batch (`stored`, by key) or as a row before it in the batch
+    left it, and did not replace it (a span sent again, its receive time whatever)."""
+    return _judged(enumerate(rows), refused, window_ms, dict(stored))
+
+
+def _judged(
+    rows: Iterable[tuple[int, SpanRow]],
+    refused: set[int],
+    window_ms: int,
+    held: dict[tuple[str, str, str, str], SpanRow | Stored],
+) -> list[int]:
+    """The rows in turn, each key's row `held` as they leave it; the positions of those
+    that met it and did not replace it."""
     met: list[int] = []
     for at, row in rows:
         if at in refused:
@@ -132,7 +163,7 @@ def left_by(
             held[key] = row
         else:
             met.append(at)
-    return list(held.values()), met
+    return met
 
 
 #: A span row's insert, every column.

@@ -25,6 +25,7 @@ from storage.resend import (
     traces_asked,
     upsert,
     window_checks,
+    wrote_nothing,
 )
 from storage.span_rows import SpanRow
 from storage.trace_facets import Facets
@@ -168,7 +169,7 @@ class SpanStore:
         shared_texts.write(tx, batch.rows)
         if batch.found is not None:
             traces = batch.copy.traces if batch.copy is not None else ()
-            met = trace_index.unchanged(tx, batch.rows, written, window_ms)
+            met = trace_index.unchanged(batch.rows, written)
             left_out = written.refused + met
             trace_index.write(tx, batch.found, batch.rows, left_out, traces)
             session_summaries.refresh_stale(tx)
@@ -178,7 +179,7 @@ class SpanStore:
 
     def _write_sqlite(self, tx: Transaction, rows: list[SpanRow], window_ms: int) -> Written:
         """The rows written by the rules; the positions of those the window refused, and
-        of those it checked when some row changed nothing."""
+        (keeping the indexes that find a trace) of those that wrote nothing."""
         stored = {
             trace
             for asked in traces_asked(rows)
@@ -188,8 +189,10 @@ class SpanStore:
         checked = window_checks(rows, stored, repeats)
         # only a checked row can meet a stored row of its span and replace it
         replacing = [at for at, check in enumerate(checked) if check] if self.find_index else []
+        kept = {}
         if replacing:
-            trace_index.note_replaced(tx, [rows[at] for at in replacing], window_ms)
+            kept = trace_index.stored_before(tx, [rows[at] for at in replacing])
+            trace_index.note_replaced(tx, [rows[at] for at in replacing], kept, window_ms)
         before = tx.total_changes()
         skipped = tx.executemany(upsert(window_ms), rows, sqlite_refusal(window_ms), checked)
         # an upsert of the same content changes no row: when every row not refused
@@ -200,7 +203,7 @@ class SpanStore:
             written = [rows[at][:4] for at in replacing if at not in refused]
             trace_texts.forget_previews(tx, written)
         trace_summaries.refresh_sqlite(tx, rows, stored, skipped, window_ms, repeats)
-        met = [] if wrote_all else [at for at, check in enumerate(checked) if check]
+        met = [] if wrote_all else wrote_nothing(rows, set(skipped), kept, window_ms)
         return Written(skipped, met)
 
     def trace(self, project_id: str, trace_id: str) -> list[dict[str, Any]]:

@@ -31,7 +31,7 @@ from typing import NamedTuple
 
 from storage import document_ceilings, trace_facets, trace_texts
 from storage.database import Transaction, arrays
-from storage.resend import Written, left_by, replaces
+from storage.resend import Stored, Written, replaced_by
 from storage.span_rows import SpanRow
 
 
@@ -78,6 +78,9 @@ def _faceted(row: SpanRow) -> trace_facets.Faceted:
 
 
 _NAMED = itemgetter(SpanRow._fields.index("project_id"), SpanRow._fields.index("name"))
+#: A stored row's key: project, trace, span, start day.
+_Key = tuple[str, str, str, str]
+_KEY = itemgetter(0, 1, 2, 3)
 
 
 def documents(rows: list[SpanRow]) -> list[trace_facets.Facets]:
@@ -86,53 +89,16 @@ def documents(rows: list[SpanRow]) -> list[trace_facets.Facets]:
     return trace_facets.documents_of(map(_faceted, rows))
 
 
-#: A row's resource (what a span sent again may carry anew) and the columns that find
-#: its stored row, in SpanRow's order.
+#: A row's resource (what a span sent again may carry anew).
 _RESOURCE_AT = SpanRow._fields.index("resource")
-_SENT = itemgetter(
-    *(
-        SpanRow._fields.index(f)
-        for f in ("project_id", "trace_id", "span_id", "start_day", "received_ms", "content_hash")
-    )
-)
-#: Of the rows asked (position, their key, receive time, content hash), those whose
-#: stored row holds the same content received at another time: they wrote nothing.
-_UNCHANGED_JOIN = (
-    " JOIN spans AS stored ON stored.project_id = asked.project_id AND stored.trace_id = "
-    "asked.trace_id AND stored.span_id = asked.span_id AND stored.start_day = asked.start_day "
-    "WHERE stored.content_hash = asked.content_hash AND stored.received_ms <> asked.received_ms"
-)
-_ASKED_COLUMNS = "at, project_id, trace_id, span_id, start_day, received_ms, content_hash"
-#: SQLite: rows asked a query (7 parameters each; old SQLite allows 999).
-_ASKED_ROWS = 140
 
 
-def unchanged(tx: Transaction, rows: list[SpanRow], written: Written, window_ms: int) -> list[int]:
-    """Of the rows just written in `tx` (`written`: what the rules did with them), those
-    at the positions that may have met a stored row of the same content (`met`) under a
-    resource that wrote nothing: a span sent again, whose resource, which its content
-    leaves out, must not be indexed. On PostgreSQL `met` names exactly those; on SQLite
-    (the rows checked) they are the rows that met what a row earlier in the batch left
-    (storage/resend.py, `left_by`), or whose stored row holds the same content received at another
-    time (an earlier send of it that replaced the row is the row). Reads nothing when
-    none of them has a resource."""
-    asked = [(at, *_SENT(rows[at])) for at in written.met if rows[at][_RESOURCE_AT] != "{}"]
-    if not asked or tx.postgres:  # PostgreSQL's rounds name exactly the rows that did
-        return [row[0] for row in asked]
-    # the rows that met what a row before them in the batch left
-    found = left_by(enumerate(rows), set(written.refused), window_ms)[1]
-    for first in range(0, len(asked), _ASKED_ROWS):
-        part = asked[first : first + _ASKED_ROWS]
-        values = ", ".join("(?, ?, ?, ?, ?, ?, ?)" for _ in part)
-        found += [
-            at
-            for (at,) in tx.query(
-                f"WITH asked ({_ASKED_COLUMNS}) AS (VALUES {values}) SELECT asked.at FROM asked"
-                + _UNCHANGED_JOIN,
-                [value for row in part for value in row],
-            )
-        ]
-    return found
+def unchanged(rows: list[SpanRow], written: Written) -> list[int]:
+    """Of the rows just written (`written`: what the rules did with them), those that
+    met a stored row of the same content (`met`: a span sent again) under a resource:
+    it wrote nothing, and its resource, which its content leaves out, must not be
+    indexed."""
+    return [at for at in written.met if rows[at][_RESOURCE_AT] != "{}"]
 
 
 def write(
@@ -204,22 +170,46 @@ def rebuild_stale(
     return len(taken)
 
 
-_SAME_SPAN = "project_id = ? AND trace_id = ? AND span_id = ? AND start_day = ?"
+#: SQLite: the keys one query of stored rows asks (4 parameters each; old SQLite allows 999).
+_KEYS_ASKED = 240
 
 
-def note_replaced(tx: Transaction, rows: Sequence[SpanRow], window_ms: int) -> None:
-    """SQLite, before an upsert: note stale the stored rows of these rows' keys
-    (project, trace, span, day) that the upsert may replace (storage/resend.py: other
-    content, or the same received later, whose resource may be another); noting one it
-    keeps, refused by the window, is harmless: its trace's rows are made anew from what
-    is stored."""
-    replaced = replaces("spans", "new", window_ms)
-    tx.executemany(
-        f"INSERT INTO trace_index_stale ({_STALE_COLUMNS}) SELECT {_STALE_COLUMNS} "
-        "FROM spans, (SELECT ? AS content_hash, ? AS received_ms) AS new "
-        f"WHERE {_SAME_SPAN} AND {replaced}",
-        [(row.content_hash, row.received_ms, *row[:4]) for row in rows],
-    )
+def stored_before(tx: Transaction, rows: Sequence[SpanRow]) -> dict[_Key, Stored]:
+    """SQLite, before an upsert: what the rules read of the stored rows of these rows'
+    keys (project, trace, span, day), by key."""
+    keys = list({_KEY(row) for row in rows})
+    found: dict[_Key, Stored] = {}
+    for first in range(0, len(keys), _KEYS_ASKED):
+        part = keys[first : first + _KEYS_ASKED]
+        values = ", ".join("(?, ?, ?, ?)" for _ in part)
+        for *stored_key, content_hash, received_ms in tx.query(
+            f"WITH asked (project_id, trace_id, span_id, start_day) AS (VALUES {values}) "
+            "SELECT s.project_id, s.trace_id, s.span_id, s.start_day, s.content_hash, "
+            "s.received_ms FROM asked JOIN spans AS s ON s.project_id = asked.project_id "
+            "AND s.trace_id = asked.trace_id AND s.span_id = asked.span_id "
+            "AND s.start_day = asked.start_day",
+            [value for key in part for value in key],
+        ):
+            found[tuple(stored_key)] = Stored(content_hash, received_ms)
+    return found
+
+
+def note_replaced(
+    tx: Transaction, rows: Sequence[SpanRow], stored: dict[_Key, Stored], window_ms: int
+) -> None:
+    """SQLite, before an upsert: note stale the stored rows (`stored_before`) that the
+    upsert may replace (storage/resend.py: other content, or the same received later,
+    whose resource may be another); noting one it keeps, refused by the window, is
+    harmless: its trace's rows are made anew from what is stored."""
+    stale = {
+        (row.project_id, row.trace_id, row.start_day)
+        for row in rows
+        if (kept := stored.get(_KEY(row))) is not None and replaced_by(kept, row, window_ms)
+    }
+    if stale:
+        tx.executemany(
+            f"INSERT INTO trace_index_stale ({_STALE_COLUMNS}) VALUES (?, ?, ?)", sorted(stale)
+        )
 
 
 def stale_partition(tx: Transaction, partition: str) -> None:

@@ -828,10 +828,12 @@ def test_a_span_sent_again_under_another_resource_is_found_by_its_first(
     database: Database, builder: str
 ) -> None:
     """The same span sent again under another resource (its content leaves the resource
-    out: an exporter restarted, retrying): within the window, after it, and twice in one
-    batch, it is stored as it was, and the other resource finds nothing."""
+    out: an exporter restarted, retrying): received in the same millisecond (by another
+    collector), within the window, after it, and twice in one batch, it is stored as it
+    was, and the other resource finds nothing."""
     store = SpanStore(database)
     _send(store, builder, _under_resource("a", "checkout-api", "production"))
+    _send(store, builder, _under_resource("a", "billing", "staging"))
     _send(store, builder, _under_resource("a", "billing", "staging"), received_ms=2)
     _send(store, builder, _under_resource("a", "billing", "staging"), received_ms=WINDOW_MS + 5)
     twice = (_under_resource("b", "agent-app", "production"), _under_resource("b", "x", "y"))
