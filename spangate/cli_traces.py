@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from datetime import UTC, datetime
+from decimal import Decimal
 
 from genai.prices import settled
 from spangate.cli_support import (
@@ -29,6 +30,11 @@ def _project_id(db: Database, name: str) -> str:
 
 def _nanos_to_ms(start: int, end: int | None) -> str:
     return "" if end is None else f"{(end - start) / 1e6:.1f}"
+
+
+def decimal_usd(cost: float) -> str:
+    """A cost in USD written out, as the dashboard reads it (0.00002985, not 2.985e-05)."""
+    return f"{Decimal(repr(settled(cost))):f}"
 
 
 def _start(nanos: int) -> str:
@@ -69,7 +75,7 @@ def _list(args: argparse.Namespace) -> int:
                         str(t.error_count),
                         ",".join(t.models),
                         "" if t.usage[2] is None else str(t.usage[2]),
-                        "" if t.usage[3] is None else f"{t.usage[3]:.6g}",
+                        "" if t.usage[3] is None else decimal_usd(t.usage[3]),
                         t.root_name or "",
                     )
                     for t in traces

@@ -15,6 +15,7 @@ import pytest
 
 import proto_json
 from spangate.cli import main
+from spangate.cli_traces import decimal_usd
 from storage.database import Database
 from storage.identity import IdentityStore
 from storage.schema import migrate
@@ -85,6 +86,13 @@ def test_list_as_a_table_reads_like_the_dashboards(capsys: pytest.CaptureFixture
     shown = datetime.fromtimestamp(start, UTC).strftime("%Y-%m-%d %H:%M:%S")
     assert first.startswith(f"{listed['traceId']}  {shown}  ")
     assert first.split()[-1] == listed["rootName"] and listed["errorCount"] == 0
+
+
+def test_a_cost_is_written_out() -> None:
+    """The table's costs read as the dashboard's, written out: never in e-notation."""
+    assert [decimal_usd(c) for c in (2.985e-05, 0.0005876400000000001, 1.5, 0.0, 12.0)] == [
+        "0.00002985", "0.00058764", "1.5", "0.0", "12.0"
+    ]  # fmt: skip
 
 
 def test_a_command_run_where_no_database_is_makes_none(
