@@ -85,6 +85,18 @@ class GenAIView(NamedTuple):
         """The last output message's text (or its tool calls); at most PREVIEW_CHARS."""
         return _preview(self.output_messages[-1] if self.output_messages else None)
 
+    def previews(self) -> list[str | None]:
+        """The previews a trace list shows of the span: `input_preview`,
+        `output_preview`, and a model call's last user message where it has two or
+        more (its turn's question: a chat's call holds the conversation so far, whose
+        first user message is the input); each at most PREVIEW_CHARS characters."""
+        shown = [self.input_preview, self.output_preview]
+        if self.type in MODEL_TYPES:
+            asked = [m for m in self.input_messages if m.role == "user"]
+            if len(asked) > 1:
+                shown.append(_preview(asked[-1]))
+        return shown
+
 
 def _preview(message: Message | None) -> str | None:
     if message is None:

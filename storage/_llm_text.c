@@ -322,14 +322,23 @@ static int read_text(const char *attributes, Py_ssize_t size, int model, PyObjec
     if (status == OK) status = read_attribute(&contents, &s, output, &sides[1]);
     if (status == OK && sides[0].count + sides[1].count == 0) status = BAIL; /* Python's */
     if (status == OK) {
-        const Message *first = NULL, *last = NULL;
+        /* genai/view.py's GenAIView.previews: the first user message (a model call's;
+         * else the first), the last output message, and a model call's last user
+         * message where it is not its first */
+        const Message *first = NULL, *last = NULL, *asked = NULL;
         for (int k = 0; k < sides[0].count && first == NULL; k++)
             if (sides[0].items[k].user || !model) first = &sides[0].items[k];
+        for (int k = sides[0].count - 1; k >= 0 && model && asked == NULL; k--)
+            if (sides[0].items[k].user) asked = &sides[0].items[k];
         if (sides[1].count) last = &sides[1].items[sides[1].count - 1];
         status = PUT(&previews, "[");
         if (status == OK) status = put_preview(&previews, &contents, first);
         if (status == OK) status = PUT(&previews, ",");
         if (status == OK) status = put_preview(&previews, &contents, last);
+        if (status == OK && asked != NULL && asked != first) {
+            status = PUT(&previews, ",");
+            if (status == OK) status = put_preview(&previews, &contents, asked);
+        }
         if (status == OK) status = PUT(&previews, "]");
     }
     if (status == OK) {

@@ -65,7 +65,7 @@ def text_and_previews(span_type: str, attributes: str, events: str) -> tuple[str
     """What a span the GenAI view describes (as of `span_type`) gives the text index,
     when it has messages: its input and output messages' contents, one a line (empty
     when none has any), cut to MAX_TEXT characters; and its view's previews as the JSON
-    text `[input, output]`."""
+    text `[input, output]`, or `[input, output, asked]` (GenAIView.previews)."""
     if _FAST is not None:
         model = span_type in MODEL_TYPES
         given: tuple[str, str] | bool | None = _FAST.text_and_previews(attributes, model)
@@ -84,7 +84,7 @@ def read_text_and_previews(span_type: str, attributes: str, events: str) -> tupl
     if not (view.input_messages or view.output_messages):
         return None
     texts = [m.content for m in (*view.input_messages, *view.output_messages) if m.content]
-    previews = orjson.dumps([view.input_preview, view.output_preview]).decode()
+    previews = orjson.dumps(view.previews()).decode()
     return "\n".join(texts)[:MAX_TEXT], previews
 
 

@@ -29,6 +29,9 @@ from storage.trace_query import (
 __all__ = ["Cursor", "ListPage", "TraceFilter", "TraceOrder", "TraceSummaries", "TraceSummary"]
 
 
+_NO_ENDS: tuple[None, None, None] = (None, None, None)
+
+
 class TraceSummary(NamedTuple):
     """One trace as the list shows it (a named tuple: a page makes one a listed trace,
     and a frozen dataclass's took 2.2 us where this takes a tenth of it)."""
@@ -55,13 +58,16 @@ class TraceSummary(NamedTuple):
     #: that give them when the summary is read (`summaries_of`)
     input: str | None = None
     output: str | None = None
+    #: the question its first LLM call asked, where it is another message than `input`
+    #: (a chat's turn: its call holds the conversation so far; genai/view.py's previews)
+    asked: str | None = None
 
     @classmethod
     def of_row(
-        cls, row: tuple[Any, ...], ends: tuple[str | None, str | None] = (None, None)
+        cls, row: tuple[Any, ...], ends: tuple[str | None, str | None, str | None] = _NO_ENDS
     ) -> TraceSummary:
-        """A summary from a row of _SELECT, with its input and output `ends` (a page
-        makes one a listed trace: one tuple, made by position)."""
+        """A summary from a row of _SELECT, with its input, output and asked `ends` (a
+        page makes one a listed trace: one tuple, made by position)."""
         return tuple.__new__(
             cls,
             (
@@ -77,6 +83,12 @@ class TraceSummary(NamedTuple):
                 *ends,
             ),
         )
+
+    @property
+    def question(self) -> str | None:
+        """What the pages show as its input: the question its first LLM call asked (a
+        chat's turn), else its `input`."""
+        return self.input if self.asked is None else self.asked
 
     @property
     def duration_ms(self) -> float | None:
@@ -128,17 +140,20 @@ def summaries_of(
         else:
             spans.append((root_span, root_span, root_span))
     wanted = {span for of_row_spans in spans for span in of_row_spans if span is not None}
-    found: dict[Any, tuple[str | None, str | None]] = previews(tx, project_id, sorted(wanted))
-    none = (None, None)
+    found: dict[Any, tuple[str | None, str | None, str | None]] = previews(
+        tx, project_id, sorted(wanted)
+    )
     summaries = []
     for row, (first, last, root) in zip(rows, spans, strict=True):
         # a span that gives no text falls back on the earliest root's
-        given_root = found.get(root, none)
-        given_first = found.get(first, none)
-        given_last = given_first if last is first else found.get(last, none)
-        start = given_first[0] if given_first[0] is not None else given_root[0]
+        given_root = found.get(root, _NO_ENDS)
+        given_first = found.get(first, _NO_ENDS)
+        given_last = given_first if last is first else found.get(last, _NO_ENDS)
+        start, asked = given_first[0], given_first[2]
+        if start is None:
+            start, asked = given_root[0], given_root[2]
         end = given_last[1] if given_last[1] is not None else given_root[1]
-        summaries.append(of_row(row, (start, end)))
+        summaries.append(of_row(row, (start, end, asked)))
     return summaries
 
 
@@ -162,11 +177,11 @@ _TEXT_OF_SPAN = "LEFT JOIN span_texts AS x ON " + " AND ".join(
 )
 
 
-Previews = dict[tuple[str, str, str], tuple[str | None, str | None]]
+Previews = dict[tuple[str, str, str], tuple[str | None, str | None, str | None]]
 
 
 def previews(tx: Transaction, project_id: str, keys: list[tuple[str, str, str]]) -> Previews:
-    """The input and output previews of the spans (trace, span, start day) `keys` names
+    """The input, output and asked previews of the spans (trace, span, start day) `keys` names
     (a trace's ends), as the worker stored them (storage/trace_texts.py); a span stored
     before texts had previews (until storage/find_upgrade.py gave the ends theirs) has
     them read from its attributes. A span of no GenAI type, or with no text once every
@@ -179,15 +194,20 @@ def previews(tx: Transaction, project_id: str, keys: list[tuple[str, str, str]])
     for trace_id, span_id, day, llm_type, stored in _spans(tx, project_id, keys, select):
         key = (trace_id, span_id, day)
         if stored is not None:
-            first, last = orjson.loads(stored)
-            found[key] = (first, last)
+            found[key] = _ends(orjson.loads(stored))
         elif llm_type is not None:
             unread.append(key)
     for trace_id, span_id, day, name, kind, attributes, events in _spans(tx, project_id, unread):
         view = view_of(orjson.loads(attributes), lambda e=events: orjson.loads(e), name, kind)
         if view is not None:
-            found[(trace_id, span_id, day)] = (view.input_preview, view.output_preview)
+            found[(trace_id, span_id, day)] = _ends(view.previews())
     return found
+
+
+def _ends(previews: list[str | None]) -> tuple[str | None, str | None, str | None]:
+    """Input, output and asked of a span's previews (GenAIView.previews: the asked
+    where it is another message than the input; none stored before it was kept)."""
+    return previews[0], previews[1], previews[2] if len(previews) > 2 else None
 
 
 def _spans(

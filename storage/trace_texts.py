@@ -9,16 +9,16 @@ the transaction that writes the spans (storage/trace_index.py calls it).
   each word of each document (FTS5 on SQLite, a `tsvector` under GIN on PostgreSQL). A
   document holds the texts of at most MAX_TEXT characters of spans (a span's own is cut
   there), so that its words fit in a `tsvector`.
-* `span_texts`: the previews (the view's input and output previews as the JSON text
-  `[input, output]`) of the spans that give a trace's input and output in the trace
-  list (storage/trace_list.py): its first and last LLM calls and its earliest root
-  (storage/summary_genai.py). A batch gives them to its own ends, those of each of its
-  traces' days (`_ends`): a span that is an end once the batch is stored is one of
-  them. A span that becomes an end later, when the one before it is replaced or
-  deleted, gets its previews then (`give_ends`). A model call's previews are about
-  1 KB; a row for each call (where a trace's 20 calls now have 2) cost the writer
-  about 9 of the 60 us a GenAI span of `bench_worker --genai` took to write on SQLite
-  (docs/benchmarks.md).
+* `span_texts`: the previews (genai/view.py's `previews` as JSON text: `[input,
+  output]`, and a chat's turn's question third) of the spans that give a trace's input
+  and output in the trace list (storage/trace_list.py): its first and last LLM calls
+  and its earliest root (storage/summary_genai.py). A batch gives them to its own
+  ends, those of each of its traces' days (`_ends`): a span that is an end once the
+  batch is stored is one of them. A span that becomes an end later, when the one
+  before it is replaced or deleted, gets its previews then (`give_ends`). A model
+  call's previews are about 1 KB; a row for each call (where a trace's 20 calls now
+  have 2) cost the writer about 9 of the 60 us a GenAI span of `bench_worker --genai`
+  took to write on SQLite (docs/benchmarks.md).
 
 Only the rows the GenAI view described are read (the worker marked them, storage/
 span_genai.py); their messages are read here, once, as they are written.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from html import escape as html_escape
 from pathlib import Path
 from typing import Any
 
@@ -414,6 +415,53 @@ async def test_a_call_that_reported_no_tokens_says_so_where_its_cost_is_a_dash(
     assert header.startswith("<dd>—</dd>") and f'title="{NO_TOKENS}"' in header
     _, pane = await _pane(site, "d" * 16)
     assert f'title="{NO_TOKENS}"' in pane and UNPRICED not in pane
+
+
+def _turn(n: int, history: list[dict[str, Any]], question: str, answer: str) -> dict[str, Any]:
+    """A chat's turn n: a trace of one model call whose input holds the conversation so
+    far (as every instrumentation records a chat), in session `chat-1`."""
+    asked = [*history, {"role": "user", "parts": [{"type": "text", "content": question}]}]
+    said = [{"role": "assistant", "parts": [{"type": "text", "content": answer}]}]
+    return span(traceId=f"{n:032x}", spanId=f"{n:016x}", name="chat",
+                startTime=f"2026-11-22T10:0{n}:00Z", endTime=f"2026-11-22T10:0{n}:01Z",
+                attributes={"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o",
+                            "session.id": "chat-1",
+                            "gen_ai.input.messages": orjson.dumps(asked).decode(),
+                            "gen_ai.output.messages": orjson.dumps(said).decode()})  # fmt: skip
+
+
+async def test_a_chats_turns_show_the_question_each_asked(site: Site) -> None:
+    """Each turn of a chat is a trace whose call holds the conversation so far: the
+    list, the session's conversation and the trace's page show the question that turn
+    asked (its call's last user message), not the chat's first; the JSON's `input` is
+    the first user message of the first call, as the contract has it."""
+    system = {"role": "system", "parts": [{"type": "text", "content": "Be brief."}]}
+    turns = [("Where is my order 4711?", "It ships today."), ("Tell me a joke", "A pun."),
+             ("I forgot my password", "Reset it here.")]  # fmt: skip
+    history: list[dict[str, Any]] = [system]
+    spans = []
+    for n, (question, answer) in enumerate(turns, start=1):
+        spans.append(_turn(n, history, question, answer))
+        history += [
+            {"role": "user", "parts": [{"type": "text", "content": question}]},
+            {"role": "assistant", "parts": [{"type": "text", "content": answer}]},
+        ]
+    store(site.db, site.demo, spans)
+    client = site.client()
+    await sign_in(client, "viewer@acme.test")
+    listing = (await (await client.get("/projects/demo/traces")).get_data()).decode()
+    shown = re.findall(r'<span class="muted">in</span> ([^<]*)</div>', listing)
+    assert shown == [html_escape(q) for q, _ in reversed(turns)]
+    page = (await (await client.get("/projects/demo/sessions/chat-1")).get_data()).decode()
+    conversation = page.split('<ol class="conversation">', 1)[1].split("</ol>", 1)[0]
+    # each turn its own question, once (as the answers, each shown rendered and raw)
+    assert {conversation.count(said) for turn in turns for said in turn} == {2}
+    trace = (await (await client.get(f"/projects/demo/traces/{3:032x}")).get_data()).decode()
+    ends = trace.split('<section class="trace-ends"', 1)[1].split("</section>", 1)[0]
+    assert "I forgot my password" in ends and turns[0][0] not in ends
+    items = (await _api(client, "traces"))["traces"]
+    assert [item["input"] for item in items] == [turns[0][0]] * 3
+    assert [item["output"] for item in items] == [a for _, a in reversed(turns)]
 
 
 async def test_a_user_and_session_named_on_a_span_no_convention_describes_are_the_traces(

@@ -22,6 +22,7 @@ EMBEDDING_REQUEST_MODEL = "text-embedding-3-small"
 SYSTEM_PROMPT = "You are a terse geography assistant."
 USER_PROMPT = "What is the capital of France?"
 TOOLS_PROMPT = "What is the weather in Paris?"
+FOLLOW_UP_PROMPT = "And of Italy?"
 EMBEDDING_INPUT = "The quick brown fox"
 WEATHER_TOOL: dict[str, Any] = {
     "type": "function",
@@ -131,6 +132,18 @@ def _chat_refused(client: Any) -> None:
     raise AssertionError("the fake server answered a call it refuses")
 
 
+def _chat_turns(client: Any) -> None:
+    """A chat's two turns: the second call holds the first's question and answer."""
+    messages = [
+        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "user", "content": USER_PROMPT},
+    ]
+    first = client.chat.completions.create(model=REQUEST_MODEL, messages=messages)
+    messages.append({"role": "assistant", "content": first.choices[0].message.content})
+    messages.append({"role": "user", "content": FOLLOW_UP_PROMPT})
+    client.chat.completions.create(model=REQUEST_MODEL, messages=messages)
+
+
 def _embedding(client: Any) -> None:
     client.embeddings.create(model=EMBEDDING_REQUEST_MODEL, input=EMBEDDING_INPUT)
 
@@ -140,6 +153,7 @@ SCENARIOS: dict[str, Callable[[Any], None]] = {
     "tools": _tools,
     "chat-stream": _chat_stream,
     "chat-refused": _chat_refused,
+    "chat-turns": _chat_turns,
     "embedding": _embedding,
 }
 

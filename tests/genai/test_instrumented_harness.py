@@ -52,15 +52,15 @@ def everything(emission: Emission) -> str:
 
 
 def test_every_pair_is_known() -> None:
-    """The harness covers six library modes and five scenarios."""
-    assert len(every_pair()) == len(LIBRARIES) * len(SCENARIOS) == 30
+    """The harness covers six library modes and six scenarios."""
+    assert len(every_pair()) == len(LIBRARIES) * len(SCENARIOS) == 36
 
 
 @pytest.mark.parametrize(("library", "scenario"), pairs())
 def test_one_span_per_openai_call(instrumented: Instrumented, library: str, scenario: str) -> None:
     """Each call the SDK made to the fake server is one exported, canonical span."""
     emission = instrumented.emission(library, scenario)
-    calls = 2 if scenario == "tools" else 1
+    calls = 2 if scenario in ("tools", "chat-turns") else 1
     assert len(emission.openai_requests) == calls
     assert len(emission.spans) == calls
     for span in emission.spans:

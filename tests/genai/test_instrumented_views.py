@@ -71,6 +71,26 @@ def test_a_chat_call(instrumented: Instrumented, library: str) -> None:
     assert Pricer().cost(view)[1] == "price-table"
 
 
+@pytest.mark.parametrize("library", LIBRARIES)
+def test_a_chats_second_turn_asks_its_own_question(
+    instrumented: Instrumented, library: str
+) -> None:
+    """A chat's second call holds the first turn: its previews (what a trace list shows)
+    are the chat's first question, the answer, and the question it asked, as the
+    worker stores them (read alike in C, where it reads them, and through the view)."""
+    first, second = _views(instrumented, library, "chat-turns")
+    if library in EVENT_MODES:
+        return
+    assert first.previews() == [emit.USER_PROMPT, fake_openai.ANSWER]
+    asked = [emit.USER_PROMPT, fake_openai.ANSWER, emit.FOLLOW_UP_PROMPT]
+    assert second.previews() == asked
+    span = instrumented.spans(library, "chat-turns")[1]
+    attributes = orjson.dumps(span.get("attributes") or []).decode()
+    read_alike(attributes, second.type)  # C's reading, where it reads one, is the view's
+    read = llm_text.text_and_previews(second.type, attributes, "[]")
+    assert read is not None and orjson.loads(read[1]) == asked
+
+
 #: Who records the tools a call offers (OpenTelemetry's v2 instrumentation does not;
 #: OpenLLMetry not in its events mode).
 TOOLS_OFFERED = ("openinference", "openinference-genai", "openllmetry")

@@ -190,7 +190,8 @@ def test_it_reads_what_clients_write() -> None:
         )
         text, previews = read_alike(stored, "llm") or ("", "")
         assert text.startswith("Be brief. 😀 / é\n" + "é" * MAX_CONTENT + "…\n42\nplain")
-        assert orjson.loads(previews) == ["é" * 500, 'ok\n"done"']
+        # the first user message (of no role), the answer, the last user message
+        assert orjson.loads(previews) == ["é" * 500, 'ok\n"done"', "plain content"]
 
 
 @pytest.mark.parametrize(

@@ -85,7 +85,7 @@ def _expected(tx: Any) -> tuple[set[Any], dict[Any, set[str]], set[Any], set[Any
         view = view_of(orjson.loads(attributes), orjson.loads(events), name, kind)
         if llm_type is None or view is None or not (view.input_messages or view.output_messages):
             continue
-        shown = orjson.dumps([view.input_preview, view.output_preview]).decode()
+        shown = orjson.dumps(view.previews()).decode()
         previews.add((project, trace, span, day, shown))
         said = (m.content for m in (*view.input_messages, *view.output_messages) if m.content)
         if found := joined("\n".join(said)).split():
