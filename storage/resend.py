@@ -111,7 +111,9 @@ def replaced_by(kept: SpanRow | Stored, row: SpanRow, window_ms: int) -> bool:
     return row.received_ms < kept.received_ms < row.received_ms + 2 * window_ms
 
 
-_ROW_KEY = itemgetter(0, 1, 2, 3)  # project, trace, span, start day: a stored row's key
+#: A stored row's key (project, trace, span, start day), and what gives a row's.
+RowKey = tuple[str, str, str, str]
+ROW_KEY = itemgetter(0, 1, 2, 3)
 
 
 class Stored(NamedTuple):
@@ -128,7 +130,7 @@ def left_by(
     row each key is left holding, and the positions of the rows that met the row one
     before them in the batch left and did not replace it (`replaced_by`), which wrote
     nothing. A refused row leaves its key's row as it was."""
-    held: dict[tuple[str, str, str, str], SpanRow | Stored] = {}
+    held: dict[RowKey, SpanRow | Stored] = {}
     met = _judged(rows, refused, window_ms, held)
     return cast(list[SpanRow], list(held.values())), met  # the batch's rows, every one
 
@@ -136,7 +138,7 @@ def left_by(
 def wrote_nothing(
     rows: list[SpanRow],
     refused: set[int],
-    stored: dict[tuple[str, str, str, str], Stored],
+    stored: dict[RowKey, Stored],
     window_ms: int,
 ) -> list[int]:
     """The positions of the rows of a batch that wrote nothing: each met the row of its
@@ -149,7 +151,7 @@ def _judged(
     rows: Iterable[tuple[int, SpanRow]],
     refused: set[int],
     window_ms: int,
-    held: dict[tuple[str, str, str, str], SpanRow | Stored],
+    held: dict[RowKey, SpanRow | Stored],
 ) -> list[int]:
     """The rows in turn, each key's row `held` as they leave it; the positions of those
     that met it and did not replace it."""
@@ -157,7 +159,7 @@ def _judged(
     for at, row in rows:
         if at in refused:
             continue
-        key = _ROW_KEY(row)
+        key = ROW_KEY(row)
         kept = held.get(key)
         if kept is None or replaced_by(kept, row, window_ms):
             held[key] = row

@@ -31,7 +31,7 @@ from typing import NamedTuple
 
 from storage import document_ceilings, trace_facets, trace_texts
 from storage.database import Transaction, arrays
-from storage.resend import Stored, Written, replaced_by
+from storage.resend import ROW_KEY, RowKey, Stored, Written, replaced_by
 from storage.span_rows import SpanRow
 
 
@@ -78,9 +78,6 @@ def _faceted(row: SpanRow) -> trace_facets.Faceted:
 
 
 _NAMED = itemgetter(SpanRow._fields.index("project_id"), SpanRow._fields.index("name"))
-#: A stored row's key: project, trace, span, start day.
-_Key = tuple[str, str, str, str]
-_KEY = itemgetter(0, 1, 2, 3)
 
 
 def documents(rows: list[SpanRow]) -> list[trace_facets.Facets]:
@@ -174,11 +171,11 @@ def rebuild_stale(
 _KEYS_ASKED = 240
 
 
-def stored_before(tx: Transaction, rows: Sequence[SpanRow]) -> dict[_Key, Stored]:
+def stored_before(tx: Transaction, rows: Sequence[SpanRow]) -> dict[RowKey, Stored]:
     """SQLite, before an upsert: what the rules read of the stored rows of these rows'
     keys (project, trace, span, day), by key."""
-    keys = list({_KEY(row) for row in rows})
-    found: dict[_Key, Stored] = {}
+    keys = list({ROW_KEY(row) for row in rows})
+    found: dict[RowKey, Stored] = {}
     for first in range(0, len(keys), _KEYS_ASKED):
         part = keys[first : first + _KEYS_ASKED]
         values = ", ".join("(?, ?, ?, ?)" for _ in part)
@@ -195,7 +192,7 @@ def stored_before(tx: Transaction, rows: Sequence[SpanRow]) -> dict[_Key, Stored
 
 
 def note_replaced(
-    tx: Transaction, rows: Sequence[SpanRow], stored: dict[_Key, Stored], window_ms: int
+    tx: Transaction, rows: Sequence[SpanRow], stored: dict[RowKey, Stored], window_ms: int
 ) -> None:
     """SQLite, before an upsert: note stale the stored rows (`stored_before`) that the
     upsert may replace (storage/resend.py: other content, or the same received later,
@@ -204,7 +201,7 @@ def note_replaced(
     stale = {
         (row.project_id, row.trace_id, row.start_day)
         for row in rows
-        if (kept := stored.get(_KEY(row))) is not None and replaced_by(kept, row, window_ms)
+        if (kept := stored.get(ROW_KEY(row))) is not None and replaced_by(kept, row, window_ms)
     }
     if stale:
         tx.executemany(
