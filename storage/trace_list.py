@@ -59,7 +59,8 @@ class TraceSummary(NamedTuple):
     input: str | None = None
     output: str | None = None
     #: the question its first LLM call asked, where it is another message than `input`
-    #: (a chat's turn: its call holds the conversation so far; genai/view.py's previews)
+    #: (a chat's turn: its call holds the conversation so far; genai/view.py's
+    #: previews); "" where that message has no text (an image)
     asked: str | None = None
 
     @classmethod
@@ -87,8 +88,8 @@ class TraceSummary(NamedTuple):
     @property
     def question(self) -> str | None:
         """What the pages show as its input: the question its first LLM call asked (a
-        chat's turn), else its `input`."""
-        return self.input if self.asked is None else self.asked
+        chat's turn; None where it has no text), else its `input`."""
+        return self.input if self.asked is None else self.asked or None
 
     @property
     def duration_ms(self) -> float | None:
@@ -149,11 +150,9 @@ def summaries_of(
         given_root = found.get(root, _NO_ENDS)
         given_first = found.get(first, _NO_ENDS)
         given_last = given_first if last is first else found.get(last, _NO_ENDS)
-        start, asked = given_first[0], given_first[2]
-        if start is None:
-            start, asked = given_root[0], given_root[2]
+        start = given_first[0] if given_first[0] is not None else given_root[0]
         end = given_last[1] if given_last[1] is not None else given_root[1]
-        summaries.append(of_row(row, (start, end, asked)))
+        summaries.append(of_row(row, (start, end, given_first[2])))
     return summaries
 
 
@@ -206,8 +205,11 @@ def previews(tx: Transaction, project_id: str, keys: list[tuple[str, str, str]])
 
 def _ends(previews: list[str | None]) -> tuple[str | None, str | None, str | None]:
     """Input, output and asked of a span's previews (GenAIView.previews: the asked
-    where it is another message than the input; none stored before it was kept)."""
-    return previews[0], previews[1], previews[2] if len(previews) > 2 else None
+    where it is another message than the input, "" where it has no text; None where
+    there is none, or none was stored: before it was kept)."""
+    if len(previews) < 3:
+        return previews[0], previews[1], None
+    return previews[0], previews[1], previews[2] or ""
 
 
 def _spans(

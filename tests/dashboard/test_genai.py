@@ -417,11 +417,19 @@ async def test_a_call_that_reported_no_tokens_says_so_where_its_cost_is_a_dash(
     assert f'title="{NO_TOKENS}"' in pane and UNPRICED not in pane
 
 
+def _said(role: str, text: str) -> dict[str, Any]:
+    return {"role": role, "parts": [{"type": "text", "content": text}]}
+
+
 def _turn(n: int, history: list[dict[str, Any]], question: str, answer: str) -> dict[str, Any]:
     """A chat's turn n: a trace of one model call whose input holds the conversation so
     far (as every instrumentation records a chat), in session `chat-1`."""
-    asked = [*history, {"role": "user", "parts": [{"type": "text", "content": question}]}]
-    said = [{"role": "assistant", "parts": [{"type": "text", "content": answer}]}]
+    return _call(n, [*history, _said("user", question)], answer)
+
+
+def _call(n: int, asked: list[dict[str, Any]], answer: str) -> dict[str, Any]:
+    """Trace n: one model call of these input messages and answer, in session `chat-1`."""
+    said = [_said("assistant", answer)]
     return span(traceId=f"{n:032x}", spanId=f"{n:016x}", name="chat",
                 startTime=f"2026-11-22T10:0{n}:00Z", endTime=f"2026-11-22T10:0{n}:01Z",
                 attributes={"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o",
@@ -462,6 +470,25 @@ async def test_a_chats_turns_show_the_question_each_asked(site: Site) -> None:
     items = (await _api(client, "traces"))["traces"]
     assert [item["input"] for item in items] == [turns[0][0]] * 3
     assert [item["output"] for item in items] == [a for _, a in reversed(turns)]
+
+
+async def test_a_turn_whose_question_has_no_text_shows_none(site: Site) -> None:
+    """A chat whose first question is an image, its turn under an agent's root span:
+    the turn shows the question it asked; a turn whose question is an image shows
+    none, not the chat's first question."""
+    image = {"role": "user", "parts": [
+        {"type": "uri", "uri": "https://example.com/a.png", "modality": "image"}]}  # fmt: skip
+    under_root = _call(1, [image, _said("assistant", "A cat."), _said("user", "Black?")], "Yes.")
+    under_root["parentSpanId"] = "a" * 16
+    root = span(traceId=f"{1:032x}", spanId="a" * 16, name="agent", kind="agent",
+                startTime="2026-11-22T10:00:59Z", endTime="2026-11-22T10:01:02Z")  # fmt: skip
+    hello = [_said("user", "Hello"), _said("assistant", "Hi."), image]
+    store(site.db, site.demo, [root, under_root, _call(2, hello, "A dog.")])
+    client = site.client()
+    await sign_in(client, "viewer@acme.test")
+    listing = (await (await client.get("/projects/demo/traces")).get_data()).decode()
+    shown = re.findall(r'<span class="muted">in</span> ([^<]*)</div>', listing)
+    assert shown == ["—", "Black?"]
 
 
 async def test_a_user_and_session_named_on_a_span_no_convention_describes_are_the_traces(
