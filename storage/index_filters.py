@@ -188,10 +188,14 @@ def _substring_traces(word: str) -> IndexFilter:
     texts, by its index), as Langfuse and Phoenix read theirs for any word; a walked
     trace's are checked by its own texts. The word is split as a stored text is, once
     case-folded (`東京İ` folds to `東京i` and a mark, which is none: the word `東京i`),
-    each of its words contained."""
+    each of its words contained: one of such a script inside a stored word, any other
+    as a stored word (`İ東京` is the words `i` and `東京`)."""
     words = split(word.casefold(), sys.maxsize)
-    contains = " AND ".join("x.body LIKE ? ESCAPE '\\'" for _ in words) or "FALSE"
-    pattern: list[object] = [like(found) for found in words]
+    inside, whole = "x.body LIKE ? ESCAPE '\\'", "' ' || x.body || ' ' LIKE ? ESCAPE '\\'"
+    contains = " AND ".join(inside if UNSPACED.search(w) else whole for w in words) or "FALSE"
+    pattern: list[object] = [
+        like(found) if UNSPACED.search(found) else like(f" {found} ") for found in words
+    ]
     return IndexFilter(
         f"SELECT x.trace_id FROM trace_texts AS x WHERE x.project_id = ?1 AND {contains}",
         pattern,

@@ -245,13 +245,14 @@ _UNSPACED = {
     62: "서울에서 만나요",
     63: "ผมไปกรุงเทพเมื่อวาน",
     64: "東京İ ソウルǰは",  # İ and ǰ fold to a letter and a mark, which is no letter
+    65: "東京 is a big city",
 }
 
 
 @pytest.mark.parametrize(
     ("query", "expected"),
     [
-        ("text=東京", [64, 60]),
+        ("text=東京", [65, 64, 60]),
         ("text=タワー", [60]),
         ("text=行き", [61, 60]),
         ("text=行きました", [60]),
@@ -262,6 +263,7 @@ _UNSPACED = {
         ("text=大阪+明日", [61]),
         ("text=東京İ", [64]),
         ("text=ソウルǰ", [64]),
+        ("text=İ東京", []),  # the words i and 東京: no text has the word i
     ],
 )
 async def test_a_word_of_a_script_without_spaces_is_found_inside_the_texts_words(
