@@ -120,6 +120,6 @@ NO_TOKENS = (
 )
 
 
-def no_cost(input_tokens: int | None, output_tokens: int | None) -> str:
+def no_cost_of(input_tokens: int | None, output_tokens: int | None) -> str:
     """Why a cost of these tokens shows "—"."""
     return NO_TOKENS if input_tokens is None and output_tokens is None else NO_COST
