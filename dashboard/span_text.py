@@ -43,6 +43,7 @@ def _link_open(
 
 def _markdown() -> MarkdownIt:
     md = MarkdownIt("commonmark", {"html": False, "breaks": True, "linkify": False})
+    md.enable(["table", "strikethrough"])  # GitHub's, which models write
     md.disable("image")  # an image would be fetched as the page opens
     md.validateLink = _safe_link  # type: ignore[method-assign]
     md.add_render_rule("link_open", _link_open)

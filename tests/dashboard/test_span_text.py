@@ -32,6 +32,14 @@ def test_markdown_keeps_newlines_and_skips_images() -> None:
     assert "one<br />\ntwo" in html and "<img" not in html
 
 
+def test_markdown_tables_and_strikethrough_are_rendered() -> None:
+    """A model's answer in GitHub's Markdown: its table is a table, its ~~struck~~ text
+    struck; a cell's markup stays text."""
+    html = str(markdown_html(f"| step | tool |\n|---|---|\n| 1 | {SCRIPT} |\n\n~~old~~ new"))
+    assert "<table>" in html and "<th>step</th>" in html and "<td>1</td>" in html
+    assert "<s>old</s> new" in html and "<script" not in html
+
+
 def test_json_text_is_indented_and_foldable() -> None:
     """A JSON object in a string is shown indented, under a summary that folds it."""
     html = str(value_html('{"order": 7, "items": [1, 2]}'))
