@@ -54,6 +54,12 @@ def iso(value: str | None) -> Markup | str:
 _DATED = re.compile(r"(.+?)(-\d{4}-\d{2}-\d{2}|-\d{8})$")
 
 
+def undated(model: str) -> str:
+    """A model's name without its date (`gpt-4o-mini` of `gpt-4o-mini-2024-07-18`)."""
+    dated = _DATED.fullmatch(model)
+    return dated.group(1) if dated else model
+
+
 def model_html(model: str, after: str = "") -> Markup:
     """A model's name in a narrow column: its name and its date each on one line, the
     line broken, when it must be, before the date alone (not at each hyphen); `after`

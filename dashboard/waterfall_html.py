@@ -15,7 +15,7 @@ from html import escape
 
 from markupsafe import Markup
 
-from dashboard.formats import count, millis, usd
+from dashboard.formats import count, millis, undated, usd
 from dashboard.waterfall import Subtree, Waterfall
 
 MIN_BAR_PERCENT = 0.15  # a zero-length span still shows as a mark
@@ -33,8 +33,8 @@ def _text(value: str) -> str:
 
 def _llm_facts(model: str | None, tokens_in: int | None, tokens_out: int | None) -> str:
     """A model call's model and tokens (in → out; one count alone, an embedding's
-    input, without the arrow), as its row shows them (and its title, whole, where a
-    narrow row cuts them)."""
+    input, without the arrow), as its row shows them: the model without its date,
+    which its title, whole, gives (and the rest, where a narrow row cuts them)."""
     if model is None and tokens_in is None and tokens_out is None:
         return ""
     if tokens_in is not None and tokens_out is not None:
@@ -46,7 +46,8 @@ def _llm_facts(model: str | None, tokens_in: int | None, tokens_out: int | None)
     else:
         tokens = ""
     text = f"{escape(model or '')}{tokens}"
-    return f'<span class="llm-facts" title="{text.strip()}">{text}</span> '
+    shown = f"{escape(undated(model or ''))}{tokens}"
+    return f'<span class="llm-facts" title="{text.strip()}">{shown}</span> '
 
 
 def _subtree(below: Subtree) -> str:

@@ -472,6 +472,23 @@ async def test_a_chats_turns_show_the_question_each_asked(site: Site) -> None:
     assert [item["output"] for item in items] == [a for _, a in reversed(turns)]
 
 
+async def test_a_calls_row_shows_its_model_without_its_date(site: Site) -> None:
+    """A dated model's row in the waterfall: its name without the date, which the title
+    gives whole (a row of 1,280 px cut `gpt-4o-mini-2024-07-18 74→20 tok`)."""
+    call = span(traceId="f" * 32, spanId="1" * 16, name="ChatCompletion",
+                startTime="2026-11-22T10:00:00Z", endTime="2026-11-22T10:00:01Z",
+                attributes={"gen_ai.operation.name": "chat",
+                            "gen_ai.response.model": "gpt-4o-mini-2024-07-18",
+                            "gen_ai.usage.input_tokens": 74,
+                            "gen_ai.usage.output_tokens": 20})  # fmt: skip
+    store(site.db, site.demo, [call])
+    client = site.client()
+    await sign_in(client, "viewer@acme.test")
+    page = (await (await client.get(f"/projects/demo/traces/{'f' * 32}")).get_data()).decode()
+    whole, shown = "gpt-4o-mini-2024-07-18 74→20 tok", "gpt-4o-mini 74→20 tok"
+    assert f'<span class="llm-facts" title="{whole}">{shown}</span>' in page
+
+
 async def test_a_turn_whose_question_has_no_text_shows_none(site: Site) -> None:
     """A chat whose first question is an image, its turn under an agent's root span:
     the turn shows the question it asked; a turn whose question is an image shows
