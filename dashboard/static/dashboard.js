@@ -164,3 +164,23 @@ document.addEventListener("submit", (event) => {
 document.addEventListener("DOMContentLoaded", () => {
   for (const hint of document.querySelectorAll("[data-zone]")) hint.textContent = "local time";
 });
+
+// A form that asks for a page (GET: the filters) sends the fields given, not each empty
+// one, so that the page's link, which people share, holds what was asked alone. The
+// fields left out come back as the page is shown again (the browser's back button).
+document.addEventListener("submit", (event) => {
+  const form = event.target;
+  if (form.method !== "get") return;
+  for (const field of form.elements) {
+    if (field.name && field.value === "" && !field.disabled) {
+      field.disabled = true;
+      field.dataset.leftOut = "";
+    }
+  }
+});
+window.addEventListener("pageshow", () => {
+  for (const field of document.querySelectorAll("[data-left-out]")) {
+    field.disabled = false;
+    delete field.dataset.leftOut;
+  }
+});

@@ -472,15 +472,19 @@ def test_without_javascript_no_control_needs_it_and_long_texts_show_whole(
 def test_filter_sort_and_go_live(browser: Browser, dashboard_url: str, tmp_path: Path) -> None:
     """The trace list's filter bar: pick a model (listed with its count), search the
     answer's words, sort by cost, then turn the live view on; each step is in the URL
-    and the list follows."""
+    (the fields given alone) and the list follows."""
     page = browser.new_page(viewport={"width": 1400, "height": 900})
     _sign_in(page, dashboard_url)
     page.goto(f"{dashboard_url}/projects/llm/traces")
     page.get_by_label("Model").select_option(label="gpt-4o (1)")
     page.get_by_label("Words in the LLM text").fill("SHIPS today")
     page.get_by_role("button", name="Filter").click()
-    expect(page).to_have_url(re.compile(r"text=SHIPS\+today&model=gpt-4o&"))
+    # the fields given alone: a short link to share
+    expect(page).to_have_url(re.compile(r"/traces\?text=SHIPS\+today&model=gpt-4o$"))
     expect(page.get_by_role("link", name=LLM_TRACE)).to_be_visible()
+    page.go_back()
+    expect(page.get_by_label("User")).to_be_enabled()  # the fields left out come back
+    page.go_forward()
     page.get_by_role("link", name="Cost", exact=True).click()
     expect(page).to_have_url(re.compile(r"model=gpt-4o&text=SHIPS\+today&sort=cost&order=desc"))
     expect(page.get_by_role("link", name="Cost ▼")).to_be_visible()
