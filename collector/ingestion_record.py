@@ -71,8 +71,10 @@ def requester(project_id: str, route: str, authorization: str | None) -> Request
 
 
 def _answered(who: Requester, received: int, conversion: Conversion) -> RequestRecord:
-    """The record of a request answered 200."""
+    """The record of a request answered 200: its reasons, the rejected spans' and then
+    the fields it ignored (what the answer's `ignored` names)."""
     reasons = [f"span {e.index}: {e.reason}" for e in conversion.errors[:MAX_REASONS]]
+    reasons += [f"ignored: {path}" for path in conversion.ignored[: MAX_REASONS - len(reasons)]]
     return RequestRecord(
         who.at_ms,
         who.route,

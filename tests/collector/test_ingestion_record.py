@@ -64,7 +64,8 @@ async def test_a_queued_request_is_recorded_with_its_counts(
     settings: Settings, tenant: Tenant, admission: str
 ) -> None:
     """A 200 that queues spans has its record (route, counts, bytes as received, the
-    key's prefix) written with them, and neither the key nor the body is in it."""
+    key's prefix, the rejected span's reason and then the field ignored) written with
+    them, and neither the key nor the body is in it."""
     body = orjson.dumps({"spans": [span(), span(spanId="1" * 16, name="")], "meta": 1})
     arguments = sent(body, admission, tenant.auth())
     async with make_app(settings).test_app() as app:
@@ -76,6 +77,7 @@ async def test_a_queued_request_is_recorded_with_its_counts(
     assert record.body_bytes == len(arguments["data"])
     assert record.key_prefix == tenant.key[:12]
     assert record.reasons.startswith("span 1: INVALID_NAME")
+    assert record.reasons.splitlines()[-1] == "ignored: meta"
     client = redis.Redis.from_url(tenant.redis_url)
     stored = client.xrange(requests_key(tenant.project_id))
     day = minutes_key(tenant.project_id, record.at_ms // 86_400_000)
