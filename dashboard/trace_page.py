@@ -73,7 +73,9 @@ ERROR_CHARS = 300
 
 def what_failed(span: dict[str, Any]) -> str:
     """What a canonical error span says went wrong: its status message, else its first
-    exception event's type and message (OpenTelemetry's `exception.*`), cut short."""
+    exception event's type and message (OpenTelemetry's `exception.*`), else its
+    `error.type` (the class of error OpenTelemetry's conventions give a failed
+    operation: `timeout`, `500`), cut short."""
     said = (span["status"].get("message") or "").strip()
     if not said:
         for event in span.get("events", ()):
@@ -85,6 +87,11 @@ def what_failed(span: dict[str, Any]) -> str:
             kind, message = kind.strip(), message.strip()
             said = f"{kind}: {message}" if kind and message else kind or message
             break
+    if not said:
+        for pair in span.get("attributes", ()):
+            if pair["key"] == "error.type":
+                said = str(pair["value"].get("stringValue", "")).strip()
+                break
     return cut(said, ERROR_CHARS)
 
 

@@ -127,6 +127,12 @@ async def test_the_header_says_what_the_first_error_was(site: Site) -> None:
     store(site.db, site.demo, agent_run("c3" * 16))
     page = (await (await client.get(f"/projects/demo/traces/{'c3' * 16}")).get_data()).decode()
     assert "First error" not in page
+    # no message, no exception event: the error's class (OpenTelemetry's error.type)
+    timed_out = span(traceId="c4" * 16, spanId="4" * 16, name="search_orders", status="error",
+                     attributes={"error.type": "timeout"})  # fmt: skip
+    store(site.db, site.demo, [timed_out])
+    page = (await (await client.get(f"/projects/demo/traces/{'c4' * 16}")).get_data()).decode()
+    assert f'<a href="?span={"4" * 16}">search_orders</a>: <span class="error-said">timeout' in page
 
 
 def _erring(status: dict[str, Any]) -> bytes:
