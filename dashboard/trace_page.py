@@ -22,6 +22,7 @@ from dashboard.waterfall import PAGE_ROWS, Row, Waterfall, lay_out
 from dashboard.waterfall_html import rows_html
 from genai import MODEL_TYPES
 from genai.counting import Wrappers
+from genai.view import plain
 from storage.errors import NotFound
 from storage.identity import Project
 from storage.scores import Score
@@ -90,7 +91,8 @@ def what_failed(span: dict[str, Any]) -> str:
     if not said:
         for pair in span.get("attributes", ()):
             if pair["key"] == "error.type":
-                said = str(pair["value"].get("stringValue", "")).strip()
+                value = plain(pair["value"])
+                said = "" if value is None else str(value).strip()
                 break
     return cut(said, ERROR_CHARS)
 

@@ -133,6 +133,11 @@ async def test_the_header_says_what_the_first_error_was(site: Site) -> None:
     store(site.db, site.demo, [timed_out])
     page = (await (await client.get(f"/projects/demo/traces/{'c4' * 16}")).get_data()).decode()
     assert f'<a href="?span={"4" * 16}">search_orders</a>: <span class="error-said">timeout' in page
+    status = span(traceId="c5" * 16, spanId="5" * 16, name="GET", status="error",
+                  attributes={"error.type": 503})  # fmt: skip
+    store(site.db, site.demo, [status])
+    page = (await (await client.get(f"/projects/demo/traces/{'c5' * 16}")).get_data()).decode()
+    assert f'<a href="?span={"5" * 16}">GET</a>: <span class="error-said">503' in page
 
 
 def _erring(status: dict[str, Any]) -> bytes:
