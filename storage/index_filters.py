@@ -190,12 +190,16 @@ def _substring_traces(word: str) -> IndexFilter:
     case-folded (`東京İ` folds to `東京i` and a mark, which is none: the word `東京i`),
     each of its words contained: one of such a script inside a stored word, any other
     as a stored word (`İ東京` is the words `i` and `東京`)."""
-    words = split(word.casefold(), sys.maxsize)
-    inside, whole = "x.body LIKE ? ESCAPE '\\'", "' ' || x.body || ' ' LIKE ? ESCAPE '\\'"
-    contains = " AND ".join(inside if UNSPACED.search(w) else whole for w in words) or "FALSE"
-    pattern: list[object] = [
-        like(found) if UNSPACED.search(found) else like(f" {found} ") for found in words
-    ]
+    conditions: list[str] = []
+    pattern: list[object] = []
+    for found in split(word.casefold(), sys.maxsize):
+        if UNSPACED.search(found):
+            conditions.append("x.body LIKE ? ESCAPE '\\'")
+            pattern.append(like(found))
+        else:
+            conditions.append("' ' || x.body || ' ' LIKE ? ESCAPE '\\'")
+            pattern.append(like(f" {found} "))
+    contains = " AND ".join(conditions) or "FALSE"
     return IndexFilter(
         f"SELECT x.trace_id FROM trace_texts AS x WHERE x.project_id = ?1 AND {contains}",
         pattern,
