@@ -11,7 +11,18 @@ from werkzeug.exceptions import HTTPException
 from dashboard.cookies import Signer, session_secret
 from dashboard.errors import DashboardError
 from dashboard.explorer import Explorer
-from dashboard.formats import NO_COST, count, cut, iso, millis, model_html, nanos, no_cost_of, usd
+from dashboard.formats import (
+    NO_COST,
+    axis_tick,
+    count,
+    cut,
+    iso,
+    millis,
+    model_html,
+    nanos,
+    no_cost_of,
+    usd,
+)
 from dashboard.genai_json import span_view
 from dashboard.ingestion import iso_ms
 from dashboard.routes import Views, install_routes, route_table
@@ -155,6 +166,7 @@ def create_app(settings: Settings) -> Quart:
     app.add_template_filter(span_view, "llm_view")
     app.jinja_env.globals["no_cost"] = NO_COST
     app.jinja_env.globals["no_cost_of"] = no_cost_of
+    app.jinja_env.globals["axis_tick"] = axis_tick
     app.jinja_env.globals["preview_chars"] = PREVIEW_CHARS
     app.jinja_env.globals["max_content"] = MAX_CONTENT
     app.add_template_test(was_cut, "cut")

@@ -73,8 +73,7 @@ def model_html(model: str, after: str = "") -> Markup:
 
 
 def millis(value: float | None) -> str:
-    """A duration for people: 0.042 ms, 12.3 ms, 4.56 s, 2 min 2 s, 3 h 12 min, 2 d 18 h
-    (as the waterfall's script writes one: dashboard/static/waterfall.js)."""
+    """A duration for people: 0.042 ms, 12.3 ms, 4.56 s, 2 min 2 s, 3 h 12 min, 2 d 18 h."""
     if value is None:
         return "not ended"
     if value == 0:
@@ -91,6 +90,27 @@ def millis(value: float | None) -> str:
     if value >= 1000:
         return f"{value / 1000:.2f} s"
     return f"{value:.3f} ms" if value < 1 else f"{value:.1f} ms"
+
+
+def axis_tick(value: float, last: float) -> str:
+    """A label of the waterfall's time axis, in the unit `millis` gives `last` (the axis's
+    last label), so that its labels read alike: 0 s, 30 s, 1 min 0 s, 1 min 30 s, where
+    `millis` writes 30.00 s beside 1 min 0 s (as the waterfall's script writes one:
+    dashboard/static/waterfall.js)."""
+    if last >= 60_000:
+        s = round(value / 1000)
+        for unit, size, smaller, small_size in _AXIS_UNITS:
+            if last >= size * 1000:
+                whole, rest = divmod(s, size)
+                part = f"{rest // small_size} {smaller}"
+                return f"{whole} {unit} {part}" if whole else part
+    if last >= 1000:
+        return f"{value / 1000:.2f} s"
+    return f"{value:.3f} ms" if last < 1 else f"{value:.1f} ms"
+
+
+#: The axis's units past a minute, largest first: each with the unit below it.
+_AXIS_UNITS = (("d", 86_400, "h", 3600), ("h", 3600, "min", 60), ("min", 60, "s", 1))
 
 
 def count(value: int | None) -> str:

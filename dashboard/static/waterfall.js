@@ -12,17 +12,21 @@ const waterfall = {
   match: -1,
 };
 
-function durationText(ms) {  // as dashboard/formats.py's millis
-  if (ms === 0) return "0 ms";
-  if (ms < 0) return `ends ${durationText(-ms)} before its start`;
-  if (ms >= 60000) {
+const AXIS_UNITS = [["d", 86400, "h", 3600], ["h", 3600, "min", 60], ["min", 60, "s", 1]];
+
+function tickText(ms, last) {  // as dashboard/formats.py's axis_tick
+  if (last >= 60000) {
     const s = Math.round(ms / 1000);
-    if (s < 3600) return `${Math.floor(s / 60)} min ${s % 60} s`;
-    if (s < 86400) return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
-    return `${Math.floor(s / 86400)} d ${Math.floor((s % 86400) / 3600)} h`;
+    for (const [unit, size, smaller, smallSize] of AXIS_UNITS) {
+      if (last >= size * 1000) {
+        const whole = Math.floor(s / size);
+        const part = `${Math.floor((s % size) / smallSize)} ${smaller}`;
+        return whole ? `${whole} ${unit} ${part}` : part;
+      }
+    }
   }
-  if (ms >= 1000) return `${(ms / 1000).toFixed(2)} s`;
-  return ms < 1 ? `${ms.toFixed(3)} ms` : `${ms.toFixed(1)} ms`;
+  if (last >= 1000) return `${(ms / 1000).toFixed(2)} s`;
+  return last < 1 ? `${ms.toFixed(3)} ms` : `${ms.toFixed(1)} ms`;
 }
 
 function applyZoom() {
@@ -40,7 +44,7 @@ function applyZoom() {
   const axis = document.querySelector(".axis[data-duration-ms]");
   const total = Number(axis.dataset.durationMs);
   axis.querySelectorAll(".tick").forEach((tick, i) => {
-    tick.textContent = durationText(total * (from + span * i / 4));
+    tick.textContent = tickText(total * (from + span * i / 4), total * to);
   });
   const url = new URL(location.href);
   if (from === 0 && to === 1) url.searchParams.delete("zoom");

@@ -16,6 +16,7 @@ from storage.identity import IdentityStore
 from tests.dashboard.big import FANOUT, NEEDLE, big_run, is_error, is_model_call, span_id
 from tests.dashboard.browsing import Browser, Page, expect, launched, serve, shot, sign_in
 from tests.dashboard.conftest import store
+from tests.dashboard.test_formats import AXIS_LABELS
 
 TRACE = "b1" * 16
 COUNT = 2500
@@ -131,6 +132,17 @@ def test_zoom_by_buttons_and_drag_is_kept_in_the_url(
     assert abs(window[0] - 0.5) < 0.01 and abs(window[1] - 0.6) < 0.01
     expect(ticks.first).to_have_text(re.compile(r"^(4\.9\d|5\.0\d) s$"))
     shot(page, tmp_path, "big-trace-zoomed")
+    page.close()
+
+
+def test_the_script_labels_the_axis_as_the_server_does(browser: Browser, base: str) -> None:
+    """A zoomed axis's labels are the script's: in one unit, as the page's first are."""
+    page = _open(browser, base)
+    for total, labels in AXIS_LABELS:
+        shown = [
+            page.evaluate("(a) => tickText(a[0], a[1])", [total * i / 4, total]) for i in range(5)
+        ]
+        assert shown == labels, total
     page.close()
 
 

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from dashboard.formats import millis, model_html, nanos, usd
+from dashboard.formats import axis_tick, millis, model_html, nanos, usd
 
 
 @pytest.mark.parametrize(
@@ -52,6 +52,24 @@ def test_a_sum_shows_alike_whatever_order_it_was_added_in() -> None:
 )
 def test_a_duration_reads_in_the_unit_that_suits_it(ms: float | None, text: str) -> None:
     assert millis(ms) == text
+
+
+#: An axis's length in ms, and its five labels (at 0, 1/4, 1/2, 3/4 and all of it) as the
+#: waterfall shows them: in the unit of the last one.
+AXIS_LABELS = [
+    (0.8, ["0.000 ms", "0.200 ms", "0.400 ms", "0.600 ms", "0.800 ms"]),
+    (250, ["0.0 ms", "62.5 ms", "125.0 ms", "187.5 ms", "250.0 ms"]),
+    (10_000, ["0.00 s", "2.50 s", "5.00 s", "7.50 s", "10.00 s"]),
+    (120_000, ["0 s", "30 s", "1 min 0 s", "1 min 30 s", "2 min 0 s"]),
+    (3 * 3_600_000, ["0 min", "45 min", "1 h 30 min", "2 h 15 min", "3 h 0 min"]),
+    (2 * 86_400_000, ["0 h", "12 h", "1 d 0 h", "1 d 12 h", "2 d 0 h"]),
+]
+
+
+@pytest.mark.parametrize(("total", "labels"), AXIS_LABELS)
+def test_the_time_axis_labels_read_in_one_unit(total: float, labels: list[str]) -> None:
+    """Not 30.00 s beside 1 min 0 s: every label of an axis in its last label's unit."""
+    assert [axis_tick(total * i / 4, total) for i in range(5)] == labels
 
 
 def test_a_models_name_breaks_before_its_date_alone() -> None:
