@@ -6,8 +6,11 @@ breadth-first walk, so cycles end). Within a layer nodes are ordered by the mean
 position of their callers, which keeps most edges from crossing. Every node is a box of
 one width with its label cut to fit (the whole name in its tooltip), so no two labels
 overlap. A layer wider than ROW_NODES wraps onto rows of that many (an agent calling 24
-tools is four rows, not one row scaled down to unreadable labels), and an edge's count
-sits just above the box it points to, clear of the rows it passes. The SVG has no size
+tools is four rows, not one row scaled down to unreadable labels). A call down is a
+line; a call back up a curve from the top of its box, beside the line of a call down
+between the two; a call within a row bends below it. An edge's count sits on the edge,
+at its middle or the nearest place along it clear of the boxes and of the other counts.
+The SVG has no size
 of its own: it is scaled to fit its frame, and the page's script zooms and pans it by
 its viewBox.
 """
@@ -146,12 +149,12 @@ def _edge(
     label = f"{count} ({edge.errors}✗)" if edge.errors else str(count)
     x1, y1 = start[0] + BOX_W / 2, start[1] + BOX_H
     x2, y2 = end[0] + BOX_W / 2, end[1]
-    if y2 <= y1:  # a call back up (a cycle) or sideways: curve around the boxes
-        y1, bend = start[1] + BOX_H, max(y1, y2 + BOX_H) + GAP_Y / 2
-        path = (
-            f"M{x1:.1f},{y1:.1f} C{x1:.1f},{bend:.1f} {x2:.1f},{bend:.1f} {x2:.1f},{y2 + BOX_H:.1f}"
-        )
-        label_x, label_y = labels.place(label, [((x1 + x2) / 2, bend)])
+    if y2 <= y1:  # a call back up (a cycle), sideways or to itself: a curve round the boxes
+        ends = _around(start, end)
+        path = "M{:.1f},{:.1f} C{:.1f},{:.1f} {:.1f},{:.1f} {:.1f},{:.1f}".format(*ends)
+        # on the curve: its middle first, then elsewhere along it
+        candidates = [_cubic(ends, share) for share in (0.5, *_ALONG)]
+        label_x, label_y = labels.place(label, candidates)
     else:
         path = f"M{x1:.1f},{y1:.1f} L{x2:.1f},{y2:.1f}"
         # halfway, else just above the box it points to, else elsewhere along the edge:
@@ -171,6 +174,53 @@ def _edge(
         f'<path d="{path}" marker-end="url(#arrow)"/>'
         f'<text x="{label_x:.1f}" y="{label_y:.1f}" class="count">{label}</text></g>'
     )
+
+
+#: A call back up leaves the top of its box and reaches the bottom of the other this far
+#: right of their middles (clear of a call down between them, which joins the middles),
+#: bowed this far to its right; a call to its own box loops this far out of its side.
+BACK_SHIFT, BACK_BOW, LOOP_OUT = 14, 20, 32
+
+
+def _around(start: tuple[float, float], end: tuple[float, float]) -> tuple[float, ...]:
+    """A curve's ends and control points (x, y of each, in order) for an edge that cannot
+    go down: in one row, from the bottom of one box to the bottom of the other, bent
+    below them; up, from the top of one box to the bottom of the other, bowed; to its
+    own box, a loop out of its right side."""
+    if start == end:
+        x, top = start[0] + BOX_W, start[1]
+        return (
+            x,
+            top + BOX_H * 2 / 3,
+            x + LOOP_OUT,
+            top + BOX_H,
+            x + LOOP_OUT,
+            top,
+            x,
+            top + BOX_H / 3,
+        )
+    if start[1] == end[1]:
+        x1, x2, y = start[0] + BOX_W / 2, end[0] + BOX_W / 2, start[1] + BOX_H
+        bend = y + GAP_Y / 2
+        return (x1, y, x1, bend, x2, bend, x2, y)
+    x1, y1 = start[0] + BOX_W / 2 + BACK_SHIFT, start[1]
+    x2, y2 = end[0] + BOX_W / 2 + BACK_SHIFT, end[1] + BOX_H
+    dx, dy = x2 - x1, y2 - y1
+    length = (dx * dx + dy * dy) ** 0.5
+    bow_x, bow_y = -dy / length * BACK_BOW, dx / length * BACK_BOW  # to the right of its way
+    return (
+        x1, y1,
+        x1 + dx / 3 + bow_x, y1 + dy / 3 + bow_y,
+        x1 + dx * 2 / 3 + bow_x, y1 + dy * 2 / 3 + bow_y,
+        x2, y2,
+    )  # fmt: skip
+
+
+def _cubic(points: tuple[float, ...], t: float) -> tuple[float, float]:
+    """The point at `t` (0 to 1) of a cubic curve (`_around`'s ends and control points)."""
+    x0, y0, x1, y1, x2, y2, x3, y3 = points
+    a, b, c, d = (1 - t) ** 3, 3 * (1 - t) ** 2 * t, 3 * (1 - t) * t**2, t**3
+    return a * x0 + b * x1 + c * x2 + d * x3, a * y0 + b * y1 + c * y2 + d * y3
 
 
 #: A count's box, about: 11 px text (the stylesheet's), a character 6.5 px wide.

@@ -286,3 +286,41 @@ def test_counts_of_edges_into_one_node_do_not_overlap() -> None:
     for i, count in enumerate(counts):
         assert all(apart(count, other) for other in counts[i + 1 :]), texts[i]
         assert all(apart(count, box) for box in boxes), texts[i]
+
+
+def _on_path(path: str, x: float, y: float) -> float:
+    """How far (x, y) lies from a path of the drawing (a line, or one cubic curve)."""
+    numbers = [float(n) for n in re.findall(r"-?[\d.]+", path)]
+    if "C" not in path:
+        x1, y1, x2, y2 = numbers
+        points = [(x1 + t / 100 * (x2 - x1), y1 + t / 100 * (y2 - y1)) for t in range(101)]
+    else:
+        p = list(zip(numbers[::2], numbers[1::2], strict=True))
+        points = [
+            tuple(
+                (1 - t) ** 3 * p[0][k]
+                + 3 * (1 - t) ** 2 * t * p[1][k]
+                + 3 * (1 - t) * t**2 * p[2][k]
+                + t**3 * p[3][k]
+                for k in (0, 1)
+            )
+            for t in (n / 100 for n in range(101))
+        ]
+    return min(((px - x) ** 2 + (py - y) ** 2) ** 0.5 for px, py in points)
+
+
+def test_each_count_sits_on_its_edge() -> None:
+    """A count is drawn where its edge passes (its baseline on the edge), a call back up
+    a cycle's curve too: not where the curve's control points are."""
+    a, b, c = ("agent", "a"), ("agent", "b"), ("tool", "c")
+    graph = Topology(
+        {a: {"x"}, b: {"x"}, c: {"x"}},
+        {(a, b): Edge(3, 0), (b, a): Edge(2, 1), (b, c): Edge(5, 0), (c, c): Edge(1, 0)},
+    )
+    svg = str(render(graph, "/x"))
+    edges = re.findall(
+        r'<path d="([^"]+)" marker-end="url\(#arrow\)"/><text x="([\d.]+)" y="([\d.]+)"', svg
+    )
+    assert len(edges) == 4 and any("C" in path for path, _, _ in edges)
+    for path, x, y in edges:
+        assert _on_path(path, float(x), float(y)) <= 1, path
