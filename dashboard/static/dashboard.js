@@ -184,3 +184,27 @@ window.addEventListener("pageshow", () => {
     delete field.dataset.leftOut;
   }
 });
+
+// The live view (the newest page of the trace list, every 5 s): the list alone is
+// fetched again and put in place, so that a filter being typed stays as it is. (Without
+// JavaScript the page's own refresh loads it anew.)
+document.addEventListener("DOMContentLoaded", () => {
+  const live = document.getElementById("results");
+  if (!live || !live.dataset.liveMs) return;
+  let fetching = false;
+  setInterval(async () => {
+    if (fetching || document.hidden) return;
+    fetching = true;
+    try {
+      const response = await fetch(location.href, {credentials: "same-origin"});
+      if (!response.ok) return;
+      const page = new DOMParser().parseFromString(await response.text(), "text/html");
+      const fresh = page.getElementById("results");
+      if (fresh) document.getElementById("results").replaceWith(document.adoptNode(fresh));
+    } catch {
+      // offline a moment: the next turn tries again
+    } finally {
+      fetching = false;
+    }
+  }, Number(live.dataset.liveMs));
+});
