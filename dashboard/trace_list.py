@@ -4,10 +4,11 @@ filters (dashboard/params.py), and the export of the page the list shows."""
 from __future__ import annotations
 
 import asyncio
+import re
 from dataclasses import dataclass
 from typing import Any
 
-from quart import Response, render_template, request
+from quart import Response, redirect, render_template, request, url_for
 from quart.typing import ResponseReturnValue
 
 from dashboard import params
@@ -19,6 +20,16 @@ from service.web import json_response
 from storage.export import MAX_EXPORT_TRACES, as_csv
 from storage.identity import Project
 from storage.trace_list import ListPage, TraceFilter, TraceOrder
+
+#: A trace id as logs write it: 32 hex digits, in either case, or as a UUID.
+_TRACE_ID = re.compile(r"[0-9a-fA-F]{32}|[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}")
+
+
+def _trace_id_of(text: str) -> str | None:
+    """The trace id `text` is (spaces around it aside), as stored; None if it is none."""
+    text = text.strip()
+    return text.replace("-", "").lower() if _TRACE_ID.fullmatch(text) else None
+
 
 #: What the page's links start from when its filters could not be read.
 _UNFILTERED = params.ListQuery(TraceFilter(), TraceOrder(), None, params.DEFAULT_LIMIT)
@@ -49,7 +60,13 @@ class TraceList(View[TracePage]):
 
     async def html(self, **parts: str) -> ResponseReturnValue:
         """The page; a bad filter value is the page with its filter bar as typed and
-        the message (400), to be corrected there."""
+        the message (400), to be corrected there. A trace id given as the root span's
+        name (pasted from a log) goes to its trace, where the project has it."""
+        pasted = _trace_id_of(request.args.get("q", ""))
+        if pasted is not None:
+            found = await signed_in_project(self.explorer, parts["project"])
+            if await asyncio.to_thread(self.explorer.summaries.get, found.id, pasted):
+                return redirect(url_for("trace", project=found.name, trace_id=pasted), 303)
         try:
             return await super().html(**parts)
         except DashboardError as e:

@@ -477,3 +477,22 @@ async def test_a_404_does_not_echo_a_long_id_whole(client: Client) -> None:
 def _listed(page: str) -> list[str]:
     """The trace ids a list page links to, in order."""
     return re.findall(r'title="([0-9a-f]{32})" href=', page)
+
+
+@pytest.mark.parametrize(
+    "pasted",
+    [_trace_id(3), f" {_trace_id(3).upper()} ", "00000000-0000-0000-0000-000000000004"],
+)
+async def test_a_trace_id_pasted_as_the_root_name_goes_to_its_trace(
+    client: Client, pasted: str
+) -> None:
+    """A trace id in the root-name field (from a log: any case, or as a UUID) opens its
+    trace; one the project does not have is searched as a name (none found), and the
+    list's JSON reads `q` as a name always."""
+    response = await client.get(f"/projects/demo/traces?q={quote(pasted)}")
+    assert response.status_code == 303
+    assert response.headers["Location"] == f"/projects/demo/traces/{_trace_id(3)}"
+    missing = await client.get(f"/projects/demo/traces?q={'f' * 32}")
+    assert missing.status_code == 200
+    assert "No traces match these filters." in (await missing.get_data()).decode()
+    assert await _ids(client, f"q={quote(pasted)}") == []
