@@ -14,6 +14,7 @@ from dashboard.explorer import Explorer
 from dashboard.formats import (
     NO_COST,
     axis_tick,
+    breakable,
     count,
     cut,
     iso,
@@ -158,6 +159,7 @@ def create_app(settings: Settings) -> Quart:
         return {"csrf_token": signin.csrf_token(), "web_session": g.get("web_session")}
 
     app.add_template_filter(nanos)
+    app.add_template_filter(breakable)
     app.add_template_filter(iso)
     app.add_template_filter(millis)
     app.add_template_filter(count)

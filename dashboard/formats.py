@@ -6,7 +6,7 @@ import math
 import re
 from datetime import UTC, datetime
 
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from genai.prices import settled
 
@@ -111,6 +111,16 @@ def axis_tick(value: float, last: float) -> str:
 
 #: The axis's units past a minute, largest first: each with the unit below it.
 _AXIS_UNITS = (("d", 86_400, "h", 3600), ("h", 3600, "min", 60), ("min", 60, "s", 1))
+
+
+#: Where an id breaks best when its cell is too narrow for it: after its separators.
+_BREAKS_AFTER = re.compile(r"([-@._/:])(?=.)")
+
+
+def breakable(value: str | None) -> Markup:
+    """An id (a user's, a session's) as HTML that breaks after its separators when its
+    cell is too narrow (`carol@` `acme.io`, not `carol@acme.i` `o`); "" for None."""
+    return Markup(_BREAKS_AFTER.sub(r"\1<wbr>", str(escape(value or ""))))
 
 
 def count(value: int | None) -> str:

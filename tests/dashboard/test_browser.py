@@ -162,7 +162,12 @@ def served(tmp_path_factory: pytest.TempPathFactory, redis_url: str) -> Iterator
         span(traceId=NOJS_TRACE, spanId="2" * 16, parentSpanId="1" * 16, name="child",
              status="error", startTime="2026-11-22T15:00:01Z", endTime="2026-11-22T15:00:02Z"),
     ])  # fmt: skip
-    store(db, IdentityStore(db).create_project("live", "acme"), agent_run("1e" * 16))
+    live = IdentityStore(db).create_project("live", "acme")
+    store(db, live, agent_run("1e" * 16))
+    short_ids = {"user.id": "carol@acme.io", "session.id": "session-7f3a"}
+    store(db, live, [span(traceId="4e" * 16, spanId="1" * 16, name="short ids",
+                          startTime="2026-11-22T16:00:00Z", endTime="2026-11-22T16:00:01Z",
+                          attributes=short_ids)])  # fmt: skip
     db.close()
     try:
         with dashboard_and_collector(root, url, redis_url) as urls:
@@ -362,6 +367,37 @@ def test_long_user_and_session_ids_wrap_rather_than_widen_the_pages(
         expect(page.locator(".facts dd").filter(has_text=LONG_USER)).to_have_text(LONG_USER)
         expect(page.get_by_role("link", name=LONG_SESSION)).to_be_visible()
         assert page.evaluate("document.documentElement.scrollWidth <= innerWidth"), width
+    page.close()
+
+
+def test_a_short_id_keeps_to_one_line_and_a_longer_breaks_after_a_separator(
+    browser: Browser, dashboard_url: str
+) -> None:
+    """A user's and a session's id of 12-13 characters read on one line at 1280 px; at
+    1024, where the list's columns are narrower, they break after a separator
+    (`carol@acme.` `io`), not anywhere (`carol@acme.i` `o`)."""
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    _sign_in(page, dashboard_url)
+    page.goto(f"{dashboard_url}/projects/live/traces")
+    row = page.get_by_role("row").filter(has_text="short ids")
+    cells = [row.get_by_role("cell", name=text) for text in ("carol@acme.io", "session-7f3a")]
+    lines = (  # the lines of a cell's text: its boxes' distinct tops
+        "e => { const r = document.createRange(); r.selectNodeContents(e); "
+        "return new Set([...r.getClientRects()].map(b => Math.round(b.top))).size; }"
+    )
+    assert [cell.evaluate(lines) for cell in cells] == [1, 1]
+    page.set_viewport_size({"width": 1024, "height": 800})
+    first_line = (  # the characters before the first whose top is another
+        "e => { const w = document.createTreeWalker(e, NodeFilter.SHOW_TEXT); let n, text = '';"
+        " const tops = []; while ((n = w.nextNode())) for (let i = 0; i < n.length; i++) {"
+        " const r = document.createRange(); r.setStart(n, i); r.setEnd(n, i + 1);"
+        " tops.push(Math.round(r.getBoundingClientRect().top)); text += n.data[i]; }"
+        " const at = tops.findIndex(t => t !== tops[0]);"
+        " return at < 0 ? text : text.slice(0, at); }"
+    )
+    for cell, whole in zip(cells, ("carol@acme.io", "session-7f3a"), strict=True):
+        line = cell.evaluate(first_line)
+        assert line == whole or line[-1] in "@.-", line
     page.close()
 
 

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from dashboard.formats import axis_tick, millis, model_html, nanos, usd
+from dashboard.formats import axis_tick, breakable, millis, model_html, nanos, usd
 
 
 @pytest.mark.parametrize(
@@ -94,3 +94,12 @@ def test_a_time_reads_to_the_second_and_is_exact_on_hover() -> None:
         '<time data-ms="1795000000123" title="2026-11-18 11:06:40.123456 UTC">'
         "2026-11-18 11:06:40 UTC</time>"
     )
+
+
+def test_an_id_breaks_after_its_separators() -> None:
+    """A user's or a session's id may break after @ . - _ / : (never at its end), and
+    stays escaped."""
+    assert breakable("carol@acme.io") == "carol@<wbr>acme.<wbr>io"
+    assert breakable("session-7f3a-") == "session-<wbr>7f3a-"
+    assert breakable("<b>&x_y") == "&lt;b&gt;&amp;x_<wbr>y"
+    assert breakable(None) == ""
