@@ -60,8 +60,8 @@ class FilterBar:
     attributes: list[str]
     scores: list[str]
     presets: list[Link]
-    models: list[tuple[str, int]]
-    users: list[tuple[str, int]]
+    models: list[tuple[str, int | None]]
+    users: list[tuple[str, int | None]]
     filtered: bool
 
 
@@ -78,6 +78,23 @@ def _facets_of(explorer: Explorer, project: Project) -> tuple[list[tuple[str, in
     found = (sorted(models.items()), sorted(users.items()))
     _facets[project.id] = (time.monotonic(), *found)
     return found
+
+
+def with_asked(choices: list[tuple[str, int]], asked: str | None) -> list[tuple[str, int | None]]:
+    """A picker's choices and their counts, with the value asked for among them (its
+    count unknown: None) where the newest traces counted lack it, so that the picker
+    shows the filter the page applies, and keeps it when the form is sent again."""
+    found: list[tuple[str, int | None]] = list(choices)
+    if asked and all(name != asked for name, _ in choices):
+        found.append((asked, None))
+    return found
+
+
+def users_of(
+    explorer: Explorer, project: Project, asked: str | None
+) -> list[tuple[str, int | None]]:
+    """The user picker's choices: the project's users, with their trace counts."""
+    return with_asked(_facets_of(explorer, project)[1], asked)
 
 
 def _query(pairs: list[tuple[str, str]], **changed: str | None) -> str:
@@ -126,7 +143,7 @@ def filter_bar(explorer: Explorer, project: Project, args: Args, asked: ListQuer
         Link(label, _query(linked, **{"from": None, "to": None, "preset": label}), label == chosen)
         for label, _ in PRESETS
     ]
-    models, users = _facets_of(explorer, project)
+    counted_models, counted_users = _facets_of(explorer, project)
     single = {name: args.get(name, "") for name, _ in pairs if name not in ("attr", "score")}
     if chosen is not None and chosen != "All":
         single["preset"] = chosen
@@ -136,8 +153,8 @@ def filter_bar(explorer: Explorer, project: Project, args: Args, asked: ListQuer
         attributes=args.getlist("attr"),
         scores=args.getlist("score"),
         presets=presets,
-        models=models,
-        users=users,
+        models=with_asked(counted_models, single.get("model")),
+        users=with_asked(counted_users, single.get("user")),
         filtered="preset" in single or any(k not in ("sort", "order") for k, _ in pairs),
     )
 

@@ -16,6 +16,7 @@ from quart import render_template, request
 
 from dashboard import params
 from dashboard.explorer import IN_TIME, SESSION_TRACES_SHOWN, Explorer, signed_in_project
+from dashboard.filter_bar import users_of
 from dashboard.views import View
 from storage.identity import Project
 from storage.session_summaries import SessionCursor, SessionSummary
@@ -55,6 +56,9 @@ class SessionList(View[SessionsPage]):
             sessions=context.sessions,
             values=dict(kept),
             filtered=bool(kept),
+            users=await asyncio.to_thread(
+                users_of, self.explorer, context.project, request.args.get("user")
+            ),
             next_query=None
             if cursor is None
             else urlencode([*kept, ("cursor", cursor.encode()), ("limit", limit)]),

@@ -496,3 +496,14 @@ async def test_a_trace_id_pasted_as_the_root_name_goes_to_its_trace(
     assert missing.status_code == 200
     assert "No traces match these filters." in (await missing.get_data()).decode()
     assert await _ids(client, f"q={quote(pasted)}") == []
+
+
+async def test_a_picker_shows_the_value_filtered_by_though_not_counted(client: Client) -> None:
+    """A model or user asked for whom the newest traces counted lack is a choice of its
+    picker, chosen (without a count): the bar shows the filter the list applies, and
+    sending the form again keeps it."""
+    page = await (await client.get("/projects/demo/traces?user=gone&model=old-1")).get_data()
+    text = page.decode()
+    assert '<option value="gone" selected>gone</option>' in text
+    assert '<option value="old-1" selected>old-1</option>' in text
+    assert '<option value="user-0">user-0 (2)</option>' in text

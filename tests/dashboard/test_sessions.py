@@ -221,3 +221,15 @@ async def test_the_sessions_page_lists_and_pages(client: Client) -> None:
     assert "Next page" not in page
     page = (await (await client.get("/projects/demo/sessions?limit=2")).get_data()).decode()
     assert "Next page" in page and "cursor=" in page
+
+
+async def test_the_sessions_user_filter_picks_from_the_projects_users(client: Client) -> None:
+    """The sessions page's User is a picker of the project's users (an id typed in part
+    found nothing, and said nothing); a user asked for whom the newest traces lack is
+    among its choices, chosen."""
+    page = (await (await client.get("/projects/demo/sessions")).get_data()).decode()
+    assert re.search(r'<select id="user" name="user"><option value="">Any</option>\s*'
+                     r'<option value="user-1">user-1</option>\s*</select>', page)  # fmt: skip
+    page = (await (await client.get("/projects/demo/sessions?user=gone")).get_data()).decode()
+    assert '<option value="gone" selected>gone</option>' in page
+    assert "No sessions match these filters." in page
