@@ -80,7 +80,9 @@ def one(args: Args, name: str, strip: bool = True) -> str:
 
 
 def _text(args: Args, name: str) -> str | None:
-    return one(args, name) or None
+    """A text compared as given (an id with a space at its end is another id; a name
+    containing " agent" is not one containing "agent"); None when not given or empty."""
+    return one(args, name, strip=False) or None
 
 
 def _number(args: Args, name: str) -> float | None:
@@ -156,12 +158,12 @@ _FRACTION = re.compile(r"(?<=:[0-9][0-9])[.,]([0-9]+)")
 def _attributes(values: Iterable[str]) -> tuple[tuple[str, str | None], ...]:
     found: list[tuple[str, str | None]] = []
     for raw in values:
-        if not raw.strip():  # a form's empty field
+        if not raw:  # a form's empty field
             continue
         key, equals, value = raw.partition("=")
-        if not key.strip():
+        if not key:
             raise invalid("attr must be key=value or key, with a key")
-        found.append((key.strip(), value if equals else None))
+        found.append((key, value if equals else None))
     return tuple(found)
 
 

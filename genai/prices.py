@@ -39,6 +39,22 @@ def settled(cost: float | None) -> float | None:
     return None if cost is None else float(f"{cost:.12g}")
 
 
+def least_settled_at(bound: float) -> float:
+    """The least cost that `settled` makes `bound` or more (costs are stored as summed,
+    shown settled): a bound on the costs shown, as a bound on the costs stored."""
+    if not math.isfinite(bound) or bound <= 0:
+        return bound
+    low, high = bound / 2, bound * 2  # settled(low) < bound <= settled(high)
+    while True:  # bisect the floats between them, by their order
+        middle = (low + high) / 2
+        if middle in (low, high):
+            return high
+        if settled(middle) >= bound:
+            high = middle
+        else:
+            low = middle
+
+
 _RATES = ("input_per_mtok", "output_per_mtok", "cache_read_per_mtok", "cache_write_per_mtok")
 _KEYS = frozenset(("match", "provider", *_RATES))
 _MAX_CACHED = 4096

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import orjson
 
+from genai.prices import least_settled_at
 from storage import summary_genai
 from storage.index_filters import any_case, index_queries, like
 from storage.storable import MAX_ID_CHARS, id_text
@@ -214,7 +215,8 @@ def where(
     bounds = [(f, b, op, v) for f, b, op in _BOUNDS if (v := getattr(filters, f)) is not None]
     for _, bounded, op, value in bounds:
         conditions.append(f"{'' if bounded == sort else '+'}{SORTS[bounded]} {op} ?")
-        params.append(value)
+        # a cost bound is on the cost as shown: the sum stored, settled (genai/prices.py)
+        params.append(least_settled_at(value) if bounded == "cost" else value)
     if filters.model is not None:
         conditions.append(_model_condition(postgres))
         model = filters.model[:MAX_ID_CHARS]  # as the GenAI view reads one

@@ -22,6 +22,7 @@ from tests.dashboard.conftest import Site, sign_in, store
 from tests.proto_json.spans import span
 
 LIST = "/api/v1/projects/demo/traces"
+SESSIONS_LIST = "/api/v1/projects/demo/sessions"
 _ANSWERS = ("Your parcel ships Tuesday", "The refund was approved", "Nothing found")
 
 
@@ -507,3 +508,54 @@ async def test_a_picker_shows_the_value_filtered_by_though_not_counted(client: C
     assert '<option value="gone" selected>gone</option>' in text
     assert '<option value="old-1" selected>old-1</option>' in text
     assert '<option value="user-0">user-0 (2)</option>' in text
+
+
+async def test_a_filters_text_is_compared_as_given(site: Site, client: Client) -> None:
+    """Spaces around a filter's text are part of it: an id with spaces is found by
+    itself alone, not by the id without them (nor the other way), and no name that
+    begins with "handle" contains " handle"."""
+    padded = [span(traceId=_trace_id(9), spanId="d" * 16, name="padded",
+                   startTime="2026-11-22T11:00:00Z", endTime="2026-11-22T11:00:01Z",
+                   attributes={"session.id": " chat-a ", "user.id": "user-0 ",
+                               " tenant": "t0", "gen_ai.operation.name": "chat",
+                               "gen_ai.request.model": " gpt-4o "})]  # fmt: skip
+    store(site.db, site.demo, padded)
+    assert await _ids(client, "session=%20chat-a%20") == [9]
+    assert await _ids(client, "session=chat-a") == [4, 1]
+    assert await _ids(client, "user=user-0%20") == [9]
+    assert await _ids(client, "user=user-0") == [2, 0]
+    assert await _ids(client, "model=%20gpt-4o%20") == [9]
+    assert await _ids(client, "model=gpt-4o") == [2, 0]
+    assert await _ids(client, "attr=%20tenant=t0") == [9]
+    assert await _ids(client, "q=%20handle") == []
+    assert await _ids(client, "q=handle%20request%201") == [1]
+    assert await _ids(client, "q=%20request%201") == [1]
+    response = await client.get(f"{SESSIONS_LIST}?user=user-0%20")
+    assert [s["sessionId"] for s in orjson.loads(await response.get_data())["sessions"]] == [
+        " chat-a "
+    ]
+
+
+async def test_a_cost_bound_is_on_the_cost_as_shown(site: Site, client: Client) -> None:
+    """Calls of 0.7 and 0.1 sum to 0.7999999999999999, shown as 0.8: `minCostUsd=0.8`
+    finds that trace beside one of 0.8, and `minCostUsd=0.8000000001` neither."""
+    for n, costs in ((10, (0.7, 0.1)), (11, (0.8,))):
+        trace = _trace_id(n)
+        spans = [span(traceId=trace, spanId="a" * 16, name="turn",
+                      startTime="2026-11-22T12:00:00Z", endTime="2026-11-22T12:00:01Z",
+                      attributes={"session.id": "cost-tie"})]  # fmt: skip
+        for at, cost in enumerate(costs):
+            spans.append(span(traceId=trace, spanId=f"{at + 1:016x}", parentSpanId="a" * 16,
+                              name="chat", startTime="2026-11-22T12:00:00Z",
+                              endTime="2026-11-22T12:00:01Z",
+                              attributes={"gen_ai.operation.name": "chat",
+                                          "gen_ai.request.model": "m", "gen_ai.usage.cost": cost,
+                                          "gen_ai.usage.input_tokens": 1}))  # fmt: skip
+        store(site.db, site.demo, spans)
+    response = await client.get(f"{LIST}?session=cost-tie")
+    assert [t["costUsd"] for t in orjson.loads(await response.get_data())["traces"]] == [0.8, 0.8]
+    assert sorted(await _ids(client, "session=cost-tie&minCostUsd=0.8")) == [10, 11]
+    assert await _ids(client, "session=cost-tie&minCostUsd=0.8000000001") == []
+    for order in ("desc", "asc"):
+        found = await _ids(client, f"session=cost-tie&minCostUsd=0.8&sort=cost&order={order}")
+        assert sorted(found) == [10, 11]
