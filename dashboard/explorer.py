@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import re
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 from dashboard.errors import require_role
@@ -41,6 +42,8 @@ _TRACE_ID = re.compile(r"[0-9a-fA-F]{32}")
 #: A page of a session's traces (its page, its JSON): at most, and unless asked fewer.
 SESSION_TRACES_SHOWN = 1000
 IN_TIME = TraceOrder("start", descending=False)
+#: A trace's place by its start as it is now.
+_STARTED = attrgetter("start_ns", "trace_id")
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,14 +168,22 @@ class Explorer:
         self, project: Project, session_id: str, limit: int, after: Cursor | None
     ) -> tuple[SessionSummary, list[TraceSummary], Cursor | None]:
         """A session's summary, and a page of its traces in time order with the next
-        page's cursor; NotFound for a session with none."""
+        page's cursor; NotFound for a session with none.
+
+        Pages follow each trace's start as first stored (the list's `start`, which never
+        moves, so that no page skips or repeats a trace while spans arrive); a session
+        whose traces fit on one page, as nearly all do, is in order of their starts as
+        they are now (a root sent after its children moves its trace's start earlier)."""
         summary = session_summary(self.db, project.id, session_id)
         if summary is None:
             raise NotFound(f"no session {session_id}")
         listed = self.summaries.page(
             project.id, TraceFilter(session=session_id), limit, after, order=IN_TIME
         )
-        return summary, listed.traces, listed.next
+        traces = listed.traces
+        if after is None and listed.next is None:
+            traces = sorted(traces, key=_STARTED)
+        return summary, traces, listed.next
 
     def export(self, project: Project, asked: ListQuery) -> list[dict[str, Any]]:
         """The page of the list `asked` names (at most 100 traces), with their spans."""

@@ -131,6 +131,29 @@ async def test_a_sessions_traces_in_time_order(client: Client) -> None:
     assert (await client.get(f"{SESSIONS}/nothing")).status_code == 404
 
 
+async def test_a_trace_whose_root_came_late_takes_its_place_by_its_start(
+    site: Site, client: Client
+) -> None:
+    """X's child (10:00:10) is stored, then Y (10:00:05), then X's root (10:00:00): the
+    session lists X first, by its start as it now is, on its page and in its JSON."""
+    x, y = "a1" * 16, "b2" * 16
+    session = {"session.id": "late-root"}
+    for sent in (
+        span(traceId=x, spanId="2" * 16, parentSpanId="1" * 16, name="child",
+             startTime="2026-11-27T10:00:10Z", endTime="2026-11-27T10:00:11Z",
+             attributes=session),
+        span(traceId=y, spanId="3" * 16, name="y", startTime="2026-11-27T10:00:05Z",
+             endTime="2026-11-27T10:00:06Z", attributes=session),
+        span(traceId=x, spanId="1" * 16, name="x", startTime="2026-11-27T10:00:00Z",
+             endTime="2026-11-27T10:00:20Z", attributes=session),
+    ):  # fmt: skip
+        store(site.db, site.demo, [sent])
+    found = orjson.loads(await (await client.get(f"{SESSIONS}/late-root")).get_data())
+    assert [t["traceId"] for t in found["traces"]] == [x, y]
+    page = (await (await client.get("/projects/demo/sessions/late-root")).get_data()).decode()
+    assert page.index(f"/traces/{x}") < page.index(f"/traces/{y}")
+
+
 async def test_a_long_sessions_traces_page_and_its_totals_are_the_whole_sessions(
     site: Site, client: Client
 ) -> None:
