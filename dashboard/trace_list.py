@@ -92,6 +92,7 @@ class TraceList(View[TracePage]):
             links=page_links(request.args, asked, listed),
             ingest_url=self.ingest_url,
             error=error,
+            max_export=MAX_EXPORT_TRACES,
         )
 
     async def data(self, context: TracePage) -> dict[str, Any]:

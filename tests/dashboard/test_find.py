@@ -559,3 +559,22 @@ async def test_a_cost_bound_is_on_the_cost_as_shown(site: Site, client: Client) 
     for order in ("desc", "asc"):
         found = await _ids(client, f"session=cost-tie&minCostUsd=0.8&sort=cost&order={order}")
         assert sorted(found) == [10, 11]
+
+
+async def test_a_page_longer_than_an_export_says_what_its_export_holds(
+    site: Site, client: Client
+) -> None:
+    """A page of more traces than an export holds offers the first of them, and says so;
+    a page of fewer offers them all."""
+    many = [
+        span(traceId=f"{n:032x}", spanId="a" * 16, name="many",
+             startTime=f"2026-11-23T10:{n // 60:02}:{n % 60:02}Z",
+             endTime=f"2026-11-23T10:{n // 60:02}:{n % 60:02}.5Z")
+        for n in range(100, 201)
+    ]  # fmt: skip
+    store(site.db, site.demo, many)
+    page = (await (await client.get("/projects/demo/traces?limit=200")).get_data()).decode()
+    assert "Export the spans of the first 100 traces on this page" in page
+    assert "limit=100" in page.split('class="export"')[1].split("</p>")[0]
+    page = (await (await client.get("/projects/demo/traces?limit=20")).get_data()).decode()
+    assert "Export the spans of the traces on this page" in page
