@@ -100,7 +100,13 @@ class Agents(View[Window]):
         found, recent, traces = window.project, window.recent, window.traces
         through = topology(traces).nodes.get((kind, name), set())
         listed = [t for t in recent if t.trace_id in through]
-        scores = await asyncio.to_thread(self.explorer.scores, found, listed)
+        scores, failed = await asyncio.to_thread(self.explorer.beside, found, listed)
         return await render_template(
-            "agent_traces.html", project=found, kind=kind, name=name, traces=listed, scores=scores
+            "agent_traces.html",
+            project=found,
+            kind=kind,
+            name=name,
+            traces=listed,
+            scores=scores,
+            failures=failed,
         )

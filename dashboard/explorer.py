@@ -14,6 +14,7 @@ from operator import attrgetter
 from typing import Any
 
 from dashboard.errors import require_role
+from dashboard.failures import failures
 from dashboard.params import ListQuery, SessionQuery
 from dashboard.signin import current_session
 from storage.database import Database
@@ -118,6 +119,13 @@ class Explorer:
     def scores(self, project: Project, traces: list[TraceSummary]) -> dict[str, list[Score]]:
         """The scores of the traces of a page, by trace id."""
         return ScoreStore(self.db).for_traces(project.id, [t.trace_id for t in traces])
+
+    def beside(
+        self, project: Project, traces: list[TraceSummary]
+    ) -> tuple[dict[str, list[Score]], dict[str, str]]:
+        """What a table of traces shows beside their summaries, by trace id: their
+        scores, and what went wrong first in those with errors (dashboard/failures.py)."""
+        return self.scores(project, traces), failures(SpanStore(self.db), project.id, traces)
 
     def trace(self, project: Project, trace_id: str) -> TraceDetail:
         """A trace's spans and scores; NotFound when nothing of it is stored."""

@@ -102,7 +102,9 @@ class Session(View[SessionTraces]):
         return SessionTraces(found, session_id, summary, traces, after, cursor)
 
     async def page(self, context: SessionTraces) -> str:
-        scores = await asyncio.to_thread(self.explorer.scores, context.project, context.traces)
+        scores, failed = await asyncio.to_thread(
+            self.explorer.beside, context.project, context.traces
+        )
         sized = params.asked_limit(request.args)
         return await render_template(
             "session.html",
@@ -110,6 +112,7 @@ class Session(View[SessionTraces]):
             session_id=context.session_id,
             traces=context.traces,
             scores=scores,
+            failures=failed,
             totals=context.summary,
             next_query=None
             if context.cursor is None

@@ -82,12 +82,13 @@ class TraceList(View[TracePage]):
         self, found: Project, asked: params.ListQuery, listed: ListPage, error: str | None
     ) -> str:
         traces = listed.traces
-        scores = await asyncio.to_thread(self.explorer.scores, found, traces)
+        scores, failed = await asyncio.to_thread(self.explorer.beside, found, traces)
         return await render_template(
             "traces.html",
             project=found,
             traces=traces,
             scores=scores,
+            failures=failed,
             bar=await asyncio.to_thread(filter_bar, self.explorer, found, request.args, asked),
             links=page_links(request.args, asked, listed),
             ingest_url=self.ingest_url,

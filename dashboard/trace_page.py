@@ -15,14 +15,13 @@ from typing import Any
 from quart import render_template, request
 
 from dashboard.explorer import Explorer, TraceOutline, signed_in_project
-from dashboard.formats import cut
+from dashboard.failures import what_failed
 from dashboard.genai_json import genai_json, totals_json
 from dashboard.views import View
 from dashboard.waterfall import PAGE_ROWS, Row, Waterfall, lay_out
 from dashboard.waterfall_html import rows_html
 from genai import MODEL_TYPES
 from genai.counting import Wrappers
-from genai.view import plain
 from storage.errors import NotFound
 from storage.identity import Project
 from storage.scores import Score
@@ -66,35 +65,6 @@ class Laid:
     #: the trace's first error span in the waterfall's order: (span id, name, what it
     #: says went wrong), for the header
     first_error: tuple[str, str, str] | None = None
-
-
-#: The most of an error's message the trace's header shows.
-ERROR_CHARS = 300
-
-
-def what_failed(span: dict[str, Any]) -> str:
-    """What a canonical error span says went wrong: its status message, else its first
-    exception event's type and message (OpenTelemetry's `exception.*`), else its
-    `error.type` (the class of error OpenTelemetry's conventions give a failed
-    operation: `timeout`, `500`), cut short."""
-    said = (span["status"].get("message") or "").strip()
-    if not said:
-        for event in span.get("events", ()):
-            if event.get("name") != "exception":
-                continue
-            pairs = event.get("attributes", ())
-            found = {pair["key"]: pair["value"].get("stringValue", "") for pair in pairs}
-            kind, message = found.get("exception.type", ""), found.get("exception.message", "")
-            kind, message = kind.strip(), message.strip()
-            said = f"{kind}: {message}" if kind and message else kind or message
-            break
-    if not said:
-        for pair in span.get("attributes", ()):
-            if pair["key"] == "error.type":
-                value = plain(pair["value"])
-                said = "" if value is None else str(value).strip()
-                break
-    return cut(said, ERROR_CHARS)
 
 
 def unpriced(detail: TraceOutline, wrapping: Wrappers) -> int:

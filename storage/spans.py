@@ -3,6 +3,7 @@ same transaction), and a trace's stored spans."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import orjson
@@ -27,7 +28,7 @@ from storage.resend import (
     window_checks,
     wrote_nothing,
 )
-from storage.span_rows import SpanRow
+from storage.span_rows import SpanRow, utc_day
 from storage.trace_facets import Facets
 
 _TRACES_ASKED = 500  # trace ids in one query's IN list
@@ -115,6 +116,22 @@ _SPAN_COLUMNS = (
     "start_ns, end_ns, session_id, attributes, events, links, extras, resource, "
     "scope"
 )
+
+
+def first_errors_query(
+    project_id: str, traces: Sequence[tuple[str, int, int]]
+) -> tuple[str, list[object]]:
+    """`SpanStore.first_errors`' read: the error rows of the traces (id, first start,
+    last end), by their key and within the days of their starts, earliest first."""
+    first = utc_day(min(start for _, start, _ in traces))
+    last = utc_day(max(max(start, end) for _, start, end in traces))
+    marks = ", ".join("?" * len(traces))
+    return (
+        f"SELECT {_SPAN_COLUMNS} FROM spans WHERE project_id = ? AND trace_id IN ({marks}) "
+        "AND start_day >= ? AND start_day <= ? AND status_code = 2 "
+        "ORDER BY trace_id, start_ns, span_id, start_day",
+        [project_id, *(trace for trace, _, _ in traces), first, last],
+    )
 
 
 class Prepared(NamedTuple):
@@ -215,6 +232,22 @@ class SpanStore:
                 (project_id, trace_id.lower()),
             )
             return _stored_spans(tx, project_id, rows)
+
+    def first_errors(
+        self, project_id: str, traces: Sequence[tuple[str, int, int]]
+    ) -> dict[str, dict[str, Any]]:
+        """Of each trace (id, its first start and last end, in ns: a summary's), its
+        earliest error span, by trace id (none for a trace without one). One read of
+        the traces' rows by their key, within the days their starts fall on."""
+        if not traces:
+            return {}
+        with self.db.transaction() as tx:
+            rows = tx.query(*first_errors_query(project_id, traces))
+            earliest: dict[str, Any] = {}
+            for row in rows:
+                earliest.setdefault(row[0], row)
+            found = _stored_spans(tx, project_id, list(earliest.values()))
+        return {span["traceId"]: span for span in found}
 
     def texts(self, project_id: str, trace_id: str) -> list[tuple[str, str, str, str, str]]:
         """Each span of a trace as the text a search looks in, unparsed: (span id, name,

@@ -578,3 +578,34 @@ async def test_a_page_longer_than_an_export_says_what_its_export_holds(
     assert "limit=100" in page.split('class="export"')[1].split("</p>")[0]
     page = (await (await client.get("/projects/demo/traces?limit=20")).get_data()).decode()
     assert "Export the spans of the traces on this page" in page
+
+
+async def test_a_listed_trace_with_errors_says_what_went_wrong(site: Site, client: Client) -> None:
+    """Each listed trace with errors shows its earliest error span and what it says went
+    wrong (an exception event's type and message, else `error.type`), on the list and on
+    its session's page; a trace without errors shows none."""
+    failing = [
+        (20, "call_model", {"error.type": "rate_limited", "session.id": "errs"}, None),
+        (21, "search_orders", {"session.id": "errs"},
+         [{"name": "exception", "attributes": {"exception.type": "KeyError",
+                                               "exception.message": "order <7>"}}]),
+    ]  # fmt: skip
+    for n, name, attributes, events in failing:
+        trace = _trace_id(n)
+        store(site.db, site.demo, [
+            span(traceId=trace, spanId="a" * 16, name="turn", startTime="2026-11-23T09:00:00Z",
+                 endTime="2026-11-23T09:00:09Z", attributes={"session.id": "errs"}),
+            span(traceId=trace, spanId="b" * 16, parentSpanId="a" * 16, name=name,
+                 status="error", startTime="2026-11-23T09:00:02Z",
+                 endTime="2026-11-23T09:00:03Z", attributes=attributes, events=events),
+            span(traceId=trace, spanId="c" * 16, parentSpanId="a" * 16, name="later",
+                 status="error", startTime="2026-11-23T09:00:05Z",
+                 endTime="2026-11-23T09:00:06Z"),
+        ])  # fmt: skip
+    expected = ["✗ call_model: rate_limited", "✗ search_orders: KeyError: order &lt;7&gt;"]
+    for path in ("/projects/demo/traces?status=error", "/projects/demo/sessions/errs"):
+        page = (await (await client.get(path)).get_data()).decode()
+        said = re.findall(r'<div class="failed" title="[^"]*">([^<]*)</div>', page)
+        assert all(line in said for line in expected), (path, said)
+    page = (await (await client.get("/projects/demo/traces?q=request+3")).get_data()).decode()
+    assert 'class="failed"' not in page

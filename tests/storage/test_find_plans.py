@@ -20,7 +20,7 @@ from storage.retention import make_partitions
 from storage.schema import migrate
 from storage.session_summaries import SessionCursor, SessionFilter, sessions_query
 from storage.span_rows import SpanRow
-from storage.spans import SpanStore
+from storage.spans import SpanStore, first_errors_query
 from storage.trace_facets import name_token
 from storage.trace_query import (
     NULLABLE,
@@ -177,6 +177,9 @@ def _listed_reads(postgres: bool) -> Iterator[tuple[str, str, list[Any]]]:
     keys = [(f"{n:032x}", f"{n:016x}", "1970-01-01") for n in range(1, 4)]
     for select in (trace_list._SPAN, trace_list._STORED_PREVIEWS, trace_list._PREVIEWS):
         yield f"listed spans {select}", *trace_list.span_query("p1", keys, postgres, select)
+    # the listed traces with errors: their error spans, by their key
+    errors = [(f"{n:032x}", n * 10**9, (n + 1) * 10**9) for n in range(1, 4)]
+    yield "listed errors", *first_errors_query("p1", errors)
 
 
 def _sqlite_scans(db: Database, sql: str, params: list[Any]) -> list[str]:
