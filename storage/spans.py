@@ -119,18 +119,31 @@ _SPAN_COLUMNS = (
 
 
 def first_errors_query(
-    project_id: str, traces: Sequence[tuple[str, int, int]]
+    project_id: str, traces: Sequence[tuple[str, int, int]], postgres: bool
 ) -> tuple[str, list[object]]:
     """`SpanStore.first_errors`' read: the error rows of the traces (id, first start,
-    last end), by their key and within the days of their starts, earliest first."""
+    last end), through the span table's key, within the days of their starts; earliest
+    first (on PostgreSQL the earliest alone: a seek a trace, whatever the planner
+    thinks of the table's statistics, where the list's condition led it to walk the
+    project's rows of those days)."""
     first = utc_day(min(start for _, start, _ in traces))
     last = utc_day(max(max(start, end) for _, start, end in traces))
-    marks = ", ".join("?" * len(traces))
+    ids = [trace for trace, _, _ in traces]
+    errors = "start_day >= ? AND start_day <= ? AND status_code = 2"
+    order = "ORDER BY start_ns, span_id, start_day"
+    if postgres:
+        listed = ", ".join("(?)" for _ in traces)
+        return (
+            f"SELECT s.* FROM (VALUES {listed}) AS k (t) CROSS JOIN LATERAL "
+            f"(SELECT {_SPAN_COLUMNS} FROM spans WHERE project_id = ? AND trace_id = k.t "
+            f"AND {errors} {order} LIMIT 1) AS s",
+            [*ids, project_id, first, last],
+        )
     return (
-        f"SELECT {_SPAN_COLUMNS} FROM spans WHERE project_id = ? AND trace_id IN ({marks}) "
-        "AND start_day >= ? AND start_day <= ? AND status_code = 2 "
-        "ORDER BY trace_id, start_ns, span_id, start_day",
-        [project_id, *(trace for trace, _, _ in traces), first, last],
+        f"SELECT {_SPAN_COLUMNS} FROM spans WHERE project_id = ? "
+        f"AND trace_id IN ({', '.join('?' * len(traces))}) AND {errors} ORDER BY trace_id, "
+        + order.removeprefix("ORDER BY "),
+        [project_id, *ids, first, last],
     )
 
 
@@ -242,7 +255,7 @@ class SpanStore:
         if not traces:
             return {}
         with self.db.transaction() as tx:
-            rows = tx.query(*first_errors_query(project_id, traces))
+            rows = tx.query(*first_errors_query(project_id, traces, tx.postgres))
             earliest: dict[str, Any] = {}
             for row in rows:
                 earliest.setdefault(row[0], row)

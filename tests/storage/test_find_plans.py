@@ -179,7 +179,7 @@ def _listed_reads(postgres: bool) -> Iterator[tuple[str, str, list[Any]]]:
         yield f"listed spans {select}", *trace_list.span_query("p1", keys, postgres, select)
     # the listed traces with errors: their error spans, by their key
     errors = [(f"{n:032x}", n * 10**9, (n + 1) * 10**9) for n in range(1, 4)]
-    yield "listed errors", *first_errors_query("p1", errors)
+    yield "listed errors", *first_errors_query("p1", errors, postgres)
 
 
 def _sqlite_scans(db: Database, sql: str, params: list[Any]) -> list[str]:
