@@ -10,9 +10,8 @@ tools is four rows, not one row scaled down to unreadable labels). A call down i
 line; a call back up a curve from the top of its box, beside the line of a call down
 between the two; a call within a row bends below it. An edge's count sits on the edge,
 at its middle or the nearest place along it clear of the boxes and of the other counts.
-The SVG has no size
-of its own: it is scaled to fit its frame, and the page's script zooms and pans it by
-its viewBox.
+The SVG has no size of its own: it is scaled to fit its frame, and the page's script
+zooms and pans it by its viewBox.
 """
 
 from __future__ import annotations
