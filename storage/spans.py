@@ -130,19 +130,18 @@ def first_errors_query(
     last = utc_day(max(max(start, end) for _, start, end in traces))
     ids = [trace for trace, _, _ in traces]
     errors = "start_day >= ? AND start_day <= ? AND status_code = 2"
-    order = "ORDER BY start_ns, span_id, start_day"
     if postgres:
         listed = ", ".join("(?)" for _ in traces)
         return (
             f"SELECT s.* FROM (VALUES {listed}) AS k (t) CROSS JOIN LATERAL "
             f"(SELECT {_SPAN_COLUMNS} FROM spans WHERE project_id = ? AND trace_id = k.t "
-            f"AND {errors} {order} LIMIT 1) AS s",
+            f"AND {errors} ORDER BY start_ns, span_id, start_day LIMIT 1) AS s",
             [*ids, project_id, first, last],
         )
     return (
         f"SELECT {_SPAN_COLUMNS} FROM spans WHERE project_id = ? "
-        f"AND trace_id IN ({', '.join('?' * len(traces))}) AND {errors} ORDER BY trace_id, "
-        + order.removeprefix("ORDER BY "),
+        f"AND trace_id IN ({', '.join('?' * len(traces))}) AND {errors} "
+        "ORDER BY trace_id, start_ns, span_id, start_day",
         [project_id, *ids, first, last],
     )
 
@@ -254,11 +253,12 @@ class SpanStore:
         the traces' rows by their key, within the days their starts fall on."""
         if not traces:
             return {}
+        earliest: dict[str, Any] = {}
         with self.db.transaction() as tx:
-            rows = tx.query(*first_errors_query(project_id, traces, tx.postgres))
-            earliest: dict[str, Any] = {}
-            for row in rows:
-                earliest.setdefault(row[0], row)
+            for first in range(0, len(traces), _TRACES_ASKED):
+                asked = traces[first : first + _TRACES_ASKED]
+                for row in tx.query(*first_errors_query(project_id, asked, tx.postgres)):
+                    earliest.setdefault(row[0], row)
             found = _stored_spans(tx, project_id, list(earliest.values()))
         return {span["traceId"]: span for span in found}
 

@@ -609,3 +609,20 @@ async def test_a_listed_trace_with_errors_says_what_went_wrong(site: Site, clien
         assert all(line in said for line in expected), (path, said)
     page = (await (await client.get("/projects/demo/traces?q=request+3")).get_data()).decode()
     assert 'class="failed"' not in page
+
+
+async def test_a_session_of_more_traces_with_errors_than_one_read_asks_shows_each(
+    site: Site, client: Client
+) -> None:
+    """A session's page of 600 traces with errors, more than one read of their error
+    spans asks for: each says what went wrong."""
+    failing = [
+        span(traceId=f"{n:032x}", spanId="e" * 16, name=f"step {n}", status="error",
+             startTime="2026-11-24T08:00:00Z", endTime="2026-11-24T08:00:01Z",
+             attributes={"session.id": "many-errors", "error.type": f"boom {n}"})
+        for n in range(1000, 1600)
+    ]  # fmt: skip
+    store(site.db, site.demo, failing)
+    page = (await (await client.get("/projects/demo/sessions/many-errors")).get_data()).decode()
+    said = re.findall(r'<div class="failed" title="[^"]*">✗ step (\d+): boom \1</div>', page)
+    assert sorted(map(int, said)) == list(range(1000, 1600))
