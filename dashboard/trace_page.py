@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 from quart import render_template, request
@@ -62,9 +63,14 @@ class Laid:
     #: whether that span is a model call wrapping a provider call (genai/counting.py):
     #: `usage` when the call below reports usage, `call` when it reports none
     wrapper: str | None = None
-    #: the trace's first error span in the waterfall's order: (span id, name, what it
-    #: says went wrong), for the header
+    #: the trace's earliest error span (by start): (span id, name, what it says went
+    #: wrong), for the header
     first_error: tuple[str, str, str] | None = None
+
+
+_ERROR = 2
+#: A span's place by its start (ties by id), as the list finds a trace's earliest error.
+_STARTED = attrgetter("start_ns", "span_id")
 
 
 def unpriced(detail: TraceOutline, wrapping: Wrappers) -> int:
@@ -109,9 +115,10 @@ class Trace(View[TraceAsked]):
             datasets = self.explorer.dataset_names(asked.project)
             wrapper = _wrapper(chosen.span, waterfall.wrapping)
         first_error = None
-        errors = waterfall.errors()
-        if errors:
-            failed = self.explorer.span(asked.project, detail.trace_id, errors[0][1])
+        errors = [s for s in detail.spans if s.status_code == _ERROR]
+        if errors:  # the earliest, as the list shows it (dashboard/failures.py)
+            earliest = min(errors, key=_STARTED)
+            failed = self.explorer.span(asked.project, detail.trace_id, earliest.span_id)
             first_error = (failed["spanId"], failed["name"], what_failed(failed))
         return Laid(detail, waterfall, chosen, span, datasets, wrapper, first_error)
 

@@ -626,3 +626,28 @@ async def test_a_session_of_more_traces_with_errors_than_one_read_asks_shows_eac
     page = (await (await client.get("/projects/demo/sessions/many-errors")).get_data()).decode()
     said = re.findall(r'<div class="failed" title="[^"]*">✗ step (\d+): boom \1</div>', page)
     assert sorted(map(int, said)) == list(range(1000, 1600))
+
+
+async def test_the_list_and_the_trace_page_name_the_same_earliest_error(
+    site: Site, client: Client
+) -> None:
+    """A's child fails at 10:00:05 and B at 10:00:02: the waterfall shows A's child
+    first, yet both the list and the trace's header name B, the earliest error."""
+    trace = _trace_id(30)
+    at = "2026-11-25T10:00:0{}Z".format
+    store(site.db, site.demo, [
+        span(traceId=trace, spanId="1" * 16, name="root", startTime=at(0), endTime=at(9)),
+        span(traceId=trace, spanId="a" * 16, parentSpanId="1" * 16, name="A",
+             startTime=at(1), endTime=at(8)),
+        span(traceId=trace, spanId="c" * 16, parentSpanId="a" * 16, name="A's child",
+             status="error", startTime=at(5), endTime=at(6),
+             attributes={"error.type": "late"}),
+        span(traceId=trace, spanId="b" * 16, parentSpanId="1" * 16, name="B",
+             status="error", startTime=at(2), endTime=at(3),
+             attributes={"error.type": "early"}),
+    ])  # fmt: skip
+    listed = (await (await client.get("/projects/demo/traces?q=root")).get_data()).decode()
+    assert "✗ B: early</div>" in listed
+    page = (await (await client.get(f"/projects/demo/traces/{trace}")).get_data()).decode()
+    said = re.search(r'<dd class="whole first-error">(.*?)</dd>', page, re.S)
+    assert said is not None and f'?span={"b" * 16}">B</a>' in said[1]

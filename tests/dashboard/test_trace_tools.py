@@ -99,7 +99,7 @@ async def test_a_selected_span_opens_its_own_page(site: Site) -> None:
 
 
 async def test_the_header_says_what_the_first_error_was(site: Site) -> None:
-    """A trace with errors names its first error span in the waterfall's order, linked,
+    """A trace with errors names its earliest error span (by start), linked,
     with its status message, or its exception event's type and message when it has
     none; a trace with no error names none."""
     client = site.client()
