@@ -405,7 +405,8 @@ def test_the_trace_list_fits_a_laptops_width_whatever_its_texts(
     browser: Browser, dashboard_url: str, tmp_path: Path
 ) -> None:
     """At 1280 px, and at 1024, the list's every column shows without scrolling
-    sideways, and the filter bar's pickers keep their size: an agent run with two dated
+    sideways (and at 1024 the header keeps to one row), and the filter bar's pickers
+    keep their size: an agent run with two dated
     models, long user and session ids, two scores, its question and answer (both
     shown); a root name of 206 characters and no space, and a user id of 130, wrap in
     their cells (the id is cut in the user picker), and a trace id shows its first
@@ -421,6 +422,12 @@ def test_the_trace_list_fits_a_laptops_width_whatever_its_texts(
         "[...e.querySelectorAll('th')].map(h => `${h.innerText} ${h.offsetWidth}`).join(', ')"
     )
     assert scroll.evaluate(fits), scroll.evaluate(widths)
+    middles = (
+        "h => [...h.children].map(c => { const b = c.getBoundingClientRect(); "
+        "return b.top + b.height / 2; })"
+    )
+    centred = page.locator("header.top").evaluate(middles)
+    assert max(centred) - min(centred) < 2, centred  # one row, the user's role on hover
     page.set_viewport_size({"width": 1280, "height": 800})
     assert scroll.evaluate(fits), scroll.evaluate(widths)
     busy = page.get_by_role("row").filter(has_text="invoke_agent support-agent")
