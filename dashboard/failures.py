@@ -46,9 +46,20 @@ LISTED_ERROR_CHARS = 120
 def failures(store: SpanStore, project_id: str, traces: list[TraceSummary]) -> dict[str, str]:
     """Of each of a page's traces with errors, its earliest error span's name and what it
     says went wrong (`name: what`, or the name alone), by trace id."""
-    wanted = [(t.trace_id, t.start_ns, t.end_ns or t.start_ns) for t in traces if t.error_count]
+    wanted = [(t.trace_id, t.start_ns, _latest_start(t)) for t in traces if t.error_count]
     found = {}
     for trace_id, span in store.first_errors(project_id, wanted).items():
-        said = cut(what_failed(span), LISTED_ERROR_CHARS)
-        found[trace_id] = f"{span['name']}: {said}" if said else span["name"]
+        said, name = cut(what_failed(span), LISTED_ERROR_CHARS), cut(span["name"], NAME_CHARS)
+        found[trace_id] = f"{name}: {said}" if said else name
     return found
+
+
+#: The most of an error span's name a listed trace shows.
+NAME_CHARS = 80
+
+
+def _latest_start(trace: TraceSummary) -> int:
+    """The latest a span of the trace can start, as far as its summary tells: by its
+    last end, or, for a span without an end (still running when sent), by when the
+    trace was last received (a span is sent after it starts)."""
+    return max(trace.end_ns or trace.start_ns, trace.received_ms * 1_000_000)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 from datetime import UTC, datetime
+from decimal import ROUND_HALF_UP, Decimal
 
 from markupsafe import Markup, escape
 
@@ -93,20 +94,32 @@ def millis(value: float | None) -> str:
 
 
 def axis_tick(value: float, last: float) -> str:
-    """A label of the waterfall's time axis, in the unit `millis` gives `last` (the axis's
-    last label), so that its labels read alike: 0 s, 30 s, 1 min 0 s, 1 min 30 s, where
-    `millis` writes 30.00 s beside 1 min 0 s (as the waterfall's script writes one:
-    dashboard/static/waterfall.js)."""
-    if last >= 60_000:
-        s = round(value / 1000)
+    """A label of the waterfall's time axis, in the unit that `last` (the axis's last
+    label) reads in, so that its labels read alike: 0 s, 30 s, 1 min 0 s, 1 min 30 s,
+    where `millis` writes 30.00 s beside 1 min 0 s. Halves round up, as the waterfall's
+    script writes one (dashboard/static/waterfall.js), whose labels must be these."""
+    last_s = _half_up(last / 1000)
+    if last_s >= 60:
+        s = _half_up(value / 1000)
         for unit, size, smaller, small_size in _AXIS_UNITS:
-            if last >= size * 1000:
+            if last_s >= size:
                 whole, rest = divmod(s, size)
                 part = f"{rest // small_size} {smaller}"
                 return f"{whole} {unit} {part}" if whole else part
     if last >= 1000:
-        return f"{value / 1000:.2f} s"
-    return f"{value:.3f} ms" if last < 1 else f"{value:.1f} ms"
+        return f"{_fixed(value / 1000, 2)} s"
+    return f"{_fixed(value, 3)} ms" if last < 1 else f"{_fixed(value, 1)} ms"
+
+
+def _half_up(value: float) -> int:
+    """`value` to the nearest whole number, halves up (JavaScript's `Math.round`)."""
+    return math.floor(value + 0.5)
+
+
+def _fixed(value: float, places: int) -> str:
+    """`value` with `places` decimals, halves of its exact value up (JavaScript's
+    `toFixed`; Python's format rounds them to even: 1.125 reads 1.12 there)."""
+    return str(Decimal(value).quantize(Decimal(1).scaleb(-places), ROUND_HALF_UP))
 
 
 #: The axis's units past a minute, largest first: each with the unit below it.

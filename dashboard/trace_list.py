@@ -62,7 +62,8 @@ class TraceList(View[TracePage]):
         """The page; a bad filter value is the page with its filter bar as typed and
         the message (400), to be corrected there. A trace id given as the root span's
         name (pasted from a log) goes to its trace, where the project has it."""
-        pasted = _trace_id_of(request.args.get("q", ""))
+        asked = request.args.getlist("q")
+        pasted = _trace_id_of(asked[0]) if len(asked) == 1 else None  # twice: a 400 below
         if pasted is not None:
             found = await signed_in_project(self.explorer, parts["project"])
             if await asyncio.to_thread(self.explorer.summaries.get, found.id, pasted):

@@ -122,7 +122,7 @@ def first_errors_query(
     project_id: str, traces: Sequence[tuple[str, int, int]], postgres: bool
 ) -> tuple[str, list[object]]:
     """`SpanStore.first_errors`' read: the error rows of the traces (id, first start,
-    last end), through the span table's key, within the days of their starts; earliest
+    latest start), through the span table's key, within the days of their starts; earliest
     first (on PostgreSQL the earliest alone: a seek a trace, whatever the planner
     thinks of the table's statistics, where the list's condition led it to walk the
     project's rows of those days)."""
@@ -248,7 +248,7 @@ class SpanStore:
     def first_errors(
         self, project_id: str, traces: Sequence[tuple[str, int, int]]
     ) -> dict[str, dict[str, Any]]:
-        """Of each trace (id, its first start and last end, in ns: a summary's), its
+        """Of each trace (id, the first and the latest start of its spans, in ns), its
         earliest error span, by trace id (none for a trace without one). One read of
         the traces' rows by their key, within the days their starts fall on."""
         if not traces:

@@ -186,8 +186,10 @@ window.addEventListener("pageshow", () => {
 });
 
 // The live view (the newest page of the trace list, every 5 s): the list alone is
-// fetched again and put in place, so that a filter being typed stays as it is. (Without
-// JavaScript the page's own refresh loads it anew.)
+// fetched again and put in place, so that a filter being typed stays as it is; an
+// answer that is no list (the sign-in page, once signed out) is loaded as the page.
+// A server error is tried again at the next turn. (Without JavaScript the page's own
+// refresh loads it anew.)
 document.addEventListener("DOMContentLoaded", () => {
   const live = document.getElementById("results");
   if (!live || !live.dataset.liveMs) return;
@@ -197,10 +199,13 @@ document.addEventListener("DOMContentLoaded", () => {
     fetching = true;
     try {
       const response = await fetch(location.href, {credentials: "same-origin"});
-      if (!response.ok) return;
       const page = new DOMParser().parseFromString(await response.text(), "text/html");
       const fresh = page.getElementById("results");
-      if (fresh) document.getElementById("results").replaceWith(document.adoptNode(fresh));
+      if (fresh) {
+        document.getElementById("results").replaceWith(document.adoptNode(fresh));
+      } else if (response.redirected || response.status < 500) {
+        location.reload();  // signed out, say: the page itself says what to do
+      }
     } catch {
       // offline a moment: the next turn tries again
     } finally {

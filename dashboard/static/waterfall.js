@@ -15,10 +15,11 @@ const waterfall = {
 const AXIS_UNITS = [["d", 86400, "h", 3600], ["h", 3600, "min", 60], ["min", 60, "s", 1]];
 
 function tickText(ms, last) {  // as dashboard/formats.py's axis_tick
-  if (last >= 60000) {
+  const lastSeconds = Math.round(last / 1000);
+  if (lastSeconds >= 60) {
     const s = Math.round(ms / 1000);
     for (const [unit, size, smaller, smallSize] of AXIS_UNITS) {
-      if (last >= size * 1000) {
+      if (lastSeconds >= size) {
         const whole = Math.floor(s / size);
         const part = `${Math.floor((s % size) / smallSize)} ${smaller}`;
         return whole ? `${whole} ${unit} ${part}` : part;

@@ -370,6 +370,22 @@ def test_long_user_and_session_ids_wrap_rather_than_widen_the_pages(
     page.close()
 
 
+def test_a_live_view_signed_out_goes_to_the_sign_in_page(
+    browser: Browser, dashboard_url: str
+) -> None:
+    """Live on in one tab, signed out in another: the live tab's next refresh shows the
+    sign-in page, not a list that silently stops."""
+    context = browser.new_context()
+    live = context.new_page()
+    _sign_in(live, dashboard_url)
+    live.goto(f"{dashboard_url}/projects/live/traces?live=1")
+    other = context.new_page()
+    other.goto(f"{dashboard_url}/projects")
+    other.get_by_role("button", name="Sign out").click()
+    expect(live).to_have_url(re.compile(r"/login"), timeout=12_000)
+    context.close()
+
+
 def test_a_short_id_keeps_to_one_line_and_a_longer_breaks_after_a_separator(
     browser: Browser, dashboard_url: str
 ) -> None:

@@ -497,6 +497,8 @@ async def test_a_trace_id_pasted_as_the_root_name_goes_to_its_trace(
     assert missing.status_code == 200
     assert "No traces match these filters." in (await missing.get_data()).decode()
     assert await _ids(client, f"q={quote(pasted)}") == []
+    twice = await client.get(f"/projects/demo/traces?q={quote(pasted)}&q=x")
+    assert twice.status_code == 400
 
 
 async def test_a_picker_shows_the_value_filtered_by_though_not_counted(client: Client) -> None:
@@ -651,3 +653,20 @@ async def test_the_list_and_the_trace_page_name_the_same_earliest_error(
     page = (await (await client.get(f"/projects/demo/traces/{trace}")).get_data()).decode()
     said = re.search(r'<dd class="whole first-error">(.*?)</dd>', page, re.S)
     assert said is not None and f'?span={"b" * 16}">B</a>' in said[1]
+
+
+async def test_an_error_after_its_traces_last_end_is_listed(site: Site, client: Client) -> None:
+    """A trace that ends at 23:55 and whose failing span, sent without an end, starts
+    after midnight: the list still says what went wrong (the span was sent after it
+    began: the trace's last receipt bounds the days read)."""
+    trace = _trace_id(40)
+    received = int(datetime(2026, 11, 30, 0, 2, tzinfo=UTC).timestamp() * 1000)
+    store(site.db, site.demo, [
+        span(traceId=trace, spanId="1" * 16, name="late-root", startTime="2026-11-29T23:50:00Z",
+             endTime="2026-11-29T23:55:00Z"),
+        span(traceId=trace, spanId="2" * 16, parentSpanId="1" * 16, name="late-err",
+             status="error", startTime="2026-11-30T00:01:00Z",
+             attributes={"error.type": "after midnight"}),
+    ], received_ms=received)  # fmt: skip
+    page = (await (await client.get("/projects/demo/traces?q=late-root")).get_data()).decode()
+    assert "✗ late-err: after midnight</div>" in page

@@ -63,6 +63,12 @@ AXIS_LABELS = [
     (120_000, ["0 s", "30 s", "1 min 0 s", "1 min 30 s", "2 min 0 s"]),
     (3 * 3_600_000, ["0 min", "45 min", "1 h 30 min", "2 h 15 min", "3 h 0 min"]),
     (2 * 86_400_000, ["0 h", "12 h", "1 d 0 h", "1 d 12 h", "2 d 0 h"]),
+    # a length just under a unit's: its last label rounds up into it, and so do the others
+    (3_599_999, ["0 min", "15 min", "30 min", "45 min", "1 h 0 min"]),
+    (86_399_600, ["0 h", "6 h", "12 h", "18 h", "1 d 0 h"]),
+    # halves round up, as the script's Math.round and toFixed do
+    (122_000, ["0 s", "31 s", "1 min 1 s", "1 min 32 s", "2 min 2 s"]),
+    (4_500, ["0.00 s", "1.13 s", "2.25 s", "3.38 s", "4.50 s"]),
 ]
 
 
