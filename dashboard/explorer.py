@@ -68,11 +68,18 @@ class TraceOutline:
     summary: TraceSummary | None
 
 
+def stored_trace_id(text: str) -> str | None:
+    """A trace id (32 hex digits, in either case) in its stored form; None for what
+    cannot be one."""
+    return text.lower() if _TRACE_ID.fullmatch(text) else None
+
+
 def _trace_id(text: str) -> str:
     """A trace id in its stored form; NotFound for what cannot be one."""
-    if not _TRACE_ID.fullmatch(text):
+    stored = stored_trace_id(text)
+    if stored is None:
         raise NotFound(f"no trace {text}")
-    return text.lower()
+    return stored
 
 
 async def signed_in_project(

@@ -16,6 +16,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
+from dashboard.waterfall import ERROR
 from genai.conventions import NATIVE_TYPES
 from genai.counting import wrappers_of
 from storage.spans import SpanOutline
@@ -23,7 +24,6 @@ from storage.spans import SpanOutline
 AGENT = "agent"
 NODE_KINDS = (AGENT, "tool", "retrieval", "llm", "embedding")
 _MODEL_CALLS = frozenset(("llm", "embedding"))
-_ERROR = 2
 
 Node = tuple[str, str]  # (type, name)
 
@@ -119,7 +119,7 @@ def topology(traces: dict[str, list[SpanOutline]]) -> Topology:
             caller = None if agent is None else node_of(agent)
             if caller is not None:
                 had = edges.get((caller, node), Edge(0, 0))
-                error = int(span.status_code == _ERROR)
+                error = int(span.status_code == ERROR)
                 edges[(caller, node)] = Edge(had.count + 1, had.errors + error)
     return Topology(nodes, edges)
 
@@ -170,7 +170,7 @@ def agent_stats(traces: dict[str, list[SpanOutline]]) -> list[AgentStats]:
             AgentStats(
                 name,
                 len(spans),
-                sum(1 for s in spans if s.status_code == _ERROR),
+                sum(1 for s in spans if s.status_code == ERROR),
                 _percentile(durations, 0.5),
                 _percentile(durations, 0.95),
                 durations[-1] if durations else None,

@@ -13,7 +13,7 @@ from quart.typing import ResponseReturnValue
 
 from dashboard import params
 from dashboard.errors import DashboardError, invalid
-from dashboard.explorer import Explorer, signed_in_project
+from dashboard.explorer import Explorer, signed_in_project, stored_trace_id
 from dashboard.filter_bar import filter_bar, page_links, resolved
 from dashboard.views import View
 from service.web import json_response
@@ -21,14 +21,15 @@ from storage.export import MAX_EXPORT_TRACES, as_csv
 from storage.identity import Project
 from storage.trace_list import ListPage, TraceFilter, TraceOrder
 
-#: A trace id as logs write it: 32 hex digits, in either case, or as a UUID.
-_TRACE_ID = re.compile(r"[0-9a-fA-F]{32}|[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}")
+#: A trace id written as a UUID (logs may), which is its 32 hex digits with dashes.
+_AS_UUID = re.compile(r"[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}")
 
 
 def _trace_id_of(text: str) -> str | None:
-    """The trace id `text` is (spaces around it aside), as stored; None if it is none."""
+    """The trace id `text` is (spaces around it aside; as is, or as a UUID), as stored;
+    None if it is none."""
     text = text.strip()
-    return text.replace("-", "").lower() if _TRACE_ID.fullmatch(text) else None
+    return stored_trace_id(text.replace("-", "") if _AS_UUID.fullmatch(text) else text)
 
 
 #: What the page's links start from when its filters could not be read.

@@ -19,7 +19,7 @@ from dashboard.explorer import Explorer, TraceOutline, signed_in_project
 from dashboard.failures import what_failed
 from dashboard.genai_json import genai_json, totals_json
 from dashboard.views import View
-from dashboard.waterfall import PAGE_ROWS, Row, Waterfall, lay_out
+from dashboard.waterfall import ERROR, PAGE_ROWS, Row, Waterfall, lay_out
 from dashboard.waterfall_html import rows_html
 from genai import MODEL_TYPES
 from genai.counting import Wrappers
@@ -68,7 +68,6 @@ class Laid:
     first_error: tuple[str, str, str] | None = None
 
 
-_ERROR = 2
 #: A span's place by its start (ties by id), as the list finds a trace's earliest error.
 _STARTED = attrgetter("start_ns", "span_id")
 
@@ -115,7 +114,7 @@ class Trace(View[TraceAsked]):
             datasets = self.explorer.dataset_names(asked.project)
             wrapper = _wrapper(chosen.span, waterfall.wrapping)
         first_error = None
-        errors = [s for s in detail.spans if s.status_code == _ERROR]
+        errors = [s for s in detail.spans if s.status_code == ERROR]
         if errors:  # the earliest, as the list shows it (dashboard/failures.py)
             earliest = min(errors, key=_STARTED)
             failed = self.explorer.span(asked.project, detail.trace_id, earliest.span_id)

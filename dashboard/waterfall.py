@@ -40,7 +40,8 @@ class Subtree(NamedTuple):
     cost_usd: float | None
 
 
-_ERROR = 2
+#: OTLP's status code of an error.
+ERROR = 2
 
 
 def _plus(total: Any, value: Any) -> Any:
@@ -121,7 +122,7 @@ class Waterfall:
                 continue
             span = spans[order[position].at]
             count[parent] += count[position] + 1
-            errors[parent] += errors[position] + (span.status_code == _ERROR)
+            errors[parent] += errors[position] + (span.status_code == ERROR)
             counted = span.span_id not in wrapping.usage
             own_tokens, own_cost = _usage(span) if counted else (None, None)
             tokens[parent] = _plus(_plus(tokens[parent], tokens[position]), own_tokens)
@@ -134,7 +135,7 @@ class Waterfall:
         return [
             (position, spans[placed.at].span_id)
             for position, placed in enumerate(self.order)
-            if spans[placed.at].status_code == _ERROR
+            if spans[placed.at].status_code == ERROR
         ]
 
     def find(self, span_id: str | None) -> Row | None:

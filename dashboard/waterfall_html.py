@@ -16,12 +16,11 @@ from html import escape
 from markupsafe import Markup
 
 from dashboard.formats import count, millis, undated, usd
-from dashboard.waterfall import Subtree, Waterfall
+from dashboard.waterfall import ERROR, Subtree, Waterfall
 
 MIN_BAR_PERCENT = 0.15  # a zero-length span still shows as a mark
 INDENT_PX = 14
 MAX_INDENT_DEPTH = 40  # deeper rows stay at this indent, so a deep chain stays readable
-_ERROR = 2
 _ORPHAN = '<span class="muted" title="its parent span is not stored">orphan</span>'
 
 
@@ -89,7 +88,7 @@ def rows_html(
         kind = kinds.get((span.kind, span.llm_type))
         if kind is None:
             kind = kinds[span.kind, span.llm_type] = _kind(span.kind, span.llm_type)
-        error = span.status_code == _ERROR
+        error = span.status_code == ERROR
         start, end = span.start_ns, span.end_ns
         left = (start - t0) * percent
         width = max((0 if end is None else max(end - start, 0)) * percent, MIN_BAR_PERCENT)
